@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs the demo: a C host program that loads libsam2.so through its header, encodes the bundled
+# demo image once, runs a click, a box and a click with a negative click, and writes each mask
+# and an overlay PNG into out/. Does its own set-up (scripts/setup.sh).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+. scripts/setup.sh
+cargo build --release --lib
+cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
+cmake --build build/c -j 2 --target sam2_demo >/dev/null
+mkdir -p out
+build/c/sam2_demo "$SAM2_MODELS/tiny_a_encoder.onnx" "$SAM2_MODELS/tiny_a_decoder.onnx" testdata/demo.ppm out

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Idempotent set-up: system packages, the Python venv with the pinned ONNX Runtime wheel, and the
+# generated models. A second run downloads and regenerates nothing.
+# Source it (`. scripts/setup.sh`) to get SAM2_ONNXRUNTIME_PATH and friends exported.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$ROOT/.venv"
+MODELS="$ROOT/models"
+say() { printf '[setup] %s\n' "$*" >&2; }
+
+# ONNX Runtime 1.31 keeps telemetry ids under ~/.cache unless told not to; keep the user's home clean.
+export ORT_DISABLE_TELEMETRY=1
+
+# 1. System packages (cmake for the C tests, Mono for the C# tests).
+need_apt=()
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v mcs >/dev/null 2>&1 || need_apt+=(mono-mcs)
+command -v mono >/dev/null 2>&1 || need_apt+=(mono-runtime)
+if ((${#need_apt[@]})); then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    say "installing ${need_apt[*]} from Debian"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+# 2. Python venv with the pinned wheels (the ONNX Runtime shared library comes from its wheel).
+req_hash="$(sha256sum "$ROOT/tools/requirements.txt" | cut -c1-16)"
+if [ ! -f "$VENV/.sam2-req-$req_hash" ]; then
+    say "creating $VENV with $(grep -v '^#' "$ROOT/tools/requirements.txt" | tr '\n' ' ')"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tools/requirements.txt"
+    touch "$VENV/.sam2-req-$req_hash"
+fi
+ORT_LIB="$(ls "$VENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.1.31.1 2>/dev/null | head -n1)"
+if [ -z "$ORT_LIB" ]; then
+    say "libonnxruntime.so.1.31.1 not found in the onnxruntime wheel"
+    exit 1
+fi
+export SAM2_ONNXRUNTIME_PATH="$ORT_LIB"
+export SAM2_PYTHON="$VENV/bin/python"
+
+# 3. Generated models (deterministic; regenerated only when the generator changes).
+gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
+if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
+    say "generating models into $MODELS"
+    rm -rf "$MODELS"
+    mkdir -p "$MODELS"
+    "$VENV/bin/python" "$ROOT/tools/gen_models.py" --out "$MODELS" >&2
+    touch "$MODELS/.sam2-gen-$gen_hash"
+fi
+export SAM2_MODELS="$MODELS"
+export SAM2_TESTDATA="$ROOT/testdata"

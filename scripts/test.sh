@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs every test: Rust (unit, integration, header check), the Python reference check, the C
+# suite under ctest (and once more under valgrind), the C# suite under Mono, and format/lint checks.
+# Does its own set-up (scripts/setup.sh) and is safe to run again: nothing is downloaded twice.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+. scripts/setup.sh
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy -- -D warnings"
+cargo clippy --release --all-targets -- -D warnings
+
+step "cargo test (unit, integration, header check)"
+cargo test --release
+
+step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
+"$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
+
+if [ -f tests/c/CMakeLists.txt ]; then
+    step "C tests under ctest"
+    cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
+    cmake --build build/c -j 2 >/dev/null
+    (cd build/c && ctest --output-on-failure -j 2)
+fi
+
+if [ -x scripts/test-valgrind.sh ]; then
+    step "C tests under valgrind"
+    scripts/test-valgrind.sh
+fi
+
+if [ -x scripts/test-csharp.sh ]; then
+    step "C# tests under Mono"
+    scripts/test-csharp.sh
+fi
+
+step "all tests passed"

@@ -1,0 +1,150 @@
+//! The image encoder: host pixels → an [`Embedding`], run once per image.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::Session;
+use ort::value::{DynValue, Tensor, TensorElementType};
+
+use crate::contract::{self, EncoderSpec, InputType};
+use crate::embedding::{Embedding, EmbeddingTensor};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use crate::image::ImageView;
+use crate::preprocess;
+use crate::session::{self, SessionOptions};
+
+/// Where the encoder's outputs are bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OutputTarget {
+    /// On the execution device (VRAM on a GPU session; host memory on a CPU session).
+    #[default]
+    Device,
+    /// In host memory, so the embedding can be saved; ONNX Runtime copies it to the device when a
+    /// predictor runs.
+    Host,
+}
+
+/// Options of an encoder.
+#[derive(Debug, Clone, Default)]
+pub struct EncoderOptions {
+    pub output_target: OutputTarget,
+    pub session: SessionOptions,
+}
+
+/// A loaded encoder. `encode` may be called from several threads; runs are serialised on the session.
+#[derive(Debug)]
+pub struct Encoder {
+    session: Mutex<Session>,
+    spec: EncoderSpec,
+    fingerprint: Fingerprint,
+    path: PathBuf,
+    output_memory: MemoryInfo<'static>,
+    output_target: OutputTarget,
+}
+
+impl Encoder {
+    /// Loads an encoder model and recognises its contract.
+    pub fn new(path: impl AsRef<Path>, options: &EncoderOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = session::read_model(path)?;
+        let fingerprint = Fingerprint::of_bytes(&bytes);
+        let session = session::build(&bytes, path, &options.session)?;
+        drop(bytes);
+        let spec = contract::detect_encoder(&session, path)?;
+        // A CPU session's device is the host, so both targets bind host memory here.
+        let output_memory = MemoryInfo::new(
+            AllocationDevice::CPU,
+            0,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )?;
+        Ok(Encoder {
+            session: Mutex::new(session),
+            spec,
+            fingerprint,
+            path: path.to_path_buf(),
+            output_memory,
+            output_target: options.output_target,
+        })
+    }
+
+    pub fn spec(&self) -> &EncoderSpec {
+        &self.spec
+    }
+
+    pub fn fingerprint(&self) -> Fingerprint {
+        self.fingerprint
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn output_target(&self) -> OutputTarget {
+        self.output_target
+    }
+
+    /// Builds the encoder's input tensor from host pixels.
+    pub fn prepare_input(&self, image: &ImageView<'_>) -> Result<DynValue> {
+        let size = self.spec.input_size;
+        let shape = [1usize, 3, size, size];
+        let data = preprocess::preprocess(image, size);
+        Ok(match self.spec.input_type {
+            InputType::F32 => Tensor::from_array((shape, data))?.into_dyn(),
+            InputType::F16 => {
+                let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+                let mut tensor = ort::value::DynTensor::new(
+                    session.allocator(),
+                    TensorElementType::Float16,
+                    shape,
+                )?;
+                let ptr = tensor.data_ptr_mut() as *mut u16;
+                // SAFETY: a freshly allocated CPU tensor of 3·size² float16 elements.
+                let out = unsafe { std::slice::from_raw_parts_mut(ptr, data.len()) };
+                for (o, v) in out.iter_mut().zip(data.iter()) {
+                    *o = preprocess::f32_to_f16_bits(*v);
+                }
+                tensor.into_dyn()
+            }
+        })
+    }
+
+    /// Encodes one image.
+    pub fn encode(&self, image: &ImageView<'_>) -> Result<Embedding> {
+        let input = self.prepare_input(image)?;
+        self.encode_prepared(&input, image.width as u32, image.height as u32)
+    }
+
+    /// Runs the encoder on an already prepared input tensor (what a benchmark of ONNX Runtime alone feeds).
+    pub fn encode_prepared(&self, input: &DynValue, width: u32, height: u32) -> Result<Embedding> {
+        let names = self.spec.family.tensor_names();
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        // A fresh binding per run: outputs bound to a device are reused by later runs of the same
+        // binding, and an embedding must never be overwritten by the next image.
+        let mut binding = session.create_binding()?;
+        binding.bind_input(self.spec.input_name.as_str(), input)?;
+        for name in names {
+            binding.bind_output_to_device(name, &self.output_memory)?;
+        }
+        let mut outputs = session.run_binding(&binding)?;
+        let mut take = |name: &str| -> Result<EmbeddingTensor> {
+            let value = outputs
+                .remove(name)
+                .ok_or_else(|| Error::OnnxRuntime(format!("encoder produced no `{name}`")))?;
+            EmbeddingTensor::from_value(value)
+        };
+        let tensors = [take(names[0])?, take(names[1])?, take(names[2])?];
+        drop(outputs);
+        drop(binding);
+        drop(session);
+        Ok(Embedding {
+            tensors,
+            image_width: width,
+            image_height: height,
+            fingerprint: self.fingerprint,
+            family: self.spec.family,
+        })
+    }
+}

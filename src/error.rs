@@ -1,0 +1,93 @@
+//! Errors of the safe core. The C boundary maps each variant onto one `sam2_status`.
+
+use std::path::PathBuf;
+
+/// Every way an operation of this library can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A required pointer was NULL (only produced by the C boundary).
+    #[error("argument `{0}` must not be NULL")]
+    NullArgument(&'static str),
+
+    /// A value was out of range, malformed or inconsistent.
+    #[error("invalid argument `{name}`: {reason}")]
+    InvalidArgument { name: &'static str, reason: String },
+
+    /// A caller buffer cannot hold the result; `needed` says how large it must be.
+    #[error("buffer too small: {needed} bytes needed, {given} given")]
+    BufferTooSmall { needed: usize, given: usize },
+
+    /// No usable ONNX Runtime shared library was found.
+    #[error("ONNX Runtime could not be loaded: {0}")]
+    RuntimeNotFound(String),
+
+    /// A model file is unreadable or does not follow a known SAM2 export contract.
+    #[error("model {path}: {reason}")]
+    Model { path: PathBuf, reason: String },
+
+    /// The operating system failed a file operation.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    /// The embedding lives in memory the host cannot read (device memory), so it cannot be written.
+    #[error(
+        "embedding is held by the `{allocator}` allocator (device memory) and cannot be serialized; \
+         copy it to the host first (sam2_embedding_to_host) or encode with a Host output target"
+    )]
+    EmbeddingNotSerializable { allocator: String },
+
+    /// An embedding file is truncated, corrupted, foreign or of an unsupported version.
+    #[error("embedding file: {0}")]
+    EmbeddingFormat(String),
+
+    /// An embedding, file or tensor was made by a different model than the one asked to use it.
+    #[error("model mismatch: {0}")]
+    ModelMismatch(String),
+
+    /// The execution environment cannot give what was asked for (a GPU provider that is not there).
+    #[error("environment configuration: {0}")]
+    EnvironmentConfiguration(String),
+
+    /// ONNX Runtime reported an error.
+    #[error("ONNX Runtime: {0}")]
+    OnnxRuntime(String),
+
+    /// A panic was caught at the C boundary.
+    #[error("internal error (panic): {0}")]
+    Panic(String),
+}
+
+impl Error {
+    pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn model(path: impl Into<PathBuf>, reason: impl Into<String>) -> Self {
+        Error::Model {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl<T> From<ort::Error<T>> for Error {
+    fn from(e: ort::Error<T>) -> Self {
+        Error::OnnxRuntime(e.to_string())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,204 @@
+//! `sam2_encoder`: loading an image encoder and encoding host pixels.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use super::embedding::sam2_embedding;
+use super::{arg_out, arg_ref, arg_slice, arg_str, copy_out_str, guard, read_options, sam2_status};
+use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
+use crate::error::Error;
+use crate::image::{ImageView, PixelFormat};
+
+/// Pixel format: 3 bytes per pixel, R G B.
+pub const SAM2_PIXEL_RGB: u32 = 0;
+/// Pixel format: 3 bytes per pixel, B G R (Windows bitmaps, OpenCV).
+pub const SAM2_PIXEL_BGR: u32 = 1;
+/// Pixel format: 4 bytes per pixel, R G B A (alpha ignored).
+pub const SAM2_PIXEL_RGBA: u32 = 2;
+/// Pixel format: 4 bytes per pixel, B G R A (alpha ignored).
+pub const SAM2_PIXEL_BGRA: u32 = 3;
+/// Pixel format: 1 byte per pixel, gray.
+pub const SAM2_PIXEL_GRAY: u32 = 4;
+
+/// Encoder output binding: keep the embedding on the execution device (default).
+pub const SAM2_OUTPUT_DEVICE: u32 = 0;
+/// Encoder output binding: place the embedding in host memory (so it can be saved).
+pub const SAM2_OUTPUT_HOST: u32 = 1;
+
+/// An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
+/// Thread-safe: `sam2_encode` may be called from several threads at once.
+pub struct sam2_encoder {
+    pub(crate) inner: Encoder,
+}
+
+/// Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sam2_encoder_options {
+    /// `sizeof(sam2_encoder_options)`; lets the struct grow without breaking older callers.
+    pub struct_size: u32,
+    /// `SAM2_OUTPUT_DEVICE` (default) or `SAM2_OUTPUT_HOST`.
+    pub output_target: u32,
+    /// Intra-op threads of the session; 0 lets ONNX Runtime choose (one per core).
+    pub intra_threads: u32,
+}
+
+const ENCODER_OPTIONS_V1: usize = 12;
+
+impl Default for sam2_encoder_options {
+    fn default() -> Self {
+        sam2_encoder_options {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            output_target: SAM2_OUTPUT_DEVICE,
+            intra_threads: 0,
+        }
+    }
+}
+
+/// Fills `options` with the defaults (and its `struct_size`).
+#[no_mangle]
+pub extern "C" fn sam2_encoder_options_init(options: *mut sam2_encoder_options) -> sam2_status {
+    guard(|| {
+        let out = arg_out(options, "options")?;
+        *out = sam2_encoder_options::default();
+        Ok(())
+    })
+}
+
+pub(crate) fn parse_pixel_format(value: u32) -> Result<PixelFormat, Error> {
+    Ok(match value {
+        SAM2_PIXEL_RGB => PixelFormat::Rgb,
+        SAM2_PIXEL_BGR => PixelFormat::Bgr,
+        SAM2_PIXEL_RGBA => PixelFormat::Rgba,
+        SAM2_PIXEL_BGRA => PixelFormat::Bgra,
+        SAM2_PIXEL_GRAY => PixelFormat::Gray,
+        other => {
+            return Err(Error::invalid(
+                "pixel_format",
+                format!("must be one of SAM2_PIXEL_RGB..SAM2_PIXEL_GRAY (0..4), got {other}"),
+            ))
+        }
+    })
+}
+
+fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Error> {
+    let output_target = match options.output_target {
+        SAM2_OUTPUT_DEVICE => OutputTarget::Device,
+        SAM2_OUTPUT_HOST => OutputTarget::Host,
+        other => {
+            return Err(Error::invalid(
+                "options.output_target",
+                format!("must be SAM2_OUTPUT_DEVICE (0) or SAM2_OUTPUT_HOST (1), got {other}"),
+            ))
+        }
+    };
+    if options.intra_threads > 1024 {
+        return Err(Error::invalid(
+            "options.intra_threads",
+            format!(
+                "must be 0 (automatic) to 1024, got {}",
+                options.intra_threads
+            ),
+        ));
+    }
+    let mut out = EncoderOptions {
+        output_target,
+        ..Default::default()
+    };
+    out.session.intra_threads =
+        (options.intra_threads > 0).then_some(options.intra_threads as usize);
+    Ok(out)
+}
+
+/// Loads an image encoder (a SAM2 encoder exported to ONNX; the contract is recognised from its
+/// input and output names).
+///
+/// `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults.
+/// On success `*out` receives a new encoder, owned by the caller, released with
+/// `sam2_encoder_free`. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
+/// lists the names expected and found), `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_INVALID_ARGUMENT`.
+#[no_mangle]
+pub extern "C" fn sam2_encoder_new(
+    model_path: *const c_char,
+    options: *const sam2_encoder_options,
+    out: *mut *mut sam2_encoder,
+) -> sam2_status {
+    guard(|| {
+        let path = arg_str(model_path, "model_path")?;
+        let out = arg_out(out, "out")?;
+        let options = read_options(
+            options,
+            sam2_encoder_options::default(),
+            ENCODER_OPTIONS_V1,
+            "options",
+        )?;
+        let options = encoder_options(&options)?;
+        let encoder = Encoder::new(path, &options)?;
+        *out = Box::into_raw(Box::new(sam2_encoder { inner: encoder }));
+        Ok(())
+    })
+}
+
+/// Releases an encoder. NULL is a no-op. Embeddings it made stay valid. Do not free twice, and
+/// do not free while another thread is using it.
+#[no_mangle]
+pub extern "C" fn sam2_encoder_free(encoder: *mut sam2_encoder) {
+    super::free_box(encoder);
+}
+
+/// Encodes one image.
+///
+/// `pixels`: `pixels_len` bytes holding `height` rows of `width` pixels in `pixel_format`
+/// (`SAM2_PIXEL_*`), rows `stride` bytes apart (0 means tightly packed). The buffer is only read
+/// during the call. On success `*out` receives a new embedding owned by the caller (release with
+/// `sam2_embedding_free`); it does not depend on the encoder afterwards. Thread-safe.
+#[no_mangle]
+pub extern "C" fn sam2_encode(
+    encoder: *const sam2_encoder,
+    pixels: *const u8,
+    pixels_len: usize,
+    width: u32,
+    height: u32,
+    stride: usize,
+    pixel_format: u32,
+    out: *mut *mut sam2_embedding,
+) -> sam2_status {
+    guard(|| {
+        let encoder = arg_ref(encoder, "encoder")?;
+        if pixels.is_null() {
+            return Err(Error::NullArgument("pixels"));
+        }
+        let out = arg_out(out, "out")?;
+        let format = parse_pixel_format(pixel_format)?;
+        let data = arg_slice(pixels, pixels_len, "pixels")?;
+        let stride = if stride == 0 {
+            (width as usize).saturating_mul(format.channels())
+        } else {
+            stride
+        };
+        let image = ImageView::new(data, width as usize, height as usize, stride, format)?;
+        let embedding = encoder.inner.encode(&image)?;
+        *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(embedding))));
+        Ok(())
+    })
+}
+
+/// Copies the encoder's model fingerprint ("sam2fp1-…", identifying the model file) into `buf`.
+/// See `sam2_last_error_message` for the `(buf, buf_len, needed)` convention.
+#[no_mangle]
+pub extern "C" fn sam2_encoder_fingerprint(
+    encoder: *const sam2_encoder,
+    buf: *mut c_char,
+    buf_len: usize,
+    needed: *mut usize,
+) -> sam2_status {
+    guard(|| {
+        let encoder = arg_ref(encoder, "encoder")?;
+        copy_out_str(
+            &encoder.inner.fingerprint().to_string(),
+            buf,
+            buf_len,
+            needed,
+        )
+    })
+}

@@ -1,0 +1,147 @@
+//! `sam2_masks`: the result of one `sam2_predict`.
+
+use super::{arg_out, arg_ref, guard, sam2_status};
+use crate::error::Error;
+use crate::predictor::Prediction;
+
+/// A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
+/// `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands
+/// out stay valid until then.
+pub struct sam2_masks {
+    pub(crate) inner: Prediction,
+}
+
+/// Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+#[no_mangle]
+pub extern "C" fn sam2_masks_free(masks: *mut sam2_masks) {
+    super::free_box(masks);
+}
+
+fn index(m: &Prediction, i: usize) -> Result<(), Error> {
+    let count = m.objects * m.candidates;
+    if i >= count {
+        return Err(Error::invalid(
+            "index",
+            format!("is {i}, but the result holds {count} masks"),
+        ));
+    }
+    Ok(())
+}
+
+/// Writes the number of objects (prompts) and of candidate masks per object.
+#[no_mangle]
+pub extern "C" fn sam2_masks_count(
+    masks: *const sam2_masks,
+    out_objects: *mut usize,
+    out_candidates: *mut usize,
+) -> sam2_status {
+    guard(|| {
+        let m = &arg_ref(masks, "masks")?.inner;
+        let o = arg_out(out_objects, "out_objects")?;
+        let c = arg_out(out_candidates, "out_candidates")?;
+        *o = m.objects;
+        *c = m.candidates;
+        Ok(())
+    })
+}
+
+/// Writes the size of every mask: the original image size.
+#[no_mangle]
+pub extern "C" fn sam2_masks_size(
+    masks: *const sam2_masks,
+    out_width: *mut u32,
+    out_height: *mut u32,
+) -> sam2_status {
+    guard(|| {
+        let m = &arg_ref(masks, "masks")?.inner;
+        let w = arg_out(out_width, "out_width")?;
+        let h = arg_out(out_height, "out_height")?;
+        *w = m.width as u32;
+        *h = m.height as u32;
+        Ok(())
+    })
+}
+
+/// Gives mask `index`: `width × height` bytes, row-major, 1 = foreground, 0 = background.
+/// `*out_data` stays valid until `sam2_masks_free`; `*out_len` receives the byte count.
+#[no_mangle]
+pub extern "C" fn sam2_masks_mask(
+    masks: *const sam2_masks,
+    index_: usize,
+    out_data: *mut *const u8,
+    out_len: *mut usize,
+) -> sam2_status {
+    guard(|| {
+        let m = &arg_ref(masks, "masks")?.inner;
+        let d = arg_out(out_data, "out_data")?;
+        let l = arg_out(out_len, "out_len")?;
+        index(m, index_)?;
+        let mask = m.mask(index_);
+        *d = mask.as_ptr();
+        *l = mask.len();
+        Ok(())
+    })
+}
+
+/// Writes the predicted IoU (the model's confidence) of mask `index`.
+#[no_mangle]
+pub extern "C" fn sam2_masks_score(
+    masks: *const sam2_masks,
+    index_: usize,
+    out_score: *mut f32,
+) -> sam2_status {
+    guard(|| {
+        let m = &arg_ref(masks, "masks")?.inner;
+        let s = arg_out(out_score, "out_score")?;
+        index(m, index_)?;
+        *s = m.scores[index_];
+        Ok(())
+    })
+}
+
+/// Writes the inclusive bounding box `{x_min, y_min, x_max, y_max}` of mask `index` into
+/// `out_box[0..4]`, and its area in pixels; an empty mask has area 0 and box `{0, 0, 0, 0}`.
+#[no_mangle]
+pub extern "C" fn sam2_masks_box(
+    masks: *const sam2_masks,
+    index_: usize,
+    out_box: *mut u32,
+    out_area: *mut u64,
+) -> sam2_status {
+    guard(|| {
+        let m = &arg_ref(masks, "masks")?.inner;
+        if out_box.is_null() {
+            return Err(Error::NullArgument("out_box"));
+        }
+        let a = arg_out(out_area, "out_area")?;
+        index(m, index_)?;
+        // SAFETY: checked non-NULL; the caller promises room for 4 values.
+        unsafe { std::ptr::copy_nonoverlapping(m.boxes[index_].as_ptr(), out_box, 4) };
+        *a = m.areas[index_];
+        Ok(())
+    })
+}
+
+/// Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back
+/// as `sam2_prompt.mask_input` for refinement. Valid until `sam2_masks_free`.
+#[no_mangle]
+pub extern "C" fn sam2_masks_low_res(
+    masks: *const sam2_masks,
+    index_: usize,
+    out_data: *mut *const f32,
+    out_len: *mut usize,
+    out_side: *mut u32,
+) -> sam2_status {
+    guard(|| {
+        let m = &arg_ref(masks, "masks")?.inner;
+        let d = arg_out(out_data, "out_data")?;
+        let l = arg_out(out_len, "out_len")?;
+        let s = arg_out(out_side, "out_side")?;
+        index(m, index_)?;
+        let logits = m.low_res_logits(index_);
+        *d = logits.as_ptr();
+        *l = logits.len();
+        *s = m.low_res_size as u32;
+        Ok(())
+    })
+}

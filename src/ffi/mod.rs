@@ -1,0 +1,244 @@
+//! The C ABI. Every `extern "C"` function and every raw pointer of the library lives under this
+//! module, one file per handle type. Conventions (see the README's "C API conventions"):
+//! inputs before out-params; out-params written only on success; NULL handles give
+//! `SAM2_ERR_NULL_ARGUMENT`; `_free(NULL)` is a no-op; panics never cross the boundary.
+
+#![allow(non_camel_case_types)]
+// The exports take raw pointers from C by design; each dereference is NULL-checked and
+// documented in the header, and marking them `unsafe` would mean nothing to a C caller.
+#![allow(clippy::not_unsafe_ptr_arg_deref)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr};
+
+use crate::error::Error;
+
+pub mod embedding;
+pub mod encoder;
+pub mod masks;
+pub mod predictor;
+pub mod runtime;
+
+/// Result of every fallible function. Values are fixed forever; retired values stay reserved.
+#[repr(u32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum sam2_status {
+    /// Success.
+    SAM2_OK = 0,
+    /// A required pointer argument was NULL.
+    SAM2_ERR_NULL_ARGUMENT = 1,
+    /// An argument was out of range, malformed or inconsistent; the message names it.
+    SAM2_ERR_INVALID_ARGUMENT = 2,
+    /// A caller buffer is too small; the needed size was written to the size out-param.
+    SAM2_ERR_BUFFER_TOO_SMALL = 3,
+    /// No usable ONNX Runtime library could be loaded; the message lists the paths tried.
+    SAM2_ERR_RUNTIME_NOT_FOUND = 4,
+    /// A model file is unreadable or is not a recognised SAM2 export.
+    SAM2_ERR_MODEL = 5,
+    /// The operating system failed a file operation.
+    SAM2_ERR_IO = 6,
+    /// The embedding is in device memory and cannot be written; see `sam2_embedding_allocator_name`.
+    SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE = 7,
+    /// An embedding file is truncated, corrupted, foreign or of an unsupported version.
+    SAM2_ERR_EMBEDDING_FORMAT = 8,
+    /// An embedding (or file) was made by a different model than the one asked to use it.
+    SAM2_ERR_MODEL_MISMATCH = 9,
+    /// The execution environment cannot provide what was requested (e.g. a GPU provider in FAIL mode).
+    SAM2_ERR_ENVIRONMENT_CONFIGURATION = 10,
+    /// ONNX Runtime reported an error.
+    SAM2_ERR_ONNXRUNTIME = 11,
+    /// An internal error (a caught panic). The library stays usable.
+    SAM2_ERR_PANIC = 12,
+}
+
+impl sam2_status {
+    pub(crate) fn of(error: &Error) -> Self {
+        use sam2_status::*;
+        match error {
+            Error::NullArgument(_) => SAM2_ERR_NULL_ARGUMENT,
+            Error::InvalidArgument { .. } => SAM2_ERR_INVALID_ARGUMENT,
+            Error::BufferTooSmall { .. } => SAM2_ERR_BUFFER_TOO_SMALL,
+            Error::RuntimeNotFound(_) => SAM2_ERR_RUNTIME_NOT_FOUND,
+            Error::Model { .. } => SAM2_ERR_MODEL,
+            Error::Io { .. } => SAM2_ERR_IO,
+            Error::EmbeddingNotSerializable { .. } => SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE,
+            Error::EmbeddingFormat(_) => SAM2_ERR_EMBEDDING_FORMAT,
+            Error::ModelMismatch(_) => SAM2_ERR_MODEL_MISMATCH,
+            Error::EnvironmentConfiguration(_) => SAM2_ERR_ENVIRONMENT_CONFIGURATION,
+            Error::OnnxRuntime(_) => SAM2_ERR_ONNXRUNTIME,
+            Error::Panic(_) => SAM2_ERR_PANIC,
+        }
+    }
+
+    pub(crate) fn as_str(self) -> &'static CStr {
+        use sam2_status::*;
+        match self {
+            SAM2_OK => c"SAM2_OK: success",
+            SAM2_ERR_NULL_ARGUMENT => c"SAM2_ERR_NULL_ARGUMENT: a required pointer argument was NULL",
+            SAM2_ERR_INVALID_ARGUMENT => c"SAM2_ERR_INVALID_ARGUMENT: an argument is invalid",
+            SAM2_ERR_BUFFER_TOO_SMALL => c"SAM2_ERR_BUFFER_TOO_SMALL: the buffer is too small",
+            SAM2_ERR_RUNTIME_NOT_FOUND => c"SAM2_ERR_RUNTIME_NOT_FOUND: ONNX Runtime could not be loaded",
+            SAM2_ERR_MODEL => c"SAM2_ERR_MODEL: the model is unreadable or not a recognised SAM2 export",
+            SAM2_ERR_IO => c"SAM2_ERR_IO: a file operation failed",
+            SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE => {
+                c"SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE: the embedding is in device memory and cannot be saved"
+            }
+            SAM2_ERR_EMBEDDING_FORMAT => c"SAM2_ERR_EMBEDDING_FORMAT: the embedding file is invalid",
+            SAM2_ERR_MODEL_MISMATCH => c"SAM2_ERR_MODEL_MISMATCH: made by a different model",
+            SAM2_ERR_ENVIRONMENT_CONFIGURATION => {
+                c"SAM2_ERR_ENVIRONMENT_CONFIGURATION: the requested device or environment is not available"
+            }
+            SAM2_ERR_ONNXRUNTIME => c"SAM2_ERR_ONNXRUNTIME: ONNX Runtime reported an error",
+            SAM2_ERR_PANIC => c"SAM2_ERR_PANIC: internal error",
+        }
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Records an error as this thread's last error and returns its status.
+pub(crate) fn fail(error: Error) -> sam2_status {
+    let status = sam2_status::of(&error);
+    let text = error.to_string();
+    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    status
+}
+
+pub(crate) fn last_error() -> String {
+    LAST_ERROR.with(|e| e.borrow().clone())
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Runs an export's body: a `Result<(), Error>` becomes a status (recording the message), and a
+/// panic becomes `SAM2_ERR_PANIC` instead of unwinding into C.
+pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+        Ok(Ok(())) => sam2_status::SAM2_OK,
+        Ok(Err(e)) => fail(e),
+        Err(payload) => fail(Error::Panic(panic_message(payload.as_ref()))),
+    }
+}
+
+/// Runs an infallible export that returns a value, giving `fallback` if it panics.
+pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
+}
+
+/// NULL-checked shared reference.
+pub(crate) fn arg_ref<'a, T>(ptr: *const T, name: &'static str) -> Result<&'a T, Error> {
+    // SAFETY: the caller promises a non-NULL pointer refers to a live object of this type.
+    unsafe { ptr.as_ref() }.ok_or(Error::NullArgument(name))
+}
+
+/// NULL-checked out-param.
+pub(crate) fn arg_out<'a, T>(ptr: *mut T, name: &'static str) -> Result<&'a mut T, Error> {
+    // SAFETY: the caller promises a non-NULL out-pointer is valid for writes.
+    unsafe { ptr.as_mut() }.ok_or(Error::NullArgument(name))
+}
+
+/// NUL-terminated UTF-8 string argument.
+pub(crate) fn arg_str<'a>(ptr: *const c_char, name: &'static str) -> Result<&'a str, Error> {
+    if ptr.is_null() {
+        return Err(Error::NullArgument(name));
+    }
+    // SAFETY: the caller promises a NUL-terminated string.
+    let s = unsafe { CStr::from_ptr(ptr) };
+    s.to_str()
+        .map_err(|_| Error::invalid(name, "is not valid UTF-8"))
+}
+
+/// A `(pointer, length)` array argument; NULL is accepted when the length is 0.
+pub(crate) fn arg_slice<'a, T>(
+    ptr: *const T,
+    len: usize,
+    name: &'static str,
+) -> Result<&'a [T], Error> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if ptr.is_null() {
+        return Err(Error::NullArgument(name));
+    }
+    if len > isize::MAX as usize / std::mem::size_of::<T>().max(1) {
+        return Err(Error::invalid(name, "length is impossibly large"));
+    }
+    // SAFETY: the caller promises `len` readable elements at `ptr`.
+    Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+}
+
+/// Reads a growable options struct whose first field is `struct_size`: NULL gives the defaults;
+/// a smaller size (an older caller) reads the prefix it knows over the defaults.
+pub(crate) fn read_options<T: Copy>(
+    ptr: *const T,
+    defaults: T,
+    min_size: usize,
+    name: &'static str,
+) -> Result<T, Error> {
+    if ptr.is_null() {
+        return Ok(defaults);
+    }
+    // SAFETY: every options struct starts with a `uint32_t struct_size`.
+    let size = unsafe { *(ptr as *const u32) } as usize;
+    let full = std::mem::size_of::<T>();
+    if size < min_size || size > full {
+        return Err(Error::invalid(
+            name,
+            format!(
+                "struct_size is {size}; expected {full} (set it to sizeof the struct, or call the _init function)"
+            ),
+        ));
+    }
+    let mut out = defaults;
+    // SAFETY: `size` bytes are readable at `ptr` (the caller's struct), and fit in `out`.
+    unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, &mut out as *mut T as *mut u8, size) };
+    Ok(out)
+}
+
+/// Copies a string into a caller buffer `(buf, buf_len)` with its NUL, reporting the size needed.
+pub(crate) fn copy_out_str(
+    text: &str,
+    buf: *mut c_char,
+    buf_len: usize,
+    needed: *mut usize,
+) -> Result<(), Error> {
+    let bytes = text.as_bytes();
+    let need = bytes.len() + 1;
+    if !needed.is_null() {
+        // SAFETY: checked non-NULL; the caller promises it is writable.
+        unsafe { *needed = need };
+    }
+    if buf.is_null() || buf_len < need {
+        return Err(Error::BufferTooSmall {
+            needed: need,
+            given: if buf.is_null() { 0 } else { buf_len },
+        });
+    }
+    // SAFETY: `buf` has room for `need` bytes (checked above).
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());
+        *buf.add(bytes.len()) = 0;
+    }
+    Ok(())
+}
+
+/// Releases a handle made by `Box::into_raw`; NULL is a no-op; a panic in a destructor is contained.
+pub(crate) fn free_box<T>(ptr: *mut T) {
+    if ptr.is_null() {
+        return;
+    }
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the pointer came from this library's Box::into_raw and is freed once (documented).
+        drop(unsafe { Box::from_raw(ptr) });
+    }));
+}

@@ -1,0 +1,281 @@
+//! `sam2_predictor`: prompts on an embedding → masks.
+
+use std::ffi::c_char;
+
+use super::embedding::sam2_embedding;
+use super::encoder::sam2_encoder;
+use super::masks::sam2_masks;
+use super::{arg_out, arg_ref, arg_slice, arg_str, guard, read_options, sam2_status};
+use crate::error::Error;
+use crate::fingerprint::Fingerprint;
+use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
+
+/// Point label: include what is under the point.
+pub const SAM2_POINT_POSITIVE: i32 = 1;
+/// Point label: exclude what is under the point.
+pub const SAM2_POINT_NEGATIVE: i32 = 0;
+
+/// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
+/// Thread-safe: `sam2_predict` may be called from several threads at once.
+pub struct sam2_predictor {
+    pub(crate) inner: Predictor,
+}
+
+/// Options of `sam2_predictor_new`. Initialise with `sam2_predictor_options_init`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sam2_predictor_options {
+    /// `sizeof(sam2_predictor_options)`.
+    pub struct_size: u32,
+    /// Intra-op threads of each session; 0 lets ONNX Runtime choose.
+    pub intra_threads: u32,
+    /// NULL, or the fingerprint ("sam2fp1-…") of the encoder whose embeddings are accepted
+    /// (from `sam2_encoder_fingerprint`). Read during `sam2_predictor_new` only.
+    pub encoder_fingerprint: *const c_char,
+}
+
+const PREDICTOR_OPTIONS_V1: usize = 16;
+
+impl Default for sam2_predictor_options {
+    fn default() -> Self {
+        sam2_predictor_options {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            intra_threads: 0,
+            encoder_fingerprint: std::ptr::null(),
+        }
+    }
+}
+
+/// A click, in original image pixels.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sam2_point {
+    pub x: f32,
+    pub y: f32,
+    /// `SAM2_POINT_POSITIVE` or `SAM2_POINT_NEGATIVE`.
+    pub label: i32,
+}
+
+/// The prompt for one object. Its layout is fixed; arrays are read during `sam2_predict` only.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sam2_prompt {
+    /// `point_count` points (NULL when 0).
+    pub points: *const sam2_point,
+    pub point_count: usize,
+    /// Non-zero when `box` holds a box `{x1, y1, x2, y2}` in original image pixels.
+    pub has_box: i32,
+    pub r#box: [f32; 4],
+    /// NULL, or low-res logits of an earlier prediction (`sam2_masks_low_res`) to refine.
+    pub mask_input: *const f32,
+    /// Number of floats at `mask_input` (side², 65536 for SAM2).
+    pub mask_input_len: usize,
+}
+
+/// Options of `sam2_predict`. Initialise with `sam2_predict_options_init`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sam2_predict_options {
+    /// `sizeof(sam2_predict_options)`.
+    pub struct_size: u32,
+    /// 0: the best mask per object (by predicted IoU); 1: every candidate mask.
+    pub multimask: u32,
+}
+
+const PREDICT_OPTIONS_V1: usize = 8;
+
+impl Default for sam2_predict_options {
+    fn default() -> Self {
+        sam2_predict_options {
+            struct_size: std::mem::size_of::<Self>() as u32,
+            multimask: 0,
+        }
+    }
+}
+
+/// Fills `options` with the defaults (and its `struct_size`).
+#[no_mangle]
+pub extern "C" fn sam2_predictor_options_init(options: *mut sam2_predictor_options) -> sam2_status {
+    guard(|| {
+        *arg_out(options, "options")? = sam2_predictor_options::default();
+        Ok(())
+    })
+}
+
+/// Fills `options` with the defaults (and its `struct_size`).
+#[no_mangle]
+pub extern "C" fn sam2_predict_options_init(options: *mut sam2_predict_options) -> sam2_status {
+    guard(|| {
+        *arg_out(options, "options")? = sam2_predict_options::default();
+        Ok(())
+    })
+}
+
+/// Loads a prompt decoder.
+///
+/// `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint
+/// is recorded; the encoder may be freed afterwards). Alternatively give
+/// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
+/// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
+/// receives a new predictor owned by the caller (release with `sam2_predictor_free`).
+/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_RUNTIME_NOT_FOUND`.
+#[no_mangle]
+pub extern "C" fn sam2_predictor_new(
+    encoder: *const sam2_encoder,
+    decoder_path: *const c_char,
+    options: *const sam2_predictor_options,
+    out: *mut *mut sam2_predictor,
+) -> sam2_status {
+    guard(|| {
+        let path = arg_str(decoder_path, "decoder_path")?;
+        let out = arg_out(out, "out")?;
+        let raw = read_options(
+            options,
+            sam2_predictor_options::default(),
+            PREDICTOR_OPTIONS_V1,
+            "options",
+        )?;
+        let mut opts = PredictorOptions::default();
+        if raw.intra_threads > 1024 {
+            return Err(Error::invalid(
+                "options.intra_threads",
+                format!("must be 0 (automatic) to 1024, got {}", raw.intra_threads),
+            ));
+        }
+        opts.session.intra_threads = (raw.intra_threads > 0).then_some(raw.intra_threads as usize);
+        if !raw.encoder_fingerprint.is_null() {
+            let text = arg_str(raw.encoder_fingerprint, "options.encoder_fingerprint")?;
+            let fp = Fingerprint::parse(text).ok_or_else(|| {
+                Error::invalid(
+                    "options.encoder_fingerprint",
+                    format!("`{text}` is not a fingerprint (expected sam2fp1- and 16 hex digits)"),
+                )
+            })?;
+            opts.encoder_fingerprint = Some(fp);
+        }
+        // SAFETY: NULL or a live encoder (documented).
+        if let Some(encoder) = unsafe { encoder.as_ref() } {
+            let fp = encoder.inner.fingerprint();
+            if let Some(given) = opts.encoder_fingerprint {
+                if given != fp {
+                    return Err(Error::invalid(
+                        "options.encoder_fingerprint",
+                        format!("{given} contradicts the encoder given ({fp})"),
+                    ));
+                }
+            }
+            opts.encoder_fingerprint = Some(fp);
+        }
+        let predictor = Predictor::new(path, &opts)?;
+        *out = Box::into_raw(Box::new(sam2_predictor { inner: predictor }));
+        Ok(())
+    })
+}
+
+/// Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
+#[no_mangle]
+pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
+    super::free_box(predictor);
+}
+
+fn convert_prompt(p: &sam2_prompt) -> Result<Prompt, Error> {
+    let points = arg_slice(p.points, p.point_count, "prompt.points")?;
+    let points = points
+        .iter()
+        .map(|pt| {
+            let positive = match pt.label {
+                SAM2_POINT_POSITIVE => true,
+                SAM2_POINT_NEGATIVE => false,
+                other => {
+                    return Err(Error::invalid(
+                        "prompt.points.label",
+                        format!(
+                        "must be SAM2_POINT_POSITIVE (1) or SAM2_POINT_NEGATIVE (0), got {other}"
+                    ),
+                    ))
+                }
+            };
+            Ok(Point {
+                x: pt.x,
+                y: pt.y,
+                positive,
+            })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let bbox = match p.has_box {
+        0 => None,
+        _ => Some(p.r#box),
+    };
+    let mask_input = if p.mask_input.is_null() {
+        if p.mask_input_len != 0 {
+            return Err(Error::NullArgument("prompt.mask_input"));
+        }
+        None
+    } else {
+        Some(arg_slice(p.mask_input, p.mask_input_len, "prompt.mask_input")?.to_vec())
+    };
+    Ok(Prompt {
+        points,
+        bbox,
+        mask_input,
+    })
+}
+
+/// Predicts masks for `prompt_count` independent prompts (one object each) on one embedding.
+///
+/// `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`:
+/// NULL for the defaults (best mask per object). On success `*out` receives a new result owned
+/// by the caller (release with `sam2_masks_free`), holding `prompt_count × candidates` masks at
+/// the original image size. The embedding is read in place, never copied. Errors:
+/// `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
+/// x2 < x1, an embedding in device memory this predictor cannot read, …, naming the argument),
+/// `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model). Thread-safe: several threads
+/// may predict at once on one predictor and one embedding.
+#[no_mangle]
+pub extern "C" fn sam2_predict(
+    predictor: *const sam2_predictor,
+    embedding: *const sam2_embedding,
+    prompts: *const sam2_prompt,
+    prompt_count: usize,
+    options: *const sam2_predict_options,
+    out: *mut *mut sam2_masks,
+) -> sam2_status {
+    guard(|| {
+        let predictor = arg_ref(predictor, "predictor")?;
+        let embedding = arg_ref(embedding, "embedding")?;
+        if prompts.is_null() {
+            return Err(Error::NullArgument("prompts"));
+        }
+        let out = arg_out(out, "out")?;
+        if prompt_count == 0 {
+            return Err(Error::invalid("prompt_count", "must be at least 1"));
+        }
+        let raw = arg_slice(prompts, prompt_count, "prompts")?;
+        let opts = read_options(
+            options,
+            sam2_predict_options::default(),
+            PREDICT_OPTIONS_V1,
+            "options",
+        )?;
+        let multimask = match opts.multimask {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(Error::invalid(
+                    "options.multimask",
+                    format!("must be 0 or 1, got {other}"),
+                ))
+            }
+        };
+        let prompts = raw
+            .iter()
+            .map(convert_prompt)
+            .collect::<Result<Vec<_>, Error>>()?;
+        let prediction =
+            predictor
+                .inner
+                .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
+        *out = Box::into_raw(Box::new(sam2_masks { inner: prediction }));
+        Ok(())
+    })
+}

@@ -1,0 +1,29 @@
+//! Segment Anything 2 through ONNX Runtime: encode an image once, prompt it many times.
+//!
+//! The safe core lives in this crate's modules; the C ABI (the product) is under [`ffi`].
+
+pub mod contract;
+pub mod embedding;
+pub mod encoder;
+pub mod error;
+pub mod fingerprint;
+pub mod image;
+pub mod log;
+pub mod postprocess;
+pub mod predictor;
+pub mod preprocess;
+pub mod runtime;
+pub mod session;
+
+pub use contract::{Contract, EncoderFamily};
+pub use embedding::{Embedding, Location};
+pub use encoder::{Encoder, EncoderOptions, OutputTarget};
+pub use error::{Error, Result};
+pub use fingerprint::Fingerprint;
+pub use image::{ImageView, PixelFormat};
+pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
+
+/// Version of this library.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub mod ffi;

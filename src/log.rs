@@ -1,0 +1,42 @@
+//! The library's log: warnings (a device fallback, say) and information reach the host through one sink.
+
+use std::sync::{Arc, RwLock};
+
+/// Severity of a log message. Values are part of the C ABI (`SAM2_LOG_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u32)]
+pub enum LogLevel {
+    Debug = 0,
+    Info = 1,
+    Warning = 2,
+    Error = 3,
+}
+
+/// A log sink: receives the level and the message.
+pub type LogSink = Arc<dyn Fn(LogLevel, &str) + Send + Sync>;
+
+struct Registered {
+    sink: LogSink,
+    min_level: LogLevel,
+}
+
+static SINK: RwLock<Option<Registered>> = RwLock::new(None);
+
+/// Installs (or with `None` removes) the process-wide log sink. Messages below `min_level` are dropped.
+pub fn set_sink(sink: Option<LogSink>, min_level: LogLevel) {
+    let mut guard = SINK.write().unwrap_or_else(|p| p.into_inner());
+    *guard = sink.map(|sink| Registered { sink, min_level });
+}
+
+/// Sends a message to the sink, if one is installed and the level passes its filter.
+pub fn emit(level: LogLevel, message: &str) {
+    let guard = SINK.read().unwrap_or_else(|p| p.into_inner());
+    if let Some(reg) = guard.as_ref() {
+        if level >= reg.min_level {
+            let sink = Arc::clone(&reg.sink);
+            drop(guard);
+            // A panicking sink must not unwind through ONNX Runtime or the C boundary.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(level, message)));
+        }
+    }
+}

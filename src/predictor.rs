@@ -1,0 +1,502 @@
+//! The prompt decoder: an [`Embedding`] and clicks → masks, run on every click.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::Session;
+use ort::value::{Tensor, ValueType};
+
+use crate::contract::{self, Contract, DecoderSpec};
+use crate::embedding::Embedding;
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use crate::postprocess;
+use crate::session::{self, SessionOptions};
+
+/// A click. Coordinates are in original image pixels (x right, y down).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Point {
+    pub x: f32,
+    pub y: f32,
+    /// true: include what is under the point; false: exclude it.
+    pub positive: bool,
+}
+
+/// The prompt for one object.
+#[derive(Debug, Clone, Default)]
+pub struct Prompt {
+    pub points: Vec<Point>,
+    /// `[x1, y1, x2, y2]` in original image pixels.
+    pub bbox: Option<[f32; 4]>,
+    /// Low-res logits of an earlier prediction (`low_res_size²` values), for refinement.
+    pub mask_input: Option<Vec<f32>>,
+}
+
+/// Options of one prediction.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PredictOptions {
+    /// Return every candidate mask instead of the best one.
+    pub multimask: bool,
+}
+
+/// Options of a predictor.
+#[derive(Debug, Clone, Default)]
+pub struct PredictorOptions {
+    /// Fingerprint of the encoder whose embeddings this predictor accepts; `None` checks only
+    /// the embedding's layout.
+    pub encoder_fingerprint: Option<Fingerprint>,
+    pub session: SessionOptions,
+}
+
+/// The result of one prediction: `objects × candidates` masks at the original image size.
+#[derive(Debug, Clone)]
+pub struct Prediction {
+    pub width: usize,
+    pub height: usize,
+    pub objects: usize,
+    pub candidates: usize,
+    /// `objects × candidates × height × width` bytes, 1 = foreground.
+    pub masks: Vec<u8>,
+    /// IoU prediction per mask.
+    pub scores: Vec<f32>,
+    /// Inclusive `[x_min, y_min, x_max, y_max]` per mask (zeros for an empty mask).
+    pub boxes: Vec<[u32; 4]>,
+    pub areas: Vec<u64>,
+    /// `objects × candidates × low_res_size²` logits, to feed back as `mask_input`.
+    pub low_res: Vec<f32>,
+    pub low_res_size: usize,
+    /// Index of each returned mask among the model's candidates.
+    pub candidate_index: Vec<u32>,
+}
+
+impl Prediction {
+    /// Mask `k` (object-major) as a `height × width` slice.
+    pub fn mask(&self, k: usize) -> &[u8] {
+        let n = self.width * self.height;
+        &self.masks[k * n..(k + 1) * n]
+    }
+
+    /// Low-res logits of mask `k`.
+    pub fn low_res_logits(&self, k: usize) -> &[f32] {
+        let n = self.low_res_size * self.low_res_size;
+        &self.low_res[k * n..(k + 1) * n]
+    }
+}
+
+/// A loaded decoder.
+#[derive(Debug)]
+pub struct Predictor {
+    session: Mutex<Session>,
+    spec: DecoderSpec,
+    path: PathBuf,
+    expected: Option<Fingerprint>,
+    host_memory: MemoryInfo<'static>,
+    /// Shapes the decoder declares for the three embedding inputs (−1 = dynamic).
+    feature_shapes: [Vec<i64>; 3],
+}
+
+/// Largest number of objects in one call and points per object: far beyond any UI, and a bound
+/// that keeps the prompt tensors small.
+pub const MAX_OBJECTS: usize = 256;
+pub const MAX_POINTS: usize = 1024;
+
+impl Predictor {
+    pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let bytes = session::read_model(path)?;
+        let session = session::build(&bytes, path, &options.session)?;
+        drop(bytes);
+        let spec = contract::detect_decoder(&session, path)?;
+        let names = spec.family.tensor_names();
+        let feature_shapes = names.map(|name| {
+            session
+                .inputs()
+                .iter()
+                .find(|o| o.name() == name)
+                .and_then(|o| match o.dtype() {
+                    ValueType::Tensor { shape, .. } => Some(shape.iter().copied().collect()),
+                    _ => None,
+                })
+                .unwrap_or_default()
+        });
+        Ok(Predictor {
+            session: Mutex::new(session),
+            spec,
+            path: path.to_path_buf(),
+            expected: options.encoder_fingerprint,
+            host_memory: MemoryInfo::new(
+                AllocationDevice::CPU,
+                0,
+                AllocatorType::Device,
+                MemoryType::Default,
+            )?,
+            feature_shapes,
+        })
+    }
+
+    pub fn spec(&self) -> &DecoderSpec {
+        &self.spec
+    }
+
+    pub fn contract(&self) -> Contract {
+        self.spec.contract
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Refuses an embedding this decoder cannot use, before ONNX Runtime sees it.
+    pub fn check_embedding(&self, embedding: &Embedding) -> Result<()> {
+        if let Some(expected) = self.expected {
+            if embedding.fingerprint() != expected {
+                return Err(Error::ModelMismatch(format!(
+                    "the embedding was made by encoder {}, but this predictor expects encoder {expected}",
+                    embedding.fingerprint()
+                )));
+            }
+        }
+        if embedding.family() != self.spec.family {
+            return Err(Error::ModelMismatch(format!(
+                "the embedding comes from a {} encoder, but this decoder (contract {}) takes {} embeddings",
+                embedding.family().name(),
+                self.spec.contract.name(),
+                self.spec.family.name()
+            )));
+        }
+        for ((tensor, want), name) in embedding
+            .tensors()
+            .iter()
+            .zip(self.feature_shapes.iter())
+            .zip(self.spec.family.tensor_names())
+        {
+            let fits = want.len() == tensor.shape().len()
+                && want
+                    .iter()
+                    .zip(tensor.shape())
+                    .all(|(&w, &g)| w < 0 || w == g);
+            if !fits {
+                return Err(Error::ModelMismatch(format!(
+                    "embedding tensor `{name}` has shape {:?}, the decoder takes {want:?}",
+                    tensor.shape()
+                )));
+            }
+            if !tensor.location().cpu_accessible {
+                return Err(Error::invalid(
+                    "embedding",
+                    format!(
+                        "its tensor `{name}` lives in `{}` memory (device {}), but this predictor runs on the CPU; \
+                         copy it with sam2_embedding_to_host, or create the predictor on that device",
+                        tensor.location().allocator,
+                        tensor.location().device_id
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate(&self, embedding: &Embedding, prompts: &[Prompt]) -> Result<()> {
+        if prompts.is_empty() {
+            return Err(Error::invalid("prompts", "at least one prompt is needed"));
+        }
+        if prompts.len() > MAX_OBJECTS {
+            return Err(Error::invalid(
+                "prompts",
+                format!(
+                    "at most {MAX_OBJECTS} objects per call, got {}",
+                    prompts.len()
+                ),
+            ));
+        }
+        let (w, h) = embedding.image_size();
+        let (w, h) = (w as f32, h as f32);
+        let mask_len = self.spec.low_res_size * self.spec.low_res_size;
+        for prompt in prompts {
+            if prompt.points.is_empty() && prompt.bbox.is_none() {
+                return Err(Error::invalid(
+                    "prompt",
+                    "is empty: give at least one point or a box",
+                ));
+            }
+            if prompt.points.len() > MAX_POINTS {
+                return Err(Error::invalid(
+                    "points",
+                    format!(
+                        "at most {MAX_POINTS} points per object, got {}",
+                        prompt.points.len()
+                    ),
+                ));
+            }
+            for p in &prompt.points {
+                if !p.x.is_finite() || !p.y.is_finite() {
+                    return Err(Error::invalid(
+                        "points",
+                        format!("coordinates must be finite, got ({}, {})", p.x, p.y),
+                    ));
+                }
+                if p.x < 0.0 || p.y < 0.0 || p.x > w || p.y > h {
+                    return Err(Error::invalid(
+                        "points",
+                        format!("({}, {}) lies outside the {w}×{h} image", p.x, p.y),
+                    ));
+                }
+            }
+            if let Some([x1, y1, x2, y2]) = prompt.bbox {
+                if ![x1, y1, x2, y2].iter().all(|v| v.is_finite()) {
+                    return Err(Error::invalid(
+                        "box",
+                        format!("coordinates must be finite, got [{x1}, {y1}, {x2}, {y2}]"),
+                    ));
+                }
+                if x2 < x1 || y2 < y1 {
+                    return Err(Error::invalid(
+                        "box",
+                        format!("[{x1}, {y1}, {x2}, {y2}] has x2 < x1 or y2 < y1"),
+                    ));
+                }
+                if x1 < 0.0 || y1 < 0.0 || x2 > w || y2 > h {
+                    return Err(Error::invalid(
+                        "box",
+                        format!("[{x1}, {y1}, {x2}, {y2}] reaches outside the {w}×{h} image"),
+                    ));
+                }
+            }
+            if let Some(mask) = &prompt.mask_input {
+                if mask.len() != mask_len {
+                    return Err(Error::invalid(
+                        "mask_input",
+                        format!(
+                            "must hold {mask_len} values ({0}×{0}), got {1}",
+                            self.spec.low_res_size,
+                            mask.len()
+                        ),
+                    ));
+                }
+                if mask.iter().any(|v| !v.is_finite()) {
+                    return Err(Error::invalid(
+                        "mask_input",
+                        "contains NaN or infinite values",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the decoder for a batch of independent prompts (one object each) on one embedding.
+    pub fn predict(
+        &self,
+        embedding: &Embedding,
+        prompts: &[Prompt],
+        options: PredictOptions,
+    ) -> Result<Prediction> {
+        self.check_embedding(embedding)?;
+        self.validate(embedding, prompts)?;
+        let (img_w, img_h) = embedding.image_size();
+        let (img_w, img_h) = (img_w as usize, img_h as usize);
+        let size = 1024.0f32;
+        let (sx, sy) = (size / img_w as f32, size / img_h as f32);
+
+        // Points, then the box as two points labelled 2 and 3; without a box one padding point
+        // (label −1), as the exporters' reference clients do; shorter prompts padded with −1.
+        let per_object: Vec<Vec<(f32, f32, f32)>> = prompts
+            .iter()
+            .map(|p| {
+                let mut v: Vec<(f32, f32, f32)> = p
+                    .points
+                    .iter()
+                    .map(|pt| (pt.x * sx, pt.y * sy, if pt.positive { 1.0 } else { 0.0 }))
+                    .collect();
+                match p.bbox {
+                    Some([x1, y1, x2, y2]) => {
+                        v.push((x1 * sx, y1 * sy, 2.0));
+                        v.push((x2 * sx, y2 * sy, 3.0));
+                    }
+                    None => v.push((0.0, 0.0, -1.0)),
+                }
+                v
+            })
+            .collect();
+        let objects = prompts.len();
+        let n = per_object.iter().map(Vec::len).max().unwrap_or(1);
+        let mut coords = vec![0.0f32; objects * n * 2];
+        let mut labels = vec![-1.0f32; objects * n];
+        for (l, pts) in per_object.iter().enumerate() {
+            for (i, &(x, y, label)) in pts.iter().enumerate() {
+                coords[(l * n + i) * 2] = x;
+                coords[(l * n + i) * 2 + 1] = y;
+                labels[l * n + i] = label;
+            }
+        }
+        let lr = self.spec.low_res_size;
+        let mut mask_input = vec![0.0f32; objects * lr * lr];
+        let mut has_mask = vec![0.0f32; objects];
+        for (l, p) in prompts.iter().enumerate() {
+            if let Some(m) = &p.mask_input {
+                mask_input[l * lr * lr..(l + 1) * lr * lr].copy_from_slice(m);
+                has_mask[l] = 1.0;
+            }
+        }
+
+        let coords = Tensor::from_array(([objects, n, 2], coords))?;
+        let labels_value = if self.spec.labels_int32 {
+            Tensor::from_array((
+                [objects, n],
+                labels.iter().map(|&v| v as i32).collect::<Vec<i32>>(),
+            ))?
+            .into_dyn()
+        } else {
+            Tensor::from_array(([objects, n], labels))?.into_dyn()
+        };
+        let mask_input = Tensor::from_array(([objects, 1, lr, lr], mask_input))?;
+        let has_mask = Tensor::from_array(([objects], has_mask))?;
+        let orig_size = Tensor::from_array(([2usize], vec![img_h as i32, img_w as i32]))?;
+
+        let names = self.spec.family.tensor_names();
+        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let mut binding = session.create_binding()?;
+        for (name, tensor) in names.iter().zip(embedding.tensors()) {
+            // Session outputs are bound in place (no copy): the embedding is read where it lies.
+            binding.bind_input(*name, &tensor.value)?;
+        }
+        binding.bind_input(self.spec.point_coords, &coords)?;
+        binding.bind_input(self.spec.point_labels, &labels_value)?;
+        binding.bind_input(self.spec.mask_input, &mask_input)?;
+        binding.bind_input(self.spec.has_mask_input, &has_mask)?;
+        if let Some(name) = self.spec.orig_size {
+            binding.bind_input(name, &orig_size)?;
+        }
+        binding.bind_output_to_device(self.spec.masks, &self.host_memory)?;
+        binding.bind_output_to_device(self.spec.iou, &self.host_memory)?;
+        if let Some(name) = self.spec.low_res {
+            binding.bind_output_to_device(name, &self.host_memory)?;
+        }
+        let outputs = session.run_binding(&binding)?;
+
+        let (iou_shape, iou) = outputs[self.spec.iou].try_extract_tensor::<f32>()?;
+        let model_candidates = *iou_shape.last().unwrap_or(&0) as usize;
+        if iou_shape.len() != 2 || iou_shape[0] as usize != objects || model_candidates == 0 {
+            return Err(Error::OnnxRuntime(format!(
+                "decoder returned iou_predictions of shape {iou_shape:?}, expected [{objects}, M]"
+            )));
+        }
+        let chosen: Vec<Vec<usize>> = (0..objects)
+            .map(|l| {
+                let row = &iou[l * model_candidates..(l + 1) * model_candidates];
+                if options.multimask {
+                    (0..model_candidates).collect()
+                } else {
+                    let best = row
+                        .iter()
+                        .enumerate()
+                        .fold(
+                            (0, f32::NEG_INFINITY),
+                            |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc },
+                        )
+                        .0;
+                    vec![best]
+                }
+            })
+            .collect();
+        let candidates = chosen[0].len();
+        let total = objects * candidates;
+        let plane = img_w * img_h;
+        let mut masks = vec![0u8; total * plane];
+        let mut low_res = vec![0.0f32; total * lr * lr];
+        let mut scores = Vec::with_capacity(total);
+        let mut candidate_index = Vec::with_capacity(total);
+        for (l, picks) in chosen.iter().enumerate() {
+            for &k in picks {
+                scores.push(iou[l * model_candidates + k]);
+                candidate_index.push(k as u32);
+            }
+        }
+
+        let masks_value = &outputs[self.spec.masks];
+        match self.spec.contract {
+            Contract::A => {
+                let (shape, logits) = masks_value.try_extract_tensor::<f32>()?;
+                expect_shape(shape, &[objects, model_candidates, lr, lr], "masks")?;
+                for (j, (l, k)) in pairs(&chosen).enumerate() {
+                    let src = &logits[(l * model_candidates + k) * lr * lr..][..lr * lr];
+                    low_res[j * lr * lr..(j + 1) * lr * lr].copy_from_slice(src);
+                    postprocess::upsample_threshold(
+                        src,
+                        lr,
+                        lr,
+                        img_w,
+                        img_h,
+                        &mut masks[j * plane..(j + 1) * plane],
+                    );
+                }
+            }
+            Contract::B => {
+                let (shape, logits) = masks_value.try_extract_tensor::<f32>()?;
+                expect_shape(shape, &[objects, model_candidates, img_h, img_w], "masks")?;
+                for (j, (l, k)) in pairs(&chosen).enumerate() {
+                    let src = &logits[(l * model_candidates + k) * plane..][..plane];
+                    for (d, &v) in masks[j * plane..(j + 1) * plane].iter_mut().zip(src) {
+                        *d = (v > 0.0) as u8;
+                    }
+                    // Contract B returns no low-res logits: derive them for refinement.
+                    let derived = postprocess::resample(src, img_w, img_h, lr, lr);
+                    low_res[j * lr * lr..(j + 1) * lr * lr].copy_from_slice(&derived);
+                }
+            }
+            Contract::C => {
+                let (shape, bits) = masks_value.try_extract_tensor::<bool>()?;
+                expect_shape(shape, &[objects, model_candidates, img_h, img_w], "masks")?;
+                let low_name = self.spec.low_res.expect("contract C has low-res output");
+                let (lshape, logits) = outputs[low_name].try_extract_tensor::<f32>()?;
+                expect_shape(lshape, &[objects, model_candidates, lr, lr], low_name)?;
+                for (j, (l, k)) in pairs(&chosen).enumerate() {
+                    let src = &bits[(l * model_candidates + k) * plane..][..plane];
+                    for (d, &v) in masks[j * plane..(j + 1) * plane].iter_mut().zip(src) {
+                        *d = v as u8;
+                    }
+                    let src = &logits[(l * model_candidates + k) * lr * lr..][..lr * lr];
+                    low_res[j * lr * lr..(j + 1) * lr * lr].copy_from_slice(src);
+                }
+            }
+        }
+        drop(outputs);
+        drop(binding);
+        drop(session);
+
+        let (boxes, areas) = masks
+            .chunks(plane)
+            .map(|m| postprocess::box_and_area(m, img_w))
+            .unzip();
+        Ok(Prediction {
+            width: img_w,
+            height: img_h,
+            objects,
+            candidates,
+            masks,
+            scores,
+            boxes,
+            areas,
+            low_res,
+            low_res_size: lr,
+            candidate_index,
+        })
+    }
+}
+
+fn pairs(chosen: &[Vec<usize>]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    chosen
+        .iter()
+        .enumerate()
+        .flat_map(|(l, ks)| ks.iter().map(move |&k| (l, k)))
+}
+
+fn expect_shape(shape: &[i64], want: &[usize], name: &str) -> Result<()> {
+    if shape.len() != want.len() || shape.iter().zip(want).any(|(&g, &w)| g as usize != w) {
+        return Err(Error::OnnxRuntime(format!(
+            "decoder output `{name}` has shape {shape:?}, expected {want:?}"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! Finding and loading ONNX Runtime, and the one process-wide environment this library owns.
+//!
+//! Discovery order (the first that loads wins):
+//! 1. the path given to [`init`] by the host (`sam2_runtime_init`); when given, nothing else is tried;
+//! 2. the `SAM2_ONNXRUNTIME_PATH` environment variable, then ONNX Runtime's own `ORT_DYLIB_PATH`;
+//! 3. `libonnxruntime.so` (and `.so.1`) in the directory that holds `libsam2.so`;
+//! 4. the system's default search (`dlopen("libonnxruntime.so.1")`, then `libonnxruntime.so`).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use ort::environment::Environment;
+
+use crate::error::{Error, Result};
+use crate::log::{self, LogLevel};
+
+/// The environment variable naming the ONNX Runtime library to load.
+pub const ENV_VAR: &str = "SAM2_ONNXRUNTIME_PATH";
+/// ONNX Runtime's own variable, honoured after ours.
+pub const ORT_ENV_VAR: &str = "ORT_DYLIB_PATH";
+/// The oldest ONNX Runtime minor version (1.x) the pinned binding can drive.
+pub const MIN_ORT_MINOR: u32 = ort::MINOR_VERSION;
+
+/// What was loaded, and from where.
+#[derive(Debug, Clone)]
+pub struct RuntimeInfo {
+    pub path: PathBuf,
+    pub version: String,
+}
+
+struct Runtime {
+    info: RuntimeInfo,
+    env: Environment,
+}
+
+static RUNTIME: OnceLock<Runtime> = OnceLock::new();
+static INIT_LOCK: Mutex<()> = Mutex::new(());
+
+/// Loads ONNX Runtime (once per process) and creates the library's environment.
+///
+/// With `explicit = Some(path)` only that file is tried. Calling again after a successful
+/// initialisation returns the existing runtime; asking then for a different file is an error,
+/// since a process can hold only one ONNX Runtime.
+pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
+    if let Some(rt) = RUNTIME.get() {
+        return check_same(rt, explicit);
+    }
+    let _guard = INIT_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(rt) = RUNTIME.get() {
+        return check_same(rt, explicit);
+    }
+
+    disable_telemetry();
+    let candidates = candidates(explicit);
+    let mut tried = Vec::new();
+    for candidate in &candidates {
+        match ort::init_from(&candidate.path) {
+            Ok(builder) => {
+                let env = builder
+                    .with_name("sam2")
+                    .with_telemetry(false)
+                    .with_logger(std::sync::Arc::new(forward_ort_log))
+                    .build()
+                    .map_err(|e| Error::OnnxRuntime(format!("creating the environment: {e}")))?;
+                env.set_log_level(ort::logging::LogLevel::Warning);
+                let info = RuntimeInfo {
+                    path: candidate.path.clone(),
+                    version: version_string(&candidate.path),
+                };
+                log::emit(
+                    LogLevel::Info,
+                    &format!(
+                        "loaded ONNX Runtime {} from {} ({})",
+                        info.version,
+                        info.path.display(),
+                        candidate.source
+                    ),
+                );
+                let _ = RUNTIME.set(Runtime {
+                    info: info.clone(),
+                    env,
+                });
+                return Ok(info);
+            }
+            Err(e) => tried.push(format!(
+                "{} ({}): {}",
+                candidate.path.display(),
+                candidate.source,
+                e
+            )),
+        }
+    }
+    Err(Error::RuntimeNotFound(format!(
+        "no usable ONNX Runtime (1.{MIN_ORT_MINOR} or newer) was found; tried {}. \
+         Set {ENV_VAR} to the full path of libonnxruntime.so, or call sam2_runtime_init with it.",
+        tried.join("; ")
+    )))
+}
+
+/// The environment, initialising the runtime by discovery if the host has not done so.
+pub(crate) fn environment() -> Result<&'static Environment> {
+    if RUNTIME.get().is_none() {
+        init(None)?;
+    }
+    Ok(&RUNTIME.get().expect("initialised above").env)
+}
+
+/// The loaded runtime, if any.
+pub fn info() -> Option<RuntimeInfo> {
+    RUNTIME.get().map(|rt| rt.info.clone())
+}
+
+fn check_same(rt: &Runtime, explicit: Option<&Path>) -> Result<RuntimeInfo> {
+    if let Some(path) = explicit {
+        let same = match (path.canonicalize(), rt.info.path.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => path == rt.info.path,
+        };
+        if !same {
+            return Err(Error::EnvironmentConfiguration(format!(
+                "ONNX Runtime is already loaded from {} and a process can hold only one; \
+                 cannot switch to {}",
+                rt.info.path.display(),
+                path.display()
+            )));
+        }
+    }
+    Ok(rt.info.clone())
+}
+
+/// ONNX Runtime 1.31 writes a device id and a usage database under `$XDG_CACHE_HOME` (or
+/// `~/.cache`) `/Microsoft/DeveloperTools/` when it loads, unless `ORT_DISABLE_TELEMETRY` is set;
+/// `DisableTelemetryEvents` alone does not stop it. A library must not write into its host's home,
+/// so the variable is set (unless the host set it) before the runtime is loaded. This happens
+/// once, under the initialisation lock, before any ONNX Runtime thread exists.
+fn disable_telemetry() {
+    if std::env::var_os("ORT_DISABLE_TELEMETRY").is_none() {
+        std::env::set_var("ORT_DISABLE_TELEMETRY", "1");
+    }
+}
+
+struct Candidate {
+    path: PathBuf,
+    source: &'static str,
+}
+
+fn candidates(explicit: Option<&Path>) -> Vec<Candidate> {
+    if let Some(path) = explicit {
+        return vec![Candidate {
+            path: path.to_path_buf(),
+            source: "given by the host",
+        }];
+    }
+    let mut out = Vec::new();
+    for (var, source) in [
+        (ENV_VAR, "environment variable SAM2_ONNXRUNTIME_PATH"),
+        (ORT_ENV_VAR, "environment variable ORT_DYLIB_PATH"),
+    ] {
+        if let Some(value) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            out.push(Candidate {
+                path: PathBuf::from(value),
+                source,
+            });
+        }
+    }
+    if let Some(dir) = own_directory() {
+        for name in ["libonnxruntime.so", "libonnxruntime.so.1"] {
+            let path = dir.join(name);
+            if path.exists() {
+                out.push(Candidate {
+                    path,
+                    source: "beside libsam2",
+                });
+            }
+        }
+    }
+    for name in ["libonnxruntime.so.1", "libonnxruntime.so"] {
+        out.push(Candidate {
+            path: PathBuf::from(name),
+            source: "system library search",
+        });
+    }
+    out
+}
+
+/// The directory of the binary that holds this code (`libsam2.so`, or an executable linking it statically).
+fn own_directory() -> Option<PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let addr = own_directory as *const () as *const libc::c_void;
+    // SAFETY: dladdr only reads the address and fills the struct; a zero return means "unknown".
+    let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so the struct is initialised.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    let path = PathBuf::from(std::ffi::OsStr::new(
+        std::str::from_utf8(name.to_bytes()).ok()?,
+    ));
+    let path = path.canonicalize().unwrap_or(path);
+    path.parent().map(Path::to_path_buf)
+}
+
+fn version_string(path: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return String::from("unknown");
+    };
+    // SAFETY: the library is already loaded by ort, so this only takes another reference to it;
+    // OrtGetApiBase and GetVersionString have no preconditions and return static data.
+    unsafe {
+        let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_LAZY);
+        if handle.is_null() {
+            return String::from("unknown");
+        }
+        let mut version = String::from("unknown");
+        let sym = libc::dlsym(handle, c"OrtGetApiBase".as_ptr());
+        if !sym.is_null() {
+            let get_base: unsafe extern "C" fn() -> *const ort::sys::OrtApiBase =
+                std::mem::transmute(sym);
+            let base = get_base();
+            if !base.is_null() {
+                let v = ((*base).GetVersionString)();
+                if !v.is_null() {
+                    version = std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned();
+                }
+            }
+        }
+        libc::dlclose(handle);
+        version
+    }
+}
+
+fn forward_ort_log(
+    level: ort::logging::LogLevel,
+    category: &str,
+    _id: &str,
+    location: &str,
+    message: &str,
+) {
+    let level = match level {
+        ort::logging::LogLevel::Verbose | ort::logging::LogLevel::Info => return,
+        ort::logging::LogLevel::Warning => LogLevel::Warning,
+        ort::logging::LogLevel::Error | ort::logging::LogLevel::Fatal => LogLevel::Error,
+    };
+    log::emit(
+        level,
+        &format!("onnxruntime [{category}] {message} ({location})"),
+    );
+}

@@ -1,0 +1,148 @@
+//! Shared helpers of the Rust integration tests: where the models and test data are, PPM/PGM
+//! reading, IoU, and runtime initialisation from the set-up's environment.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn models_dir() -> PathBuf {
+    std::env::var_os("SAM2_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("models"))
+}
+
+pub fn testdata(name: &str) -> PathBuf {
+    root().join("testdata").join(name)
+}
+
+pub fn model(name: &str) -> PathBuf {
+    let p = models_dir().join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run scripts/setup.sh (the README's test command does) to generate the models",
+        p.display()
+    );
+    p
+}
+
+/// Initialises ONNX Runtime the way a host would: from SAM2_ONNXRUNTIME_PATH (set by scripts/setup.sh).
+pub fn init_runtime() {
+    sam2::runtime::init(None).expect("ONNX Runtime should load (run scripts/setup.sh first)");
+}
+
+pub struct Image {
+    pub width: usize,
+    pub height: usize,
+    pub channels: usize,
+    pub data: Vec<u8>,
+}
+
+/// Reads binary PPM (P6) or PGM (P5) with maxval 255.
+pub fn read_pnm(path: &Path) -> Image {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while fields.len() < 4 {
+        while bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes[i] == b'#' {
+            while bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let start = i;
+        while !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        fields.push(String::from_utf8_lossy(&bytes[start..i]).into_owned());
+    }
+    i += 1;
+    let channels = match fields[0].as_str() {
+        "P6" => 3,
+        "P5" => 1,
+        other => panic!("unsupported PNM magic {other}"),
+    };
+    let width: usize = fields[1].parse().unwrap();
+    let height: usize = fields[2].parse().unwrap();
+    assert_eq!(fields[3], "255");
+    let data = bytes[i..i + width * height * channels].to_vec();
+    Image {
+        width,
+        height,
+        channels,
+        data,
+    }
+}
+
+/// Ground-truth mask (0/1) of a shape.
+pub fn gt_mask(file: &str) -> Vec<u8> {
+    read_pnm(&testdata(file))
+        .data
+        .iter()
+        .map(|&v| (v > 127) as u8)
+        .collect()
+}
+
+pub fn iou(a: &[u8], b: &[u8]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let (mut inter, mut union) = (0u64, 0u64);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (x != 0, y != 0);
+        inter += (x && y) as u64;
+        union += (x || y) as u64;
+    }
+    if union == 0 {
+        1.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
+pub fn union(a: &[u8], b: &[u8]) -> Vec<u8> {
+    a.iter().zip(b).map(|(&x, &y)| (x | y).min(1)).collect()
+}
+
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub name: String,
+    pub click: (f32, f32),
+    pub bbox: [f32; 4],
+    pub mask: Vec<u8>,
+    pub twin_of: Option<String>,
+}
+
+pub fn shapes() -> Vec<Shape> {
+    let text = std::fs::read_to_string(testdata("shapes.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| Shape {
+            name: s["name"].as_str().unwrap().to_string(),
+            click: (
+                s["click"][0].as_f64().unwrap() as f32,
+                s["click"][1].as_f64().unwrap() as f32,
+            ),
+            bbox: std::array::from_fn(|i| s["bbox"][i].as_f64().unwrap() as f32),
+            mask: gt_mask(s["mask"].as_str().unwrap()),
+            twin_of: s["twin_of"].as_str().map(str::to_string),
+        })
+        .collect()
+}
+
+/// The mask a plain click on `shape` should give: the shape, or both twins for a twin.
+pub fn expected_click_mask(shape: &Shape, all: &[Shape]) -> Vec<u8> {
+    match &shape.twin_of {
+        Some(other) => union(
+            &shape.mask,
+            &all.iter().find(|s| &s.name == other).unwrap().mask,
+        ),
+        None => shape.mask.clone(),
+    }
+}
