@@ -430,7 +430,11 @@ fn bad_prompts_are_refused_naming_the_argument() {
         ),
     ];
     for (prompt, name) in cases {
-        match predictor.predict(&embedding, &[prompt.clone()], PredictOptions::default()) {
+        match predictor.predict(
+            &embedding,
+            std::slice::from_ref(&prompt),
+            PredictOptions::default(),
+        ) {
             Err(sam2::Error::InvalidArgument { name: got, reason }) => {
                 assert_eq!(got, name, "{prompt:?}: {reason}");
             }
