@@ -18,6 +18,28 @@
 #include <stddef.h>
 
 /**
+ * Version of the layout this library writes and reads.
+ */
+#define FORMAT_VERSION 1
+
+/**
+ * Longest header accepted. A real one is about 700 bytes; the bound keeps a hostile file from
+ * driving a large allocation.
+ */
+#define MAX_HEADER_LEN (64 * 1024)
+
+/**
+ * Embedding placement for `sam2_embedding_load`: host memory.
+ */
+#define SAM2_PLACE_HOST 0
+
+/**
+ * Embedding placement for `sam2_embedding_load`: the predictor's execution device (host memory
+ * when the predictor runs on the CPU).
+ */
+#define SAM2_PLACE_DEVICE 1
+
+/**
  * Pixel format: 3 bytes per pixel, R G B.
  */
 #define SAM2_PIXEL_RGB 0
@@ -329,6 +351,56 @@ sam2_status sam2_embedding_fingerprint(const struct sam2_embedding *embedding,
                                        char *buf,
                                        size_t buf_len,
                                        size_t *needed);
+
+/**
+ * Saves a host embedding to `path` (safetensors with sam2 metadata; see the README).
+ *
+ * The write is atomic: a temporary file in the same directory, fsync, then rename, so a crash
+ * leaves any previous file at `path` intact. An embedding in device memory is refused with
+ * `SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE` before anything is written (no file is created or
+ * changed, the embedding stays usable, and `sam2_embedding_allocator_name` names the
+ * allocator); copy it first with `sam2_embedding_to_host`. OS failures give `SAM2_ERR_IO`.
+ */
+sam2_status sam2_embedding_save(const struct sam2_embedding *embedding, const char *path);
+
+/**
+ * Loads an embedding file.
+ *
+ * `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
+ * than the predictor's gives `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
+ * `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
+ * foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT`; an OS failure `SAM2_ERR_IO`.
+ * On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
+ */
+sam2_status sam2_embedding_load(const char *path,
+                                const struct sam2_predictor *predictor,
+                                uint32_t placement,
+                                struct sam2_embedding **out);
+
+/**
+ * Makes a host copy of an embedding, for saving a device embedding.
+ *
+ * On a host embedding this is cheap: the new handle shares the same immutable tensors. On a
+ * device embedding ONNX Runtime copies each tensor to the host through the device's execution
+ * provider; without that provider (a CPU-only ONNX Runtime) it fails with
+ * `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding owned by the
+ * caller (`sam2_embedding_free`); the original is unchanged.
+ */
+sam2_status sam2_embedding_to_host(const struct sam2_embedding *embedding,
+                                   struct sam2_embedding **out);
+
+/**
+ * TEST SUPPORT ONLY, not for production use: makes a stand-in for a device-resident embedding
+ * on machines without a GPU. The result shares `host_embedding`'s bytes but labels them as
+ * `allocator_name` memory ("Cuda", "DML", …) on `device_id`, so residency checks see a device
+ * embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
+ * `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
+ * `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
+ */
+sam2_status sam2_test_embedding_simulate_device(const struct sam2_embedding *host_embedding,
+                                                const char *allocator_name,
+                                                int32_t device_id,
+                                                struct sam2_embedding **out);
 
 /**
  * Fills `options` with the defaults (and its `struct_size`).

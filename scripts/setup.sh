@@ -43,12 +43,14 @@ export SAM2_ONNXRUNTIME_PATH="$ORT_LIB"
 export SAM2_PYTHON="$VENV/bin/python"
 
 # 3. Generated models (deterministic; regenerated only when the generator changes).
-gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
+gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/reference_check.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
     say "generating models into $MODELS"
     rm -rf "$MODELS"
     mkdir -p "$MODELS"
     "$VENV/bin/python" "$ROOT/tools/gen_models.py" --out "$MODELS" >&2
+    "$VENV/bin/python" "$ROOT/tools/reference_check.py" --models "$MODELS" --testdata "$ROOT/testdata" \
+        --dump "$MODELS/reference" >/dev/null
     touch "$MODELS/.sam2-gen-$gen_hash"
 fi
 export SAM2_MODELS="$MODELS"

@@ -5,6 +5,9 @@ use std::sync::Arc;
 use ort::memory::MemoryInfo;
 use ort::value::{DynTensor, DynTensorValueType, DynValue, TensorElementType};
 
+use ort::memory::{AllocationDevice, AllocatorType, MemoryType};
+use ort::value::{TensorRefMut, ValueRefMut};
+
 use crate::contract::EncoderFamily;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -29,10 +32,28 @@ impl Location {
     }
 }
 
+/// A tensor value: owned (made by ONNX Runtime or loaded), or a view of memory owned elsewhere
+/// (the test-support device stand-ins).
+#[derive(Debug)]
+pub(crate) enum TensorValue {
+    Owned(DynTensor),
+    View(ValueRefMut<'static, DynTensorValueType>),
+}
+
+impl std::ops::Deref for TensorValue {
+    type Target = DynTensor;
+    fn deref(&self) -> &DynTensor {
+        match self {
+            TensorValue::Owned(v) => v,
+            TensorValue::View(v) => v,
+        }
+    }
+}
+
 /// One of the three embedding tensors.
 #[derive(Debug)]
 pub struct EmbeddingTensor {
-    pub(crate) value: DynTensor,
+    pub(crate) value: TensorValue,
     pub(crate) shape: Vec<i64>,
     pub(crate) dtype: TensorElementType,
     pub(crate) location: Location,
@@ -45,6 +66,10 @@ impl EmbeddingTensor {
         let value: DynTensor = value.downcast::<DynTensorValueType>().map_err(|e| {
             Error::OnnxRuntime(format!("encoder produced a non-tensor output: {e}"))
         })?;
+        Self::from_tensor(TensorValue::Owned(value))
+    }
+
+    fn from_tensor(value: TensorValue) -> Result<Self> {
         let location = Location::of(value.memory_info());
         let (dtype, shape) = match value.dtype() {
             ort::value::ValueType::Tensor { ty, shape, .. } => {
@@ -116,6 +141,8 @@ pub struct Embedding {
     pub(crate) image_height: u32,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) family: EncoderFamily,
+    /// Test support: host memory labelled as device memory (see [`Embedding::simulate_device`]).
+    pub(crate) simulated: bool,
 }
 
 impl Embedding {
@@ -162,5 +189,120 @@ impl Embedding {
             .unwrap_or(&self.tensors[0])
             .location
             .device_id
+    }
+}
+
+impl Embedding {
+    /// True for a test-support stand-in made by [`Embedding::simulate_device`].
+    pub fn is_simulated(&self) -> bool {
+        self.simulated
+    }
+
+    /// An embedding whose tensors are all in host memory: this one (shared, no copy) when it
+    /// already is, otherwise a device→host copy made by ONNX Runtime through the device's
+    /// execution provider. Fails with `EnvironmentConfiguration` when that provider is missing.
+    pub fn to_host(self: &Arc<Self>) -> Result<Arc<Embedding>> {
+        if self.is_serializable() && !self.simulated {
+            return Ok(Arc::clone(self));
+        }
+        if self.simulated {
+            return Err(Error::EnvironmentConfiguration(format!(
+                "this embedding only simulates `{}` memory (test support); its bytes are not on a device \
+                 and cannot be copied from one",
+                self.allocator_name()
+            )));
+        }
+        let mut tensors = Vec::with_capacity(3);
+        for t in self.tensors.iter() {
+            if t.location.cpu_accessible {
+                let copy = t.value.to(AllocationDevice::CPU, 0)?;
+                tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
+                continue;
+            }
+            let copy = t.value.to(AllocationDevice::CPU, 0).map_err(|e| {
+                Error::EnvironmentConfiguration(format!(
+                    "copying the embedding from `{}` device {} to the host failed; the execution provider \
+                     for that device must be available in this ONNX Runtime build: {e}",
+                    t.location.allocator, t.location.device_id
+                ))
+            })?;
+            tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
+        }
+        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
+        Ok(Arc::new(Embedding {
+            tensors,
+            image_width: self.image_width,
+            image_height: self.image_height,
+            fingerprint: self.fingerprint,
+            family: self.family,
+            simulated: false,
+        }))
+    }
+
+    /// TEST SUPPORT: a view of a host embedding whose tensors are labelled as living in
+    /// `allocator` memory ("Cuda", "DML", …) on `device_id`, standing for a device-resident
+    /// embedding in residency checks on machines without a GPU. The bytes stay the host
+    /// embedding's (kept alive by the view). Such an embedding is never handed to ONNX Runtime:
+    /// predictors and copies refuse it, and saving it is refused like any device embedding.
+    pub fn simulate_device(
+        host: &Arc<Embedding>,
+        allocator: &str,
+        device_id: i32,
+    ) -> Result<Embedding> {
+        if !host.is_serializable() || host.simulated {
+            return Err(Error::invalid(
+                "embedding",
+                "a simulation must be made from a host embedding",
+            ));
+        }
+        if host
+            .tensors
+            .iter()
+            .any(|t| t.dtype != TensorElementType::Float32)
+        {
+            return Err(Error::invalid(
+                "embedding",
+                "simulations are made from float32 embeddings",
+            ));
+        }
+        if allocator.is_empty()
+            || allocator.len() > 64
+            || !allocator
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(Error::invalid(
+                "allocator_name",
+                format!("`{allocator}` is not an allocator name"),
+            ));
+        }
+        let info = ort::memory::MemoryInfo::new(
+            AllocationDevice::new(allocator),
+            device_id,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )?;
+        let mut tensors = Vec::with_capacity(3);
+        for t in host.tensors.iter() {
+            let shape = ort::value::Shape::new(t.shape.iter().copied());
+            let ptr = t.value.data_ptr() as *mut std::ffi::c_void;
+            // SAFETY: the host tensor's memory stays alive (the view holds an Arc of its owner)
+            // and is never written: a simulated embedding is only inspected, never run.
+            let view: TensorRefMut<'static, f32> =
+                unsafe { TensorRefMut::from_raw(info.clone(), ptr, shape)? };
+            let view = view.into_dyn().downcast::<DynTensorValueType>()?;
+            let mut tensor = EmbeddingTensor::from_tensor(TensorValue::View(view))?;
+            tensor._backing = Some(Arc::clone(host));
+            tensors.push(tensor);
+        }
+        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
+        Ok(Embedding {
+            tensors,
+            image_width: host.image_width,
+            image_height: host.image_height,
+            fingerprint: host.fingerprint,
+            family: host.family,
+            simulated: true,
+        })
     }
 }

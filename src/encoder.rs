@@ -145,6 +145,7 @@ impl Encoder {
             image_height: height,
             fingerprint: self.fingerprint,
             family: self.spec.family,
+            simulated: false,
         })
     }
 }

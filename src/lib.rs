@@ -4,6 +4,7 @@
 
 pub mod contract;
 pub mod embedding;
+pub mod embedding_file;
 pub mod encoder;
 pub mod error;
 pub mod fingerprint;

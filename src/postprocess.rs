@@ -21,9 +21,7 @@ pub fn upsample_threshold(
     for (r, dst) in rows.chunks_mut(dst_w).enumerate() {
         let src = &logits[r * src_w..(r + 1) * src_w];
         for (d, t) in dst.iter_mut().zip(xt.iter()) {
-            let a = src[t.i0];
-            let b = src[t.i1];
-            *d = a + (b - a) * t.w1;
+            *d = t.w0 * src[t.i0] + t.w1 * src[t.i1];
         }
     }
     let rows = &rows;
@@ -31,10 +29,9 @@ pub fn upsample_threshold(
         let t = yt[y];
         let r0 = &rows[t.i0 * dst_w..(t.i0 + 1) * dst_w];
         let r1 = &rows[t.i1 * dst_w..(t.i1 + 1) * dst_w];
-        let w1 = t.w1;
-        let w0 = 1.0 - w1;
+        let (w0, w1) = (t.w0, t.w1);
         for ((d, a), b) in dst.iter_mut().zip(r0).zip(r1) {
-            *d = (a * w0 + b * w1 > 0.0) as u8;
+            *d = (w0 * a + w1 * b > 0.0) as u8;
         }
     };
     let threads = worker_threads();
@@ -68,9 +65,9 @@ pub fn resample(src: &[f32], src_w: usize, src_h: usize, dst_w: usize, dst_h: us
         let r0 = &src[t.i0 * src_w..(t.i0 + 1) * src_w];
         let r1 = &src[t.i1 * src_w..(t.i1 + 1) * src_w];
         for (d, tx) in dst.iter_mut().zip(xt.iter()) {
-            let top = r0[tx.i0] + (r0[tx.i1] - r0[tx.i0]) * tx.w1;
-            let bottom = r1[tx.i0] + (r1[tx.i1] - r1[tx.i0]) * tx.w1;
-            *d = top + (bottom - top) * t.w1;
+            let top = tx.w0 * r0[tx.i0] + tx.w1 * r0[tx.i1];
+            let bottom = tx.w0 * r1[tx.i0] + tx.w1 * r1[tx.i1];
+            *d = t.w0 * top + t.w1 * bottom;
         }
     }
     out

@@ -94,6 +94,8 @@ pub struct Predictor {
     host_memory: MemoryInfo<'static>,
     /// Shapes the decoder declares for the three embedding inputs (−1 = dynamic).
     feature_shapes: [Vec<i64>; 3],
+    /// The decoder declares `has_mask_input` as a fixed `[1]` shared by the whole batch.
+    shared_has_mask: bool,
 }
 
 /// Largest number of objects in one call and points per object: far beyond any UI, and a bound
@@ -120,7 +122,19 @@ impl Predictor {
                 })
                 .unwrap_or_default()
         });
+        let shared_has_mask = session
+            .inputs()
+            .iter()
+            .find(|o| o.name() == spec.has_mask_input)
+            .and_then(|o| match o.dtype() {
+                ValueType::Tensor { shape, .. } => {
+                    Some(shape.iter().copied().collect::<Vec<i64>>() == [1])
+                }
+                _ => None,
+            })
+            .unwrap_or(false);
         Ok(Predictor {
+            shared_has_mask,
             session: Mutex::new(session),
             spec,
             path: path.to_path_buf(),
@@ -133,6 +147,17 @@ impl Predictor {
             )?,
             feature_shapes,
         })
+    }
+
+    /// Fingerprint of the encoder whose embeddings this predictor accepts, if it was told.
+    pub fn expected_fingerprint(&self) -> Option<Fingerprint> {
+        self.expected
+    }
+
+    /// Places a host embedding on this predictor's execution device. A CPU predictor's device is
+    /// the host, so the embedding is returned as it is.
+    pub fn place_on_device(&self, embedding: Embedding) -> Result<Embedding> {
+        Ok(embedding)
     }
 
     pub fn spec(&self) -> &DecoderSpec {
@@ -149,6 +174,15 @@ impl Predictor {
 
     /// Refuses an embedding this decoder cannot use, before ONNX Runtime sees it.
     pub fn check_embedding(&self, embedding: &Embedding) -> Result<()> {
+        if embedding.is_simulated() {
+            return Err(Error::invalid(
+                "embedding",
+                format!(
+                    "it only simulates `{}` memory (test support) and is never run",
+                    embedding.allocator_name()
+                ),
+            ));
+        }
         if let Some(expected) = self.expected {
             if embedding.fingerprint() != expected {
                 return Err(Error::ModelMismatch(format!(
@@ -297,25 +331,26 @@ impl Predictor {
         let (img_w, img_h) = embedding.image_size();
         let (img_w, img_h) = (img_w as usize, img_h as usize);
         let size = 1024.0f32;
-        let (sx, sy) = (size / img_w as f32, size / img_h as f32);
+        let (fw, fh) = (img_w as f32, img_h as f32);
 
-        // Points, then the box as two points labelled 2 and 3; without a box one padding point
-        // (label −1), as the exporters' reference clients do; shorter prompts padded with −1.
+        // The box first, as two points labelled 2 and 3 (where SAM2 and its exporters put it),
+        // then the clicks; coordinates in the 1024 frame. No padding point is appended: SAM2
+        // exports add it inside the graph. Shorter rows of a batch are padded with label −1.
         let per_object: Vec<Vec<(f32, f32, f32)>> = prompts
             .iter()
             .map(|p| {
-                let mut v: Vec<(f32, f32, f32)> = p
-                    .points
-                    .iter()
-                    .map(|pt| (pt.x * sx, pt.y * sy, if pt.positive { 1.0 } else { 0.0 }))
-                    .collect();
-                match p.bbox {
-                    Some([x1, y1, x2, y2]) => {
-                        v.push((x1 * sx, y1 * sy, 2.0));
-                        v.push((x2 * sx, y2 * sy, 3.0));
-                    }
-                    None => v.push((0.0, 0.0, -1.0)),
+                let mut v: Vec<(f32, f32, f32)> = Vec::with_capacity(p.points.len() + 2);
+                if let Some([x1, y1, x2, y2]) = p.bbox {
+                    v.push((x1 / fw * size, y1 / fh * size, 2.0));
+                    v.push((x2 / fw * size, y2 / fh * size, 3.0));
                 }
+                v.extend(p.points.iter().map(|pt| {
+                    (
+                        pt.x / fw * size,
+                        pt.y / fh * size,
+                        if pt.positive { 1.0 } else { 0.0 },
+                    )
+                }));
                 v
             })
             .collect();
@@ -351,7 +386,17 @@ impl Predictor {
             Tensor::from_array(([objects, n], labels))?.into_dyn()
         };
         let mask_input = Tensor::from_array(([objects, 1, lr, lr], mask_input))?;
-        let has_mask = Tensor::from_array(([objects], has_mask))?;
+        let has_mask = if self.shared_has_mask {
+            if has_mask.iter().any(|&v| v != has_mask[0]) {
+                return Err(Error::invalid(
+                    "mask_input",
+                    "this model takes one has_mask_input for the whole batch: give a mask input to every prompt or to none",
+                ));
+            }
+            Tensor::from_array(([1usize], vec![has_mask[0]]))?
+        } else {
+            Tensor::from_array(([objects], has_mask))?
+        };
         let orig_size = Tensor::from_array(([2usize], vec![img_h as i32, img_w as i32]))?;
 
         let names = self.spec.family.tensor_names();

@@ -8,11 +8,13 @@ use crate::image::ImageView;
 pub const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 pub const STD: [f32; 3] = [0.229, 0.224, 0.225];
 
-/// Source taps of one output coordinate: the two neighbours and the weight of the second.
+/// Source taps of one output coordinate: the two neighbours and their weights. Computed in f64
+/// and rounded to f32, so the reference client (tools/reference_check.py) gets the same bits.
 #[derive(Clone, Copy)]
 pub(crate) struct Tap {
     pub(crate) i0: usize,
     pub(crate) i1: usize,
+    pub(crate) w0: f32,
     pub(crate) w1: f32,
 }
 
@@ -21,14 +23,16 @@ pub(crate) fn taps(src: usize, dst: usize) -> Vec<Tap> {
     (0..dst)
         .map(|d| {
             let s = ((d as f64 + 0.5) * scale - 0.5).max(0.0);
-            let i0 = (s.floor() as usize).min(src - 1);
-            let i1 = (i0 + 1).min(src - 1);
-            let w1 = if i0 == i1 {
-                0.0
-            } else {
-                (s - i0 as f64) as f32
-            };
-            Tap { i0, i1, w1 }
+            let floor = s.floor();
+            let i0 = (floor as usize).min(src - 1);
+            let i1 = (floor as usize + 1).min(src - 1);
+            let w1 = (s - floor) as f32;
+            Tap {
+                i0,
+                i1,
+                w0: (1.0 - (s - floor)) as f32,
+                w1,
+            }
         })
         .collect()
 }
@@ -49,8 +53,6 @@ pub fn preprocess_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
     );
     let xt = taps(image.width, size);
     let yt = taps(image.height, size);
-    let scale: [f32; 3] = std::array::from_fn(|c| 1.0 / (255.0 * STD[c]));
-    let bias: [f32; 3] = std::array::from_fn(|c| -MEAN[c] / STD[c]);
     let channels = image.format.channels();
     let offsets = image.format.rgb_offsets();
 
@@ -77,21 +79,19 @@ pub fn preprocess_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
             let ty = yt[first_row + row];
             let src0 = &image.data[ty.i0 * image.stride..];
             let src1 = &image.data[ty.i1 * image.stride..];
-            let wy1 = ty.w1;
-            let wy0 = 1.0 - wy1;
+            let (wy0, wy1) = (ty.w0, ty.w1);
             for (c, plane) in planes.iter_mut().enumerate() {
                 let dst = &mut plane[row * size..(row + 1) * size];
                 let off = offsets[c];
-                let (s, bi) = (scale[c], bias[c]);
+                let (mean, std) = (MEAN[c], STD[c]);
                 for (d, t) in dst.iter_mut().zip(xt.iter()) {
-                    let a0 = src0[t.i0 * channels + off] as f32;
-                    let a1 = src0[t.i1 * channels + off] as f32;
-                    let b0 = src1[t.i0 * channels + off] as f32;
-                    let b1 = src1[t.i1 * channels + off] as f32;
-                    let top = a0 + (a1 - a0) * t.w1;
-                    let bottom = b0 + (b1 - b0) * t.w1;
-                    let v = top * wy0 + bottom * wy1;
-                    *d = v * s + bi;
+                    let p00 = src0[t.i0 * channels + off] as f32;
+                    let p01 = src0[t.i1 * channels + off] as f32;
+                    let p10 = src1[t.i0 * channels + off] as f32;
+                    let p11 = src1[t.i1 * channels + off] as f32;
+                    // Same operations in the same order as the reference, so the bits agree.
+                    let v = wy0 * (t.w0 * p00 + t.w1 * p01) + wy1 * (t.w0 * p10 + t.w1 * p11);
+                    *d = (v / 255.0 - mean) / std;
                 }
             }
         }
@@ -223,10 +223,10 @@ mod tests {
     fn half_pixel_taps_match_opencv_convention() {
         // Upscaling 2 → 4: output centres map to -0.25 (clamped to 0), 0.25, 0.75, 1.25 (clamped).
         let t = taps(2, 4);
-        assert_eq!((t[0].i0, t[0].w1), (0, 0.0));
+        assert_eq!((t[0].i0, t[0].w0, t[0].w1), (0, 1.0, 0.0));
         assert_eq!((t[1].i0, t[1].i1), (0, 1));
         assert!((t[1].w1 - 0.25).abs() < 1e-6);
         assert!((t[2].w1 - 0.75).abs() < 1e-6);
-        assert_eq!((t[3].i0, t[3].i1, t[3].w1), (1, 1, 0.0));
+        assert_eq!((t[3].i0, t[3].i1), (1, 1));
     }
 }

@@ -20,7 +20,26 @@ Pairs written (all weights inline, opset 17, IR version 8):
                            (encoder ~100 MB of fp32 weights); behaves like tiny_a
 
 Everything is seeded: two runs write byte-identical files. models/manifest.json
-lists the pairs.
+lists the pairs: [{name, contract, encoder, decoder, image_dtype, kind}].
+
+I/O as produced (L = "num_labels", N = "num_points" are dynamic; all else fixed):
+  encoder, every contract: image f32[1,3,1024,1024] (f16 for tiny_a_fp16)
+    A/B -> high_res_feats_0 f32[1,32,256,256], high_res_feats_1 f32[1,64,128,128],
+           image_embed f32[1,256,64,64]
+    C   -> image_features_0, image_features_1, image_embeddings (same shapes, same order)
+  decoder A: image_embed, high_res_feats_0, high_res_feats_1, point_coords f32[L,N,2],
+             point_labels f32[L,N], mask_input f32[L,1,256,256], has_mask_input f32[L]
+             -> masks f32[L,3,256,256] (logits in [-32,32]), iou_predictions f32[L,3]
+  decoder B: A's inputs + orig_im_size int32[2] (H, W)
+             -> masks f32[L,3,orig_im_height,orig_im_width] (logits, bilinear
+                pytorch_half_pixel Resize in-graph), iou_predictions f32[L,3]
+  decoder C: image_features_0, image_features_1, image_embeddings, point_coords f32[L,N,2],
+             point_labels int32[L,N], input_masks f32[L,1,256,256], has_input_masks f32[L],
+             original_image_size int32[2]
+             -> masks bool[L,3,original_image_height,original_image_width] (upsampled > 0),
+                iou_predictions f32[L,3], low_res_masks f32[L,3,256,256] (in [-32,32])
+  has_mask_input / has_input_masks may also be given as [1] (broadcast), as the
+  samexporter and ibaiGorordo clients do.
 
 Tiny encoder: high_res_feats_0 = 1x1 conv (3->32) of the 4x4-average-pooled
 normalised image; high_res_feats_1 = 1x1 conv (3->64) of a further 2x2 pooling;

@@ -331,6 +331,7 @@ def run_pair(pair, rgb, meta, gt, report, dump=None):
             fname = "%s__%s.mask" % (tag, cname)
             with open(os.path.join(dump, fname), "wb") as f:
                 f.write(m.astype(np.uint8).tobytes())
+            mc, ml = build_prompt_rows([prompt], w, h)
             dumped.append({
                 "pair": tag,
                 "case": cname,
@@ -340,6 +341,7 @@ def run_pair(pair, rgb, meta, gt, report, dump=None):
                 "height": h,
                 "points": [list(map(int, p)) for p in prompt["points"]],
                 "box": prompt["box"],
+                "model_points": [[float(mc[0, j, 0]), float(mc[0, j, 1]), int(ml[0, j])] for j in range(mc.shape[1])],
                 "iou_predictions": [float(x) for x in r["iou"][0]],
                 "best": k,
                 "mask_file": fname,

@@ -100,3 +100,121 @@ pub extern "C" fn sam2_embedding_fingerprint(
         copy_out_str(&e.inner.fingerprint().to_string(), buf, buf_len, needed)
     })
 }
+
+/// Embedding placement for `sam2_embedding_load`: host memory.
+pub const SAM2_PLACE_HOST: u32 = 0;
+/// Embedding placement for `sam2_embedding_load`: the predictor's execution device (host memory
+/// when the predictor runs on the CPU).
+pub const SAM2_PLACE_DEVICE: u32 = 1;
+
+/// Saves a host embedding to `path` (safetensors with sam2 metadata; see the README).
+///
+/// The write is atomic: a temporary file in the same directory, fsync, then rename, so a crash
+/// leaves any previous file at `path` intact. An embedding in device memory is refused with
+/// `SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE` before anything is written (no file is created or
+/// changed, the embedding stays usable, and `sam2_embedding_allocator_name` names the
+/// allocator); copy it first with `sam2_embedding_to_host`. OS failures give `SAM2_ERR_IO`.
+#[no_mangle]
+pub extern "C" fn sam2_embedding_save(
+    embedding: *const sam2_embedding,
+    path: *const c_char,
+) -> sam2_status {
+    guard(|| {
+        let e = arg_ref(embedding, "embedding")?;
+        let path = super::arg_str(path, "path")?;
+        if path.is_empty() {
+            return Err(crate::Error::invalid("path", "is empty"));
+        }
+        crate::embedding_file::save(&e.inner, std::path::Path::new(path))
+    })
+}
+
+/// Loads an embedding file.
+///
+/// `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
+/// than the predictor's gives `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
+/// `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
+/// foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT`; an OS failure `SAM2_ERR_IO`.
+/// On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
+#[no_mangle]
+pub extern "C" fn sam2_embedding_load(
+    path: *const c_char,
+    predictor: *const super::predictor::sam2_predictor,
+    placement: u32,
+    out: *mut *mut sam2_embedding,
+) -> sam2_status {
+    guard(|| {
+        let path = super::arg_str(path, "path")?;
+        let out = arg_out(out, "out")?;
+        // SAFETY: NULL or a live predictor (documented).
+        let predictor = unsafe { predictor.as_ref() };
+        match placement {
+            SAM2_PLACE_HOST => {}
+            SAM2_PLACE_DEVICE if predictor.is_some() => {}
+            SAM2_PLACE_DEVICE => {
+                return Err(crate::Error::invalid(
+                    "placement",
+                    "SAM2_PLACE_DEVICE needs the predictor whose device to use",
+                ))
+            }
+            other => {
+                return Err(crate::Error::invalid(
+                    "placement",
+                    format!("must be SAM2_PLACE_HOST (0) or SAM2_PLACE_DEVICE (1), got {other}"),
+                ))
+            }
+        }
+        let expected = predictor.and_then(|p| p.inner.expected_fingerprint());
+        let embedding = crate::embedding_file::load(std::path::Path::new(path), expected)?;
+        let embedding = match (placement, predictor) {
+            (SAM2_PLACE_DEVICE, Some(p)) => p.inner.place_on_device(embedding)?,
+            _ => embedding,
+        };
+        *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(embedding))));
+        Ok(())
+    })
+}
+
+/// Makes a host copy of an embedding, for saving a device embedding.
+///
+/// On a host embedding this is cheap: the new handle shares the same immutable tensors. On a
+/// device embedding ONNX Runtime copies each tensor to the host through the device's execution
+/// provider; without that provider (a CPU-only ONNX Runtime) it fails with
+/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding owned by the
+/// caller (`sam2_embedding_free`); the original is unchanged.
+#[no_mangle]
+pub extern "C" fn sam2_embedding_to_host(
+    embedding: *const sam2_embedding,
+    out: *mut *mut sam2_embedding,
+) -> sam2_status {
+    guard(|| {
+        let e = arg_ref(embedding, "embedding")?;
+        let out = arg_out(out, "out")?;
+        let host = e.inner.to_host()?;
+        *out = Box::into_raw(Box::new(sam2_embedding::new(host)));
+        Ok(())
+    })
+}
+
+/// TEST SUPPORT ONLY, not for production use: makes a stand-in for a device-resident embedding
+/// on machines without a GPU. The result shares `host_embedding`'s bytes but labels them as
+/// `allocator_name` memory ("Cuda", "DML", …) on `device_id`, so residency checks see a device
+/// embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
+/// `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
+/// `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
+#[no_mangle]
+pub extern "C" fn sam2_test_embedding_simulate_device(
+    host_embedding: *const sam2_embedding,
+    allocator_name: *const c_char,
+    device_id: i32,
+    out: *mut *mut sam2_embedding,
+) -> sam2_status {
+    guard(|| {
+        let e = arg_ref(host_embedding, "host_embedding")?;
+        let name = super::arg_str(allocator_name, "allocator_name")?;
+        let out = arg_out(out, "out")?;
+        let sim = Embedding::simulate_device(&e.inner, name, device_id)?;
+        *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(sim))));
+        Ok(())
+    })
+}

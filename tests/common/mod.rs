@@ -29,8 +29,24 @@ pub fn model(name: &str) -> PathBuf {
 }
 
 /// Initialises ONNX Runtime the way a host would: from SAM2_ONNXRUNTIME_PATH (set by scripts/setup.sh).
+/// Without the variable (a bare `cargo test`), the set-up's venv copy is used.
 pub fn init_runtime() {
-    sam2::runtime::init(None).expect("ONNX Runtime should load (run scripts/setup.sh first)");
+    let explicit = std::env::var_os("SAM2_ONNXRUNTIME_PATH")
+        .is_none()
+        .then(venv_onnxruntime)
+        .flatten();
+    sam2::runtime::init(explicit.as_deref())
+        .expect("ONNX Runtime should load (run scripts/setup.sh first)");
+}
+
+fn venv_onnxruntime() -> Option<PathBuf> {
+    let lib = root().join(".venv/lib");
+    std::fs::read_dir(lib).ok()?.flatten().find_map(|python| {
+        let p = python
+            .path()
+            .join("site-packages/onnxruntime/capi/libonnxruntime.so.1.31.1");
+        p.exists().then_some(p)
+    })
 }
 
 pub struct Image {

@@ -1,0 +1,405 @@
+//! Embedding files: safetensors with sam2 metadata, written atomically, read defensively.
+//!
+//! Layout (safetensors): an 8-byte little-endian header length `n`, `n` bytes of JSON (padded
+//! with spaces to a multiple of 8), then the three tensors' bytes back to back, little-endian, in
+//! the canonical order. The JSON holds, per tensor, `dtype` (`F32`/`F16`), `shape` and
+//! `data_offsets`, and a `__metadata__` map of strings:
+//! `format` = `sam2-embedding`, `format_version` = `1`, `image_width`, `image_height`,
+//! `encoder_fingerprint`, `encoder_family`, and `payload_crc32` (CRC-32/IEEE of all tensor bytes,
+//! as `zlib.crc32` computes it, 8 hex digits). Any safetensors reader (Python's `safetensors`, or
+//! twenty lines of numpy) opens it.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ort::memory::Allocator;
+use ort::value::{DynTensor, TensorElementType};
+
+use crate::contract::{EncoderFamily, EMBEDDING_SHAPES};
+use crate::embedding::{element_size, Embedding, EmbeddingTensor};
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use crate::image::MAX_SIDE;
+
+/// Value of `__metadata__.format`.
+pub const FORMAT: &str = "sam2-embedding";
+/// Version of the layout this library writes and reads.
+pub const FORMAT_VERSION: u32 = 1;
+/// Longest header accepted. A real one is about 700 bytes; the bound keeps a hostile file from
+/// driving a large allocation.
+pub const MAX_HEADER_LEN: u64 = 64 * 1024;
+
+fn dtype_name(dtype: TensorElementType) -> Result<&'static str> {
+    match dtype {
+        TensorElementType::Float32 => Ok("F32"),
+        TensorElementType::Float16 => Ok("F16"),
+        other => Err(Error::EmbeddingFormat(format!(
+            "tensors of type {other} cannot be saved"
+        ))),
+    }
+}
+
+fn format_error(msg: impl Into<String>) -> Error {
+    Error::EmbeddingFormat(msg.into())
+}
+
+/// What a valid header describes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Header {
+    pub image_width: u32,
+    pub image_height: u32,
+    pub fingerprint: Fingerprint,
+    pub family: EncoderFamily,
+    pub dtypes: [TensorElementType; 3],
+    /// Byte length of each tensor.
+    pub lengths: [usize; 3],
+    pub payload_crc32: u32,
+}
+
+impl Header {
+    pub fn payload_len(&self) -> usize {
+        self.lengths.iter().sum()
+    }
+}
+
+fn encode_header(embedding: &Embedding, crc: u32) -> Result<Vec<u8>> {
+    use serde_json::{json, Map, Value};
+    let (w, h) = embedding.image_size();
+    let mut root = Map::new();
+    root.insert(
+        "__metadata__".into(),
+        json!({
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION.to_string(),
+            "image_width": w.to_string(),
+            "image_height": h.to_string(),
+            "encoder_fingerprint": embedding.fingerprint().to_string(),
+            "encoder_family": embedding.family().name(),
+            "payload_crc32": format!("{crc:08x}"),
+            "writer": format!("sam2 {}", crate::VERSION),
+        }),
+    );
+    let mut offset = 0usize;
+    for (tensor, name) in embedding
+        .tensors()
+        .iter()
+        .zip(embedding.family().tensor_names())
+    {
+        let len = tensor.byte_len();
+        root.insert(
+            name.into(),
+            json!({
+                "dtype": dtype_name(tensor.dtype())?,
+                "shape": tensor.shape(),
+                "data_offsets": [offset, offset + len],
+            }),
+        );
+        offset += len;
+    }
+    let mut text =
+        serde_json::to_vec(&Value::Object(root)).map_err(|e| format_error(e.to_string()))?;
+    while (text.len() + 8) % 8 != 0 {
+        text.push(b' ');
+    }
+    let mut out = Vec::with_capacity(8 + text.len());
+    out.extend_from_slice(&(text.len() as u64).to_le_bytes());
+    out.extend_from_slice(&text);
+    Ok(out)
+}
+
+/// Validates a header against the size of the whole file. Pure: no allocation beyond the JSON
+/// tree of a header already bounded by [`MAX_HEADER_LEN`].
+pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
+    use serde_json::Value;
+    let root: Value = serde_json::from_slice(header)
+        .map_err(|e| format_error(format!("header is not valid JSON: {e}")))?;
+    let root = root
+        .as_object()
+        .ok_or_else(|| format_error("header is not a JSON object"))?;
+    let meta = root
+        .get("__metadata__")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            format_error("not a sam2 embedding file: the safetensors header has no __metadata__")
+        })?;
+    let field = |key: &str| -> Result<&str> {
+        meta.get(key).and_then(Value::as_str).ok_or_else(|| {
+            format_error(format!("metadata field `{key}` is missing or not a string"))
+        })
+    };
+    let format = field("format")?;
+    if format != FORMAT {
+        return Err(format_error(format!(
+            "not a sam2 embedding file (format `{format}`)"
+        )));
+    }
+    let version = field("format_version")?;
+    if version != FORMAT_VERSION.to_string() {
+        return Err(format_error(format!(
+            "format version {version} is not supported; this library reads version {FORMAT_VERSION}"
+        )));
+    }
+    let side = |key: &str| -> Result<u32> {
+        let text = field(key)?;
+        text.parse::<u32>()
+            .ok()
+            .filter(|v| (1..=MAX_SIDE as u32).contains(v))
+            .ok_or_else(|| {
+                format_error(format!(
+                    "`{key}` must be an integer in 1..={MAX_SIDE}, found `{text}`"
+                ))
+            })
+    };
+    let image_width = side("image_width")?;
+    let image_height = side("image_height")?;
+    let fp_text = field("encoder_fingerprint")?;
+    let fingerprint = Fingerprint::parse(fp_text)
+        .ok_or_else(|| format_error(format!("`encoder_fingerprint` is malformed: `{fp_text}`")))?;
+    let family_text = field("encoder_family")?;
+    let family = EncoderFamily::from_name(family_text)
+        .ok_or_else(|| format_error(format!("unknown `encoder_family` `{family_text}`")))?;
+    let crc_text = field("payload_crc32")?;
+    let payload_crc32 = (crc_text.len() == 8)
+        .then(|| u32::from_str_radix(crc_text, 16).ok())
+        .flatten()
+        .ok_or_else(|| format_error(format!("`payload_crc32` is malformed: `{crc_text}`")))?;
+
+    let names = family.tensor_names();
+    if root.len() != 4 {
+        let found: Vec<&String> = root.keys().collect();
+        return Err(format_error(format!(
+            "expected exactly the tensors {names:?}, found entries {found:?}"
+        )));
+    }
+    let mut dtypes = [TensorElementType::Float32; 3];
+    let mut lengths = [0usize; 3];
+    let mut expected_offset = 0u64;
+    for (i, name) in names.iter().enumerate() {
+        let entry = root
+            .get(*name)
+            .and_then(Value::as_object)
+            .ok_or_else(|| format_error(format!("tensor `{name}` is missing")))?;
+        let dtype = match entry.get("dtype").and_then(Value::as_str) {
+            Some("F32") => TensorElementType::Float32,
+            Some("F16") => TensorElementType::Float16,
+            other => {
+                return Err(format_error(format!(
+                    "tensor `{name}` has dtype {other:?}; expected F32 or F16"
+                )))
+            }
+        };
+        let shape: Option<Vec<i64>> = entry
+            .get("shape")
+            .and_then(Value::as_array)
+            .map(|dims| dims.iter().map(|d| d.as_i64().unwrap_or(-1)).collect());
+        if shape.as_deref() != Some(&EMBEDDING_SHAPES[i][..]) {
+            return Err(format_error(format!(
+                "tensor `{name}` has shape {shape:?}; the SAM2 contract requires {:?}",
+                EMBEDDING_SHAPES[i]
+            )));
+        }
+        let numel: i64 = EMBEDDING_SHAPES[i].iter().product();
+        let len = numel as u64 * element_size(dtype) as u64;
+        let offsets: Option<Vec<u64>> = entry
+            .get("data_offsets")
+            .and_then(Value::as_array)
+            .and_then(|v| v.iter().map(Value::as_u64).collect());
+        match offsets.as_deref() {
+            Some([begin, end])
+                if *begin == expected_offset && end.checked_sub(*begin) == Some(len) => {}
+            other => {
+                return Err(format_error(format!(
+                    "tensor `{name}` has data_offsets {other:?}; expected [{expected_offset}, {}]",
+                    expected_offset + len
+                )))
+            }
+        }
+        dtypes[i] = dtype;
+        lengths[i] = len as usize;
+        expected_offset += len;
+    }
+    let available = file_len.saturating_sub(8 + header.len() as u64);
+    if available != expected_offset {
+        return Err(format_error(format!(
+            "the file holds {available} bytes of tensor data, the header declares {expected_offset}{}",
+            if available < expected_offset { " (truncated)" } else { " (trailing bytes)" }
+        )));
+    }
+    Ok(Header {
+        image_width,
+        image_height,
+        fingerprint,
+        family,
+        dtypes,
+        lengths,
+        payload_crc32,
+    })
+}
+
+/// Reads and checks the 8-byte length prefix.
+fn header_len(prefix: [u8; 8], file_len: u64) -> Result<usize> {
+    let n = u64::from_le_bytes(prefix);
+    if n == 0 || n > MAX_HEADER_LEN || n > file_len - 8 {
+        return Err(format_error(format!(
+            "declared header length {n} is impossible for a {file_len}-byte file (at most {MAX_HEADER_LEN})"
+        )));
+    }
+    Ok(n as usize)
+}
+
+/// Parses and fully validates a whole file held in memory (header, sizes and checksum) without
+/// touching ONNX Runtime: what the fuzz target drives.
+pub fn validate_bytes(bytes: &[u8]) -> Result<Header> {
+    let file_len = bytes.len() as u64;
+    if file_len < 8 {
+        return Err(format_error(format!(
+            "{file_len} bytes is too short for an embedding file"
+        )));
+    }
+    let n = header_len(bytes[..8].try_into().expect("8 bytes"), file_len)?;
+    let header = parse_header(&bytes[8..8 + n], file_len)?;
+    let payload = &bytes[8 + n..];
+    let crc = crc32fast::hash(payload);
+    if crc != header.payload_crc32 {
+        return Err(format_error(format!(
+            "checksum mismatch: the data has CRC-32 {crc:08x}, the header says {:08x} (corrupted file)",
+            header.payload_crc32
+        )));
+    }
+    Ok(header)
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn temp_path(path: &Path) -> Result<PathBuf> {
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::invalid("path", format!("`{}` names no file", path.display())))?;
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = format!(
+        ".{}.{}-{n}.sam2tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    );
+    Ok(path.with_file_name(tmp))
+}
+
+/// Writes an embedding atomically: a temporary file in the same directory, fsync, rename, fsync
+/// of the directory. A crash at any point leaves `path` either as it was or complete.
+/// Refuses device memory before touching the filesystem.
+pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
+    if !embedding.is_serializable() {
+        return Err(Error::EmbeddingNotSerializable {
+            allocator: embedding.allocator_name().to_string(),
+        });
+    }
+    if embedding.simulated {
+        return Err(Error::EmbeddingNotSerializable {
+            allocator: embedding.allocator_name().to_string(),
+        });
+    }
+    let slices: Vec<&[u8]> = embedding
+        .tensors()
+        .iter()
+        .map(EmbeddingTensor::host_bytes)
+        .collect::<Result<_>>()?;
+    let mut hasher = crc32fast::Hasher::new();
+    for s in &slices {
+        hasher.update(s);
+    }
+    let header = encode_header(embedding, hasher.finalize())?;
+    let tmp = temp_path(path)?;
+    let result = (|| -> std::io::Result<()> {
+        let mut file = File::options().write(true).create_new(true).open(&tmp)?;
+        file.write_all(&header)?;
+        for s in &slices {
+            file.write_all(s)?;
+        }
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            // Make the rename itself durable.
+            if let Ok(d) = File::open(dir) {
+                let _ = d.sync_all();
+            }
+        }
+        Ok(())
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        Error::io(format!("saving the embedding to {}", path.display()), e)
+    })
+}
+
+/// Reads an embedding file onto the host. `expected` (a predictor's encoder fingerprint) turns a
+/// file made by another model into `ModelMismatch`.
+pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
+    let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+    let mut file = File::open(path).map_err(io)?;
+    let file_len = file.metadata().map_err(io)?.len();
+    if file_len < 8 {
+        return Err(format_error(format!(
+            "{} is {file_len} bytes, too short for an embedding file",
+            path.display()
+        )));
+    }
+    let mut prefix = [0u8; 8];
+    read_exact(&mut file, &mut prefix, path)?;
+    let n = header_len(prefix, file_len)?;
+    let mut header_bytes = vec![0u8; n];
+    read_exact(&mut file, &mut header_bytes, path)?;
+    let header = parse_header(&header_bytes, file_len)?;
+    if let Some(expected) = expected {
+        if header.fingerprint != expected {
+            return Err(Error::ModelMismatch(format!(
+                "{} was made by encoder {}, but this predictor expects encoder {expected}",
+                path.display(),
+                header.fingerprint
+            )));
+        }
+    }
+    crate::runtime::environment()?;
+    let allocator = Allocator::default();
+    let mut hasher = crc32fast::Hasher::new();
+    let mut tensors = Vec::with_capacity(3);
+    for (i, shape) in EMBEDDING_SHAPES.iter().enumerate() {
+        let mut value = DynTensor::new(&allocator, header.dtypes[i], *shape)?;
+        let ptr = value.data_ptr_mut() as *mut u8;
+        // SAFETY: a fresh dense CPU tensor of exactly `lengths[i]` bytes (shape and dtype were
+        // validated, and its size computed from them, not from the file).
+        let buf = unsafe { std::slice::from_raw_parts_mut(ptr, header.lengths[i]) };
+        read_exact(&mut file, buf, path)?;
+        hasher.update(buf);
+        tensors.push(EmbeddingTensor::from_value(value.into_dyn())?);
+    }
+    let crc = hasher.finalize();
+    if crc != header.payload_crc32 {
+        return Err(format_error(format!(
+            "{}: checksum mismatch: the data has CRC-32 {crc:08x}, the header says {:08x} (corrupted file)",
+            path.display(),
+            header.payload_crc32
+        )));
+    }
+    let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
+    Ok(Embedding {
+        tensors,
+        image_width: header.image_width,
+        image_height: header.image_height,
+        fingerprint: header.fingerprint,
+        family: header.family,
+        simulated: false,
+    })
+}
+
+fn read_exact(file: &mut File, buf: &mut [u8], path: &Path) -> Result<()> {
+    file.read_exact(buf).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof {
+            format_error(format!("{} is truncated", path.display()))
+        } else {
+            Error::io(format!("reading {}", path.display()), e)
+        }
+    })
+}
