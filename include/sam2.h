@@ -29,6 +29,52 @@
 #define MAX_HEADER_LEN (64 * 1024)
 
 /**
+ * Execution provider: the CPU.
+ */
+#define SAM2_PROVIDER_CPU 0
+
+/**
+ * Execution provider: NVIDIA CUDA.
+ */
+#define SAM2_PROVIDER_CUDA 1
+
+/**
+ * Execution provider: NVIDIA TensorRT.
+ */
+#define SAM2_PROVIDER_TENSORRT 2
+
+/**
+ * Execution provider: DirectML (Windows).
+ */
+#define SAM2_PROVIDER_DIRECTML 3
+
+/**
+ * Execution provider: CoreML (Apple).
+ */
+#define SAM2_PROVIDER_COREML 4
+
+/**
+ * Device mismatch resolution: warn through the log callback and continue on the device that
+ * works (the next requested provider, or the CPU). The default.
+ */
+#define SAM2_ON_MISMATCH_FALLBACK 0
+
+/**
+ * Device mismatch resolution: fail with `SAM2_ERR_ENVIRONMENT_CONFIGURATION`.
+ */
+#define SAM2_ON_MISMATCH_FAIL 1
+
+/**
+ * CUDA arena growth: by powers of two (ONNX Runtime's default).
+ */
+#define SAM2_ARENA_NEXT_POWER_OF_TWO 0
+
+/**
+ * CUDA arena growth: by exactly what is requested.
+ */
+#define SAM2_ARENA_SAME_AS_REQUESTED 1
+
+/**
  * Embedding placement for `sam2_embedding_load`: host memory.
  */
 #define SAM2_PLACE_HOST 0
@@ -214,6 +260,28 @@ typedef struct sam2_masks sam2_masks;
 typedef struct sam2_predictor sam2_predictor;
 
 /**
+ * One requested execution provider. Fixed layout (an array element).
+ */
+typedef struct sam2_provider {
+  /**
+   * `SAM2_PROVIDER_*`.
+   */
+  uint32_t provider;
+  /**
+   * GPU ordinal (CUDA, TensorRT, DirectML); 0 otherwise.
+   */
+  int32_t device_id;
+  /**
+   * Device memory limit in bytes (CUDA's arena limit, TensorRT's workspace); 0 = no limit.
+   */
+  uint64_t memory_limit;
+  /**
+   * `SAM2_ARENA_*` (CUDA).
+   */
+  uint32_t arena_extend_strategy;
+} sam2_provider;
+
+/**
  * Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
  */
 typedef struct sam2_encoder_options {
@@ -229,6 +297,17 @@ typedef struct sam2_encoder_options {
    * Intra-op threads of the session; 0 lets ONNX Runtime choose (one per core).
    */
   uint32_t intra_threads;
+  /**
+   * Execution providers wanted, in order of preference (read during `sam2_encoder_new`
+   * only); NULL with `provider_count` 0 means the CPU.
+   */
+  const struct sam2_provider *providers;
+  size_t provider_count;
+  /**
+   * `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`: what to do when the
+   * first requested provider is a GPU one the session did not get.
+   */
+  uint32_t on_device_mismatch;
 } sam2_encoder_options;
 
 /**
@@ -248,6 +327,21 @@ typedef struct sam2_predictor_options {
    * (from `sam2_encoder_fingerprint`). Read during `sam2_predictor_new` only.
    */
   const char *encoder_fingerprint;
+  /**
+   * Execution providers wanted, in order of preference (read during `sam2_predictor_new`
+   * only); NULL with `provider_count` 0 means the CPU.
+   */
+  const struct sam2_provider *providers;
+  size_t provider_count;
+  /**
+   * `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`.
+   */
+  uint32_t on_device_mismatch;
+  /**
+   * 0 (default): an embedding held on another device than the predictor's is refused with
+   * `SAM2_ERR_INVALID_ARGUMENT`. 1: it is copied to the host for each predict.
+   */
+  uint32_t allow_embedding_copy;
 } sam2_predictor_options;
 
 /**
@@ -453,6 +547,26 @@ sam2_status sam2_encoder_fingerprint(const struct sam2_encoder *encoder,
                                      size_t *needed);
 
 /**
+ * Writes what the encoder effectively runs on: the provider (`SAM2_PROVIDER_*`) that runs the
+ * model, its device id, and whether a requested GPU provider was unavailable (1) so the session
+ * fell back. A UI can show "running on CPU" from this.
+ */
+sam2_status sam2_encoder_device(const struct sam2_encoder *encoder,
+                                uint32_t *out_provider,
+                                int32_t *out_device_id,
+                                int32_t *out_fell_back);
+
+/**
+ * Copies the encoder session's execution providers, in priority order and comma-separated
+ * ("CUDAExecutionProvider,CPUExecutionProvider"), into `buf`. See `sam2_last_error_message`
+ * for the `(buf, buf_len, needed)` convention.
+ */
+sam2_status sam2_encoder_providers(const struct sam2_encoder *encoder,
+                                   char *buf,
+                                   size_t buf_len,
+                                   size_t *needed);
+
+/**
  * Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
  */
 void sam2_masks_free(struct sam2_masks *masks);
@@ -552,6 +666,23 @@ sam2_status sam2_predict(const struct sam2_predictor *predictor,
                          size_t prompt_count,
                          const struct sam2_predict_options *options,
                          struct sam2_masks **out);
+
+/**
+ * Writes what the predictor effectively runs on; see `sam2_encoder_device`.
+ */
+sam2_status sam2_predictor_device(const struct sam2_predictor *predictor,
+                                  uint32_t *out_provider,
+                                  int32_t *out_device_id,
+                                  int32_t *out_fell_back);
+
+/**
+ * Copies the predictor session's execution providers (comma-separated) into `buf`; see
+ * `sam2_encoder_providers`.
+ */
+sam2_status sam2_predictor_providers(const struct sam2_predictor *predictor,
+                                     char *buf,
+                                     size_t buf_len,
+                                     size_t *needed);
 
 /**
  * Returns the library version as "MAJOR.MINOR.PATCH".

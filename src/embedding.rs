@@ -205,6 +205,11 @@ impl Embedding {
         if self.is_serializable() && !self.simulated {
             return Ok(Arc::clone(self));
         }
+        self.copy_to_host().map(Arc::new)
+    }
+
+    /// A new host embedding with a copy of every tensor (device tensors through ONNX Runtime).
+    pub fn copy_to_host(&self) -> Result<Embedding> {
         if self.simulated {
             return Err(Error::EnvironmentConfiguration(format!(
                 "this embedding only simulates `{}` memory (test support); its bytes are not on a device \
@@ -229,14 +234,14 @@ impl Embedding {
             tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
         }
         let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
-        Ok(Arc::new(Embedding {
+        Ok(Embedding {
             tensors,
             image_width: self.image_width,
             image_height: self.image_height,
             fingerprint: self.fingerprint,
             family: self.family,
             simulated: false,
-        }))
+        })
     }
 
     /// TEST SUPPORT: a view of a host embedding whose tensors are labelled as living in

@@ -8,6 +8,7 @@ use ort::session::Session;
 use ort::value::{DynValue, Tensor, TensorElementType};
 
 use crate::contract::{self, EncoderSpec, InputType};
+use crate::device::EffectiveDevice;
 use crate::embedding::{Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -42,6 +43,7 @@ pub struct Encoder {
     path: PathBuf,
     output_memory: MemoryInfo<'static>,
     output_target: OutputTarget,
+    device: EffectiveDevice,
 }
 
 impl Encoder {
@@ -50,16 +52,20 @@ impl Encoder {
         let path = path.as_ref();
         let bytes = session::read_model(path)?;
         let fingerprint = Fingerprint::of_bytes(&bytes);
-        let session = session::build(&bytes, path, &options.session)?;
+        let (session, device) = session::build(&bytes, path, &options.session, "encoder")?;
         drop(bytes);
         let spec = contract::detect_encoder(&session, path)?;
-        // A CPU session's device is the host, so both targets bind host memory here.
-        let output_memory = MemoryInfo::new(
-            AllocationDevice::CPU,
-            0,
-            AllocatorType::Device,
-            MemoryType::Default,
-        )?;
+        // Device target: the execution device's memory (the host for a CPU session, and after a
+        // fallback, so nothing binds device tensors to a CPU session). Host target: the host.
+        let output_memory = match options.output_target {
+            OutputTarget::Device => device.output_memory()?,
+            OutputTarget::Host => MemoryInfo::new(
+                AllocationDevice::CPU,
+                0,
+                AllocatorType::Device,
+                MemoryType::Default,
+            )?,
+        };
         Ok(Encoder {
             session: Mutex::new(session),
             spec,
@@ -67,7 +73,13 @@ impl Encoder {
             path: path.to_path_buf(),
             output_memory,
             output_target: options.output_target,
+            device,
         })
+    }
+
+    /// What the encoder's session effectively runs on.
+    pub fn device(&self) -> &EffectiveDevice {
+        &self.device
     }
 
     pub fn spec(&self) -> &EncoderSpec {

@@ -3,6 +3,7 @@
 //! The safe core lives in this crate's modules; the C ABI (the product) is under [`ffi`].
 
 pub mod contract;
+pub mod device;
 pub mod embedding;
 pub mod embedding_file;
 pub mod encoder;
@@ -17,6 +18,7 @@ pub mod runtime;
 pub mod session;
 
 pub use contract::{Contract, EncoderFamily};
+pub use device::{DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest};
 pub use embedding::{Embedding, Location};
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};

@@ -8,6 +8,7 @@ use ort::session::Session;
 use ort::value::{Tensor, ValueType};
 
 use crate::contract::{self, Contract, DecoderSpec};
+use crate::device::EffectiveDevice;
 use crate::embedding::Embedding;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -47,6 +48,9 @@ pub struct PredictorOptions {
     /// the embedding's layout.
     pub encoder_fingerprint: Option<Fingerprint>,
     pub session: SessionOptions,
+    /// Accept an embedding held on another device by copying it to the host for each predict.
+    /// Off by default: such an embedding is refused with a clear error instead.
+    pub allow_embedding_copy: bool,
 }
 
 /// The result of one prediction: `objects × candidates` masks at the original image size.
@@ -96,6 +100,8 @@ pub struct Predictor {
     feature_shapes: [Vec<i64>; 3],
     /// The decoder declares `has_mask_input` as a fixed `[1]` shared by the whole batch.
     shared_has_mask: bool,
+    device: EffectiveDevice,
+    allow_embedding_copy: bool,
 }
 
 /// Largest number of objects in one call and points per object: far beyond any UI, and a bound
@@ -107,7 +113,7 @@ impl Predictor {
     pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {
         let path = path.as_ref();
         let bytes = session::read_model(path)?;
-        let session = session::build(&bytes, path, &options.session)?;
+        let (session, device) = session::build(&bytes, path, &options.session, "predictor")?;
         drop(bytes);
         let spec = contract::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
@@ -134,6 +140,8 @@ impl Predictor {
             })
             .unwrap_or(false);
         Ok(Predictor {
+            device,
+            allow_embedding_copy: options.allow_embedding_copy,
             shared_has_mask,
             session: Mutex::new(session),
             spec,
@@ -160,6 +168,11 @@ impl Predictor {
         Ok(embedding)
     }
 
+    /// What the predictor's session effectively runs on.
+    pub fn device(&self) -> &EffectiveDevice {
+        &self.device
+    }
+
     pub fn spec(&self) -> &DecoderSpec {
         &self.spec
     }
@@ -174,15 +187,6 @@ impl Predictor {
 
     /// Refuses an embedding this decoder cannot use, before ONNX Runtime sees it.
     pub fn check_embedding(&self, embedding: &Embedding) -> Result<()> {
-        if embedding.is_simulated() {
-            return Err(Error::invalid(
-                "embedding",
-                format!(
-                    "it only simulates `{}` memory (test support) and is never run",
-                    embedding.allocator_name()
-                ),
-            ));
-        }
         if let Some(expected) = self.expected {
             if embedding.fingerprint() != expected {
                 return Err(Error::ModelMismatch(format!(
@@ -216,19 +220,45 @@ impl Predictor {
                     tensor.shape()
                 )));
             }
-            if !tensor.location().cpu_accessible {
-                return Err(Error::invalid(
-                    "embedding",
-                    format!(
-                        "its tensor `{name}` lives in `{}` memory (device {}), but this predictor runs on the CPU; \
-                         copy it with sam2_embedding_to_host, or create the predictor on that device",
-                        tensor.location().allocator,
-                        tensor.location().device_id
-                    ),
-                ));
-            }
         }
         Ok(())
+    }
+
+    /// Whether the predictor's session can read the embedding where it lies: host memory always
+    /// (ONNX Runtime copies it to a GPU session's device), device memory only on this session's
+    /// own device. Anything else is refused before ONNX Runtime sees it, unless copies are allowed.
+    fn needs_host_copy(&self, embedding: &Embedding) -> Result<bool> {
+        for (tensor, name) in embedding
+            .tensors()
+            .iter()
+            .zip(self.spec.family.tensor_names())
+        {
+            let loc = tensor.location();
+            if loc.cpu_accessible {
+                continue;
+            }
+            let same_device = loc.allocator == self.device.allocator_name()
+                && loc.device_id == self.device.device_id;
+            if same_device {
+                continue;
+            }
+            if self.allow_embedding_copy {
+                return Ok(true);
+            }
+            return Err(Error::invalid(
+                "embedding",
+                format!(
+                    "its tensor `{name}` lives in `{}` memory (device {}), but this predictor runs on {} \
+                     (`{}` memory); copy it with sam2_embedding_to_host, create the predictor on that device, \
+                     or allow embedding copies in the predictor options",
+                    loc.allocator,
+                    loc.device_id,
+                    self.device.primary.ort_name(),
+                    self.device.allocator_name()
+                ),
+            ));
+        }
+        Ok(false)
     }
 
     fn validate(&self, embedding: &Embedding, prompts: &[Prompt]) -> Result<()> {
@@ -328,6 +358,22 @@ impl Predictor {
     ) -> Result<Prediction> {
         self.check_embedding(embedding)?;
         self.validate(embedding, prompts)?;
+        let copied;
+        let embedding = if self.needs_host_copy(embedding)? {
+            copied = embedding.copy_to_host()?;
+            &copied
+        } else {
+            embedding
+        };
+        if embedding.is_simulated() {
+            return Err(Error::invalid(
+                "embedding",
+                format!(
+                    "it only simulates `{}` memory (test support) and is never run",
+                    embedding.allocator_name()
+                ),
+            ));
+        }
         let (img_w, img_h) = embedding.image_size();
         let (img_w, img_h) = (img_w as usize, img_h as usize);
         let size = 1024.0f32;

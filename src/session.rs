@@ -5,6 +5,7 @@ use std::path::Path;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
+use crate::device::{self, DeviceOptions, EffectiveDevice};
 use crate::error::{Error, Result};
 use crate::runtime;
 
@@ -13,6 +14,8 @@ use crate::runtime;
 pub struct SessionOptions {
     /// Intra-op threads per session; `None` lets ONNX Runtime choose (one per core).
     pub intra_threads: Option<usize>,
+    /// Execution providers wanted, and what to do when a GPU one is not available.
+    pub device: DeviceOptions,
 }
 
 /// Reads a model file whole. Kept separate so the bytes can be fingerprinted and shared.
@@ -29,8 +32,13 @@ pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Creates a CPU session from model bytes.
-pub(crate) fn build(bytes: &[u8], path: &Path, options: &SessionOptions) -> Result<Session> {
+/// Creates a session from model bytes on the requested providers, and says what it really runs on.
+pub(crate) fn build(
+    bytes: &[u8],
+    path: &Path,
+    options: &SessionOptions,
+    role: &str,
+) -> Result<(Session, EffectiveDevice)> {
     let env = runtime::environment()?;
     let mut builder = Session::builder(env)?
         .with_optimization_level(GraphOptimizationLevel::All)?
@@ -43,7 +51,16 @@ pub(crate) fn build(bytes: &[u8], path: &Path, options: &SessionOptions) -> Resu
     if let Some(n) = options.intra_threads {
         builder = builder.with_intra_threads(n)?;
     }
-    builder
+    let outcome = device::register(&mut builder, &options.device);
+    let session = builder
         .commit_from_memory(bytes)
-        .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))
+        .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;
+    let what = format!(
+        "{role} {}",
+        path.file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default()
+    );
+    let effective = device::resolve(&session, &options.device, outcome, &what)?;
+    Ok((session, effective))
 }

@@ -3,6 +3,7 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
+use super::device::{device_options, sam2_provider, SAM2_ON_MISMATCH_FALLBACK};
 use super::embedding::sam2_embedding;
 use super::{arg_out, arg_ref, arg_slice, arg_str, copy_out_str, guard, read_options, sam2_status};
 use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
@@ -41,6 +42,13 @@ pub struct sam2_encoder_options {
     pub output_target: u32,
     /// Intra-op threads of the session; 0 lets ONNX Runtime choose (one per core).
     pub intra_threads: u32,
+    /// Execution providers wanted, in order of preference (read during `sam2_encoder_new`
+    /// only); NULL with `provider_count` 0 means the CPU.
+    pub providers: *const sam2_provider,
+    pub provider_count: usize,
+    /// `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`: what to do when the
+    /// first requested provider is a GPU one the session did not get.
+    pub on_device_mismatch: u32,
 }
 
 const ENCODER_OPTIONS_V1: usize = 12;
@@ -51,6 +59,9 @@ impl Default for sam2_encoder_options {
             struct_size: std::mem::size_of::<Self>() as u32,
             output_target: SAM2_OUTPUT_DEVICE,
             intra_threads: 0,
+            providers: std::ptr::null(),
+            provider_count: 0,
+            on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
         }
     }
 }
@@ -107,6 +118,11 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
     };
     out.session.intra_threads =
         (options.intra_threads > 0).then_some(options.intra_threads as usize);
+    out.session.device = device_options(
+        options.providers,
+        options.provider_count,
+        options.on_device_mismatch,
+    )?;
     Ok(out)
 }
 
@@ -200,5 +216,37 @@ pub extern "C" fn sam2_encoder_fingerprint(
             buf_len,
             needed,
         )
+    })
+}
+
+/// Writes what the encoder effectively runs on: the provider (`SAM2_PROVIDER_*`) that runs the
+/// model, its device id, and whether a requested GPU provider was unavailable (1) so the session
+/// fell back. A UI can show "running on CPU" from this.
+#[no_mangle]
+pub extern "C" fn sam2_encoder_device(
+    encoder: *const sam2_encoder,
+    out_provider: *mut u32,
+    out_device_id: *mut i32,
+    out_fell_back: *mut i32,
+) -> sam2_status {
+    guard(|| {
+        let e = arg_ref(encoder, "encoder")?;
+        super::device::write_device(e.inner.device(), out_provider, out_device_id, out_fell_back)
+    })
+}
+
+/// Copies the encoder session's execution providers, in priority order and comma-separated
+/// ("CUDAExecutionProvider,CPUExecutionProvider"), into `buf`. See `sam2_last_error_message`
+/// for the `(buf, buf_len, needed)` convention.
+#[no_mangle]
+pub extern "C" fn sam2_encoder_providers(
+    encoder: *const sam2_encoder,
+    buf: *mut c_char,
+    buf_len: usize,
+    needed: *mut usize,
+) -> sam2_status {
+    guard(|| {
+        let e = arg_ref(encoder, "encoder")?;
+        super::device::write_providers(e.inner.device(), buf, buf_len, needed)
     })
 }

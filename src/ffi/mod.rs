@@ -13,6 +13,7 @@ use std::ffi::{c_char, CStr};
 
 use crate::error::Error;
 
+pub mod device;
 pub mod embedding;
 pub mod encoder;
 pub mod masks;

@@ -2,6 +2,7 @@
 
 use std::ffi::c_char;
 
+use super::device::{device_options, sam2_provider, SAM2_ON_MISMATCH_FALLBACK};
 use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
@@ -32,6 +33,15 @@ pub struct sam2_predictor_options {
     /// NULL, or the fingerprint ("sam2fp1-…") of the encoder whose embeddings are accepted
     /// (from `sam2_encoder_fingerprint`). Read during `sam2_predictor_new` only.
     pub encoder_fingerprint: *const c_char,
+    /// Execution providers wanted, in order of preference (read during `sam2_predictor_new`
+    /// only); NULL with `provider_count` 0 means the CPU.
+    pub providers: *const sam2_provider,
+    pub provider_count: usize,
+    /// `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`.
+    pub on_device_mismatch: u32,
+    /// 0 (default): an embedding held on another device than the predictor's is refused with
+    /// `SAM2_ERR_INVALID_ARGUMENT`. 1: it is copied to the host for each predict.
+    pub allow_embedding_copy: u32,
 }
 
 const PREDICTOR_OPTIONS_V1: usize = 16;
@@ -42,6 +52,10 @@ impl Default for sam2_predictor_options {
             struct_size: std::mem::size_of::<Self>() as u32,
             intra_threads: 0,
             encoder_fingerprint: std::ptr::null(),
+            providers: std::ptr::null(),
+            provider_count: 0,
+            on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
+            allow_embedding_copy: 0,
         }
     }
 }
@@ -143,6 +157,18 @@ pub extern "C" fn sam2_predictor_new(
             ));
         }
         opts.session.intra_threads = (raw.intra_threads > 0).then_some(raw.intra_threads as usize);
+        opts.session.device =
+            device_options(raw.providers, raw.provider_count, raw.on_device_mismatch)?;
+        opts.allow_embedding_copy = match raw.allow_embedding_copy {
+            0 => false,
+            1 => true,
+            other => {
+                return Err(Error::invalid(
+                    "options.allow_embedding_copy",
+                    format!("must be 0 or 1, got {other}"),
+                ))
+            }
+        };
         if !raw.encoder_fingerprint.is_null() {
             let text = arg_str(raw.encoder_fingerprint, "options.encoder_fingerprint")?;
             let fp = Fingerprint::parse(text).ok_or_else(|| {
@@ -277,5 +303,34 @@ pub extern "C" fn sam2_predict(
                 .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
         *out = Box::into_raw(Box::new(sam2_masks { inner: prediction }));
         Ok(())
+    })
+}
+
+/// Writes what the predictor effectively runs on; see `sam2_encoder_device`.
+#[no_mangle]
+pub extern "C" fn sam2_predictor_device(
+    predictor: *const sam2_predictor,
+    out_provider: *mut u32,
+    out_device_id: *mut i32,
+    out_fell_back: *mut i32,
+) -> sam2_status {
+    guard(|| {
+        let p = arg_ref(predictor, "predictor")?;
+        super::device::write_device(p.inner.device(), out_provider, out_device_id, out_fell_back)
+    })
+}
+
+/// Copies the predictor session's execution providers (comma-separated) into `buf`; see
+/// `sam2_encoder_providers`.
+#[no_mangle]
+pub extern "C" fn sam2_predictor_providers(
+    predictor: *const sam2_predictor,
+    buf: *mut c_char,
+    buf_len: usize,
+    needed: *mut usize,
+) -> sam2_status {
+    guard(|| {
+        let p = arg_ref(predictor, "predictor")?;
+        super::device::write_providers(p.inner.device(), buf, buf_len, needed)
     })
 }

@@ -1,0 +1,326 @@
+//! Execution-provider requests, what a session really got, and the policy for a mismatch.
+//!
+//! ONNX Runtime does not say which providers a session ended up with, and by default a provider
+//! that fails to register is only logged. The library registers every requested provider on its
+//! own with failures reported, then checks each GPU provider that registered by asking the
+//! built session for that device's allocator (which only exists when the provider is in the
+//! session). A GPU request that did not survive is a device mismatch, resolved by policy.
+
+use ort::ep::{self, ExecutionProvider};
+use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, MemoryType};
+use ort::session::builder::SessionBuilder;
+use ort::session::Session;
+
+use crate::error::{Error, Result};
+use crate::log::{self, LogLevel};
+
+/// An execution provider. Values are part of the C ABI (`SAM2_PROVIDER_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Provider {
+    Cpu,
+    Cuda,
+    TensorRt,
+    DirectMl,
+    CoreMl,
+}
+
+impl Provider {
+    /// ONNX Runtime's name of the provider.
+    pub fn ort_name(self) -> &'static str {
+        match self {
+            Provider::Cpu => "CPUExecutionProvider",
+            Provider::Cuda => "CUDAExecutionProvider",
+            Provider::TensorRt => "TensorrtExecutionProvider",
+            Provider::DirectMl => "DmlExecutionProvider",
+            Provider::CoreMl => "CoreMLExecutionProvider",
+        }
+    }
+
+    /// True for providers whose tensors live in device memory.
+    pub fn is_gpu(self) -> bool {
+        matches!(
+            self,
+            Provider::Cuda | Provider::TensorRt | Provider::DirectMl
+        )
+    }
+
+    /// The allocator of the provider's device memory, if it has one of its own.
+    fn device_memory(self, device_id: i32) -> Option<Result<MemoryInfo<'static>>> {
+        let device = match self {
+            Provider::Cuda | Provider::TensorRt => AllocationDevice::CUDA,
+            Provider::DirectMl => AllocationDevice::DIRECTML,
+            Provider::Cpu | Provider::CoreMl => return None,
+        };
+        Some(
+            MemoryInfo::new(
+                device,
+                device_id,
+                AllocatorType::Device,
+                MemoryType::Default,
+            )
+            .map_err(Error::from),
+        )
+    }
+}
+
+/// How the device arena grows (CUDA).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ArenaStrategy {
+    #[default]
+    NextPowerOfTwo,
+    SameAsRequested,
+}
+
+/// One requested provider and its key settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderRequest {
+    pub provider: Provider,
+    pub device_id: i32,
+    /// Device memory limit in bytes (CUDA; TensorRT's workspace); `None` = unlimited.
+    pub memory_limit: Option<usize>,
+    pub arena: ArenaStrategy,
+}
+
+impl ProviderRequest {
+    pub fn cpu() -> Self {
+        ProviderRequest {
+            provider: Provider::Cpu,
+            device_id: 0,
+            memory_limit: None,
+            arena: ArenaStrategy::default(),
+        }
+    }
+
+    pub fn cuda(device_id: i32) -> Self {
+        ProviderRequest {
+            provider: Provider::Cuda,
+            device_id,
+            ..Self::cpu()
+        }
+    }
+
+    fn describe(&self) -> String {
+        match self.provider {
+            Provider::Cpu | Provider::CoreMl => self.provider.ort_name().to_string(),
+            _ => format!("{} (device {})", self.provider.ort_name(), self.device_id),
+        }
+    }
+
+    fn dispatch(&self) -> ep::ExecutionProviderDispatch {
+        let arena = match self.arena {
+            ArenaStrategy::NextPowerOfTwo => ep::ArenaExtendStrategy::NextPowerOfTwo,
+            ArenaStrategy::SameAsRequested => ep::ArenaExtendStrategy::SameAsRequested,
+        };
+        match self.provider {
+            Provider::Cpu => ep::CPU::default().build(),
+            Provider::Cuda => {
+                let mut cuda = ep::CUDA::default()
+                    .with_device_id(self.device_id)
+                    .with_arena_extend_strategy(arena);
+                if let Some(limit) = self.memory_limit {
+                    cuda = cuda.with_memory_limit(limit);
+                }
+                cuda.build()
+            }
+            Provider::TensorRt => {
+                let mut trt = ep::TensorRT::default().with_device_id(self.device_id);
+                if let Some(limit) = self.memory_limit {
+                    trt = trt.with_max_workspace_size(limit);
+                }
+                trt.build()
+            }
+            Provider::DirectMl => ep::DirectML::default()
+                .with_device_id(self.device_id)
+                .build(),
+            Provider::CoreMl => ep::CoreML::default().build(),
+        }
+        .error_on_failure()
+    }
+
+    fn available_in_build(&self) -> bool {
+        let r = match self.provider {
+            Provider::Cpu => Ok(true),
+            Provider::Cuda => ep::CUDA::is_available(),
+            Provider::TensorRt => ep::TensorRT::is_available(),
+            Provider::DirectMl => ep::DirectML::is_available(),
+            Provider::CoreMl => ep::CoreML::is_available(),
+        };
+        r.unwrap_or(false)
+    }
+}
+
+/// What to do when a requested GPU provider is not what the session got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MismatchPolicy {
+    /// Warn through the log callback and continue on the device that works.
+    #[default]
+    Fallback,
+    /// Fail with `EnvironmentConfiguration`.
+    Fail,
+}
+
+/// The device part of encoder and predictor options.
+#[derive(Debug, Clone, Default)]
+pub struct DeviceOptions {
+    /// Providers in order of preference; empty means CPU. The CPU provider is always the last resort.
+    pub providers: Vec<ProviderRequest>,
+    pub on_mismatch: MismatchPolicy,
+}
+
+/// What a session effectively runs on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveDevice {
+    /// The provider that runs the model (the first requested one that works, or CPU).
+    pub primary: Provider,
+    pub device_id: i32,
+    /// Every provider in the session, in priority order (always ending with the CPU provider).
+    pub providers: Vec<Provider>,
+    /// A requested GPU provider did not survive and the session fell back.
+    pub fell_back: bool,
+}
+
+impl EffectiveDevice {
+    pub fn cpu() -> Self {
+        EffectiveDevice {
+            primary: Provider::Cpu,
+            device_id: 0,
+            providers: vec![Provider::Cpu],
+            fell_back: false,
+        }
+    }
+
+    /// Comma-separated ONNX Runtime names, e.g. `CUDAExecutionProvider,CPUExecutionProvider`.
+    pub fn provider_names(&self) -> String {
+        self.providers
+            .iter()
+            .map(|p| p.ort_name())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Where outputs bound "on the device" land: the primary provider's device memory, or the host.
+    pub fn output_memory(&self) -> Result<MemoryInfo<'static>> {
+        match self.primary.device_memory(self.device_id) {
+            Some(info) => info,
+            None => Ok(MemoryInfo::new(
+                AllocationDevice::CPU,
+                0,
+                AllocatorType::Device,
+                MemoryType::Default,
+            )?),
+        }
+    }
+
+    /// The allocator name of the device memory this session reads in place ("Cpu" for the host).
+    pub fn allocator_name(&self) -> &'static str {
+        match self.primary {
+            Provider::Cuda | Provider::TensorRt => "Cuda",
+            Provider::DirectMl => "DML",
+            Provider::Cpu | Provider::CoreMl => "Cpu",
+        }
+    }
+}
+
+/// Registers the requested providers on a builder one by one, remembering which registered.
+pub(crate) fn register(
+    builder: &mut SessionBuilder,
+    options: &DeviceOptions,
+) -> Vec<(ProviderRequest, Result<(), String>)> {
+    let mut outcome = Vec::new();
+    for request in &options.providers {
+        if request.provider == Provider::Cpu {
+            outcome.push((*request, Ok(())));
+            continue;
+        }
+        let result = request
+            .dispatch()
+            .register(builder)
+            .map_err(|e| e.to_string());
+        outcome.push((*request, result));
+    }
+    outcome
+}
+
+/// After the session is built: which providers it really has, and the policy for a mismatch.
+/// `what` names the model for messages ("encoder tiny_a_encoder.onnx").
+pub(crate) fn resolve(
+    session: &Session,
+    options: &DeviceOptions,
+    outcome: Vec<(ProviderRequest, Result<(), String>)>,
+    what: &str,
+) -> Result<EffectiveDevice> {
+    let mut effective: Vec<(ProviderRequest, bool, String)> = Vec::new();
+    for (request, registered) in outcome {
+        let (ok, why) = match registered {
+            Err(e) => (false, e),
+            Ok(()) => match request.provider.device_memory(request.device_id) {
+                // The provider's device allocator exists only when the provider is in the session.
+                Some(info) => match Allocator::new(session, info?) {
+                    Ok(_) => (true, String::new()),
+                    Err(e) => (
+                        false,
+                        format!(
+                            "the session has no {} allocator: {e}",
+                            request.provider.ort_name()
+                        ),
+                    ),
+                },
+                None => (true, String::new()),
+            },
+        };
+        effective.push((request, ok, why));
+    }
+    let mut providers: Vec<Provider> = effective
+        .iter()
+        .filter(|(r, ok, _)| *ok && r.provider != Provider::Cpu)
+        .map(|(r, _, _)| r.provider)
+        .collect();
+    providers.push(Provider::Cpu);
+    let first_working = effective.iter().find(|(_, ok, _)| *ok).map(|(r, _, _)| *r);
+    let primary = first_working.unwrap_or_else(ProviderRequest::cpu);
+    let device = EffectiveDevice {
+        primary: primary.provider,
+        device_id: if primary.provider.is_gpu() {
+            primary.device_id
+        } else {
+            0
+        },
+        providers,
+        fell_back: false,
+    };
+    let Some((requested, false, why)) = effective.first().cloned() else {
+        return Ok(device);
+    };
+    let cause = if !requested.available_in_build() {
+        format!(
+            "this ONNX Runtime build does not include {} (a CPU-only build, such as the `onnxruntime` \
+             PyPI wheel); load a GPU build of ONNX Runtime with sam2_runtime_init",
+            requested.provider.ort_name()
+        )
+    } else {
+        format!(
+            "{} is built in but could not start: its libraries (CUDA, cuDNN, TensorRT) may be missing \
+             from the library path, or the driver may not match",
+            requested.provider.ort_name()
+        )
+    };
+    let why = why.trim_end_matches('.');
+    let message = format!(
+        "{what}: requested {}, but the session runs on {}. Likely cause: {cause}. Detail: {why}",
+        requested.describe(),
+        primary.describe()
+    );
+    match options.on_mismatch {
+        MismatchPolicy::Fail => Err(Error::EnvironmentConfiguration(message)),
+        MismatchPolicy::Fallback => {
+            log::emit(
+                LogLevel::Warning,
+                &format!("{message}. Falling back (resolution mode FALLBACK)."),
+            );
+            Ok(EffectiveDevice {
+                fell_back: true,
+                ..device
+            })
+        }
+    }
+}

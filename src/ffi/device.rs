@@ -1,0 +1,160 @@
+//! Execution-provider requests and effective-device queries of the C ABI.
+
+use std::ffi::c_char;
+
+use super::{arg_out, arg_slice, copy_out_str};
+use crate::device::{
+    ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
+};
+use crate::error::Error;
+
+/// Execution provider: the CPU.
+pub const SAM2_PROVIDER_CPU: u32 = 0;
+/// Execution provider: NVIDIA CUDA.
+pub const SAM2_PROVIDER_CUDA: u32 = 1;
+/// Execution provider: NVIDIA TensorRT.
+pub const SAM2_PROVIDER_TENSORRT: u32 = 2;
+/// Execution provider: DirectML (Windows).
+pub const SAM2_PROVIDER_DIRECTML: u32 = 3;
+/// Execution provider: CoreML (Apple).
+pub const SAM2_PROVIDER_COREML: u32 = 4;
+
+/// Device mismatch resolution: warn through the log callback and continue on the device that
+/// works (the next requested provider, or the CPU). The default.
+pub const SAM2_ON_MISMATCH_FALLBACK: u32 = 0;
+/// Device mismatch resolution: fail with `SAM2_ERR_ENVIRONMENT_CONFIGURATION`.
+pub const SAM2_ON_MISMATCH_FAIL: u32 = 1;
+
+/// CUDA arena growth: by powers of two (ONNX Runtime's default).
+pub const SAM2_ARENA_NEXT_POWER_OF_TWO: u32 = 0;
+/// CUDA arena growth: by exactly what is requested.
+pub const SAM2_ARENA_SAME_AS_REQUESTED: u32 = 1;
+
+/// One requested execution provider. Fixed layout (an array element).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct sam2_provider {
+    /// `SAM2_PROVIDER_*`.
+    pub provider: u32,
+    /// GPU ordinal (CUDA, TensorRT, DirectML); 0 otherwise.
+    pub device_id: i32,
+    /// Device memory limit in bytes (CUDA's arena limit, TensorRT's workspace); 0 = no limit.
+    pub memory_limit: u64,
+    /// `SAM2_ARENA_*` (CUDA).
+    pub arena_extend_strategy: u32,
+}
+
+pub(crate) fn provider_kind(value: u32) -> Result<Provider, Error> {
+    Ok(match value {
+        SAM2_PROVIDER_CPU => Provider::Cpu,
+        SAM2_PROVIDER_CUDA => Provider::Cuda,
+        SAM2_PROVIDER_TENSORRT => Provider::TensorRt,
+        SAM2_PROVIDER_DIRECTML => Provider::DirectMl,
+        SAM2_PROVIDER_COREML => Provider::CoreMl,
+        other => {
+            return Err(Error::invalid(
+                "options.providers.provider",
+                format!(
+                    "must be one of SAM2_PROVIDER_CPU..SAM2_PROVIDER_COREML (0..4), got {other}"
+                ),
+            ))
+        }
+    })
+}
+
+pub(crate) fn provider_code(p: Provider) -> u32 {
+    match p {
+        Provider::Cpu => SAM2_PROVIDER_CPU,
+        Provider::Cuda => SAM2_PROVIDER_CUDA,
+        Provider::TensorRt => SAM2_PROVIDER_TENSORRT,
+        Provider::DirectMl => SAM2_PROVIDER_DIRECTML,
+        Provider::CoreMl => SAM2_PROVIDER_COREML,
+    }
+}
+
+/// Converts the device fields shared by encoder and predictor options.
+pub(crate) fn device_options(
+    providers: *const sam2_provider,
+    count: usize,
+    on_mismatch: u32,
+) -> Result<DeviceOptions, Error> {
+    if count > 16 {
+        return Err(Error::invalid(
+            "options.provider_count",
+            format!("at most 16 providers, got {count}"),
+        ));
+    }
+    let raw = arg_slice(providers, count, "options.providers")?;
+    let mut out = Vec::with_capacity(raw.len());
+    for p in raw {
+        let provider = provider_kind(p.provider)?;
+        if p.device_id < 0 {
+            return Err(Error::invalid(
+                "options.providers.device_id",
+                format!("must be ≥ 0, got {}", p.device_id),
+            ));
+        }
+        let arena = match p.arena_extend_strategy {
+            SAM2_ARENA_NEXT_POWER_OF_TWO => ArenaStrategy::NextPowerOfTwo,
+            SAM2_ARENA_SAME_AS_REQUESTED => ArenaStrategy::SameAsRequested,
+            other => {
+                return Err(Error::invalid(
+                    "options.providers.arena_extend_strategy",
+                    format!("must be SAM2_ARENA_NEXT_POWER_OF_TWO (0) or SAM2_ARENA_SAME_AS_REQUESTED (1), got {other}"),
+                ))
+            }
+        };
+        let memory_limit = match p.memory_limit {
+            0 => None,
+            n => Some(
+                usize::try_from(n)
+                    .map_err(|_| Error::invalid("options.providers.memory_limit", "too large"))?,
+            ),
+        };
+        out.push(ProviderRequest {
+            provider,
+            device_id: p.device_id,
+            memory_limit,
+            arena,
+        });
+    }
+    let on_mismatch = match on_mismatch {
+        SAM2_ON_MISMATCH_FALLBACK => MismatchPolicy::Fallback,
+        SAM2_ON_MISMATCH_FAIL => MismatchPolicy::Fail,
+        other => return Err(Error::invalid(
+            "options.on_device_mismatch",
+            format!(
+                "must be SAM2_ON_MISMATCH_FALLBACK (0) or SAM2_ON_MISMATCH_FAIL (1), got {other}"
+            ),
+        )),
+    };
+    Ok(DeviceOptions {
+        providers: out,
+        on_mismatch,
+    })
+}
+
+/// Writes the effective device and copies the provider list, for the `_device` queries.
+pub(crate) fn write_device(
+    device: &EffectiveDevice,
+    out_provider: *mut u32,
+    out_device_id: *mut i32,
+    out_fell_back: *mut i32,
+) -> Result<(), Error> {
+    let p = arg_out(out_provider, "out_provider")?;
+    let d = arg_out(out_device_id, "out_device_id")?;
+    let f = arg_out(out_fell_back, "out_fell_back")?;
+    *p = provider_code(device.primary);
+    *d = device.device_id;
+    *f = device.fell_back as i32;
+    Ok(())
+}
+
+pub(crate) fn write_providers(
+    device: &EffectiveDevice,
+    buf: *mut c_char,
+    buf_len: usize,
+    needed: *mut usize,
+) -> Result<(), Error> {
+    copy_out_str(&device.provider_names(), buf, buf_len, needed)
+}
