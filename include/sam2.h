@@ -18,17 +18,6 @@
 #include <stddef.h>
 
 /**
- * Version of the layout this library writes and reads.
- */
-#define FORMAT_VERSION 1
-
-/**
- * Longest header accepted. A real one is about 700 bytes; the bound keeps a hostile file from
- * driving a large allocation.
- */
-#define MAX_HEADER_LEN (64 * 1024)
-
-/**
  * Execution provider: the CPU.
  */
 #define SAM2_PROVIDER_CPU 0
@@ -497,9 +486,11 @@ sam2_status sam2_test_embedding_simulate_device(const struct sam2_embedding *hos
                                                 struct sam2_embedding **out);
 
 /**
- * Fills `options` with the defaults (and its `struct_size`).
+ * Fills `options` with the defaults and sets its `struct_size`. Pass
+ * `sizeof(sam2_encoder_options)` as `struct_size`: exactly that many bytes are written, so a
+ * caller built against an older header (a smaller struct) is safe with a newer library.
  */
-sam2_status sam2_encoder_options_init(struct sam2_encoder_options *options);
+sam2_status sam2_encoder_options_init(struct sam2_encoder_options *options, size_t struct_size);
 
 /**
  * Loads an image encoder (a SAM2 encoder exported to ONNX; the contract is recognised from its
@@ -508,7 +499,9 @@ sam2_status sam2_encoder_options_init(struct sam2_encoder_options *options);
  * `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults.
  * On success `*out` receives a new encoder, owned by the caller, released with
  * `sam2_encoder_free`. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
- * lists the names expected and found), `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_INVALID_ARGUMENT`.
+ * lists the names expected and found), `SAM2_ERR_IO`, `SAM2_ERR_RUNTIME_NOT_FOUND`,
+ * `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
+ * not available, with `SAM2_ON_MISMATCH_FAIL`).
  */
 sam2_status sam2_encoder_new(const char *model_path,
                              const struct sam2_encoder_options *options,
@@ -590,21 +583,21 @@ sam2_status sam2_masks_size(const struct sam2_masks *masks,
  * `*out_data` stays valid until `sam2_masks_free`; `*out_len` receives the byte count.
  */
 sam2_status sam2_masks_mask(const struct sam2_masks *masks,
-                            size_t index_,
+                            size_t index,
                             const uint8_t **out_data,
                             size_t *out_len);
 
 /**
  * Writes the predicted IoU (the model's confidence) of mask `index`.
  */
-sam2_status sam2_masks_score(const struct sam2_masks *masks, size_t index_, float *out_score);
+sam2_status sam2_masks_score(const struct sam2_masks *masks, size_t index, float *out_score);
 
 /**
  * Writes the inclusive bounding box `{x_min, y_min, x_max, y_max}` of mask `index` into
  * `out_box[0..4]`, and its area in pixels; an empty mask has area 0 and box `{0, 0, 0, 0}`.
  */
 sam2_status sam2_masks_box(const struct sam2_masks *masks,
-                           size_t index_,
+                           size_t index,
                            uint32_t *out_box,
                            uint64_t *out_area);
 
@@ -613,20 +606,22 @@ sam2_status sam2_masks_box(const struct sam2_masks *masks,
  * as `sam2_prompt.mask_input` for refinement. Valid until `sam2_masks_free`.
  */
 sam2_status sam2_masks_low_res(const struct sam2_masks *masks,
-                               size_t index_,
+                               size_t index,
                                const float **out_data,
                                size_t *out_len,
                                uint32_t *out_side);
 
 /**
- * Fills `options` with the defaults (and its `struct_size`).
+ * Fills `options` with the defaults and sets its `struct_size`; pass
+ * `sizeof(sam2_predictor_options)` (see `sam2_encoder_options_init`).
  */
-sam2_status sam2_predictor_options_init(struct sam2_predictor_options *options);
+sam2_status sam2_predictor_options_init(struct sam2_predictor_options *options, size_t struct_size);
 
 /**
- * Fills `options` with the defaults (and its `struct_size`).
+ * Fills `options` with the defaults and sets its `struct_size`; pass
+ * `sizeof(sam2_predict_options)` (see `sam2_encoder_options_init`).
  */
-sam2_status sam2_predict_options_init(struct sam2_predict_options *options);
+sam2_status sam2_predict_options_init(struct sam2_predict_options *options, size_t struct_size);
 
 /**
  * Loads a prompt decoder.
@@ -636,7 +631,9 @@ sam2_status sam2_predict_options_init(struct sam2_predict_options *options);
  * `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
  * `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
  * receives a new predictor owned by the caller (release with `sam2_predictor_free`).
- * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_RUNTIME_NOT_FOUND`.
+ * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+ * `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
+ * not available, with `SAM2_ON_MISMATCH_FAIL`).
  */
 sam2_status sam2_predictor_new(const struct sam2_encoder *encoder,
                                const char *decoder_path,
@@ -657,7 +654,9 @@ void sam2_predictor_free(struct sam2_predictor *predictor);
  * the original image size. The embedding is read in place, never copied. Errors:
  * `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
  * x2 < x1, an embedding in device memory this predictor cannot read, …, naming the argument),
- * `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model). Thread-safe: several threads
+ * `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+ * `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
+ * `allow_embedding_copy`). Thread-safe: several threads
  * may predict at once on one predictor and one embedding.
  */
 sam2_status sam2_predict(const struct sam2_predictor *predictor,
@@ -701,13 +700,16 @@ const char *sam2_status_str(uint32_t status);
 /**
  * Copies the calling thread's last error message (NUL-terminated UTF-8) into `buf`.
  *
- * The message describes the most recent call on this thread that did not return `SAM2_OK`;
- * successful calls leave it unchanged, and this function never changes it. `*needed` (if not
+ * The message describes the most recent call on this thread that failed; successful calls
+ * leave it unchanged, and so do this function and every `SAM2_ERR_BUFFER_TOO_SMALL` answer of
+ * a `(buf, buf_len, needed)` function (asking for a size does not lose a message). `*needed` (if not
  * NULL) receives the size in bytes including the NUL, also when the buffer is too small or NULL,
  * in which case `SAM2_ERR_BUFFER_TOO_SMALL` is returned and `buf` is untouched. An empty message
  * means no error has been recorded on this thread.
  */
-sam2_status sam2_last_error_message(char *buf, size_t buf_len, size_t *needed);
+sam2_status sam2_last_error_message(char *buf,
+                                    size_t buf_len,
+                                    size_t *needed);
 
 /**
  * Loads ONNX Runtime and creates the library's environment.
@@ -732,8 +734,9 @@ const char *sam2_runtime_version(void);
 /**
  * Installs the process-wide log callback (NULL removes it). Messages below `min_level`
  * (`SAM2_LOG_*`) are not delivered. `user_data` is passed back unchanged. The callback may run
- * on any thread and must not call back into sam2. A level above `SAM2_LOG_ERROR` gives
- * `SAM2_ERR_INVALID_ARGUMENT`.
+ * on any thread and must not call back into sam2. When this function returns, the previous
+ * callback is not running on any thread and will not be called again. A level above
+ * `SAM2_LOG_ERROR` gives `SAM2_ERR_INVALID_ARGUMENT`.
  */
 sam2_status sam2_set_log_callback(sam2_log_callback callback, void *user_data, uint32_t min_level);
 

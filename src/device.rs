@@ -44,6 +44,15 @@ impl Provider {
         )
     }
 
+    /// The device memory the provider runs on, if it has its own.
+    pub(crate) fn allocation_device(self) -> Option<AllocationDevice<'static>> {
+        match self {
+            Provider::Cuda | Provider::TensorRt => Some(AllocationDevice::CUDA),
+            Provider::DirectMl => Some(AllocationDevice::DIRECTML),
+            Provider::Cpu | Provider::CoreMl => None,
+        }
+    }
+
     /// The allocator of the provider's device memory, if it has one of its own.
     fn device_memory(self, device_id: i32) -> Option<Result<MemoryInfo<'static>>> {
         let device = match self {
@@ -137,7 +146,7 @@ impl ProviderRequest {
         .error_on_failure()
     }
 
-    fn available_in_build(&self) -> bool {
+    pub(crate) fn available_in_build(&self) -> bool {
         let r = match self.provider {
             Provider::Cpu => Ok(true),
             Provider::Cuda => ep::CUDA::is_available(),

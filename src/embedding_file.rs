@@ -337,13 +337,21 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
 /// Reads an embedding file onto the host. `expected` (a predictor's encoder fingerprint) turns a
 /// file made by another model into `ModelMismatch`.
 pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
+    load_inner(path, expected).map_err(|e| match e {
+        Error::EmbeddingFormat(msg) if !msg.starts_with(&path.display().to_string()) => {
+            Error::EmbeddingFormat(format!("{}: {msg}", path.display()))
+        }
+        other => other,
+    })
+}
+
+fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
     let mut file = File::open(path).map_err(io)?;
     let file_len = file.metadata().map_err(io)?.len();
     if file_len < 8 {
         return Err(format_error(format!(
-            "{} is {file_len} bytes, too short for an embedding file",
-            path.display()
+            "{file_len} bytes is too short for an embedding file"
         )));
     }
     let mut prefix = [0u8; 8];
@@ -378,8 +386,7 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let crc = hasher.finalize();
     if crc != header.payload_crc32 {
         return Err(format_error(format!(
-            "{}: checksum mismatch: the data has CRC-32 {crc:08x}, the header says {:08x} (corrupted file)",
-            path.display(),
+            "checksum mismatch: the data has CRC-32 {crc:08x}, the header says {:08x} (corrupted file)",
             header.payload_crc32
         )));
     }
@@ -397,7 +404,7 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
 fn read_exact(file: &mut File, buf: &mut [u8], path: &Path) -> Result<()> {
     file.read_exact(buf).map_err(|e| {
         if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            format_error(format!("{} is truncated", path.display()))
+            format_error("the file is truncated")
         } else {
             Error::io(format!("reading {}", path.display()), e)
         }

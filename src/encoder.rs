@@ -1,7 +1,7 @@
 //! The image encoder: host pixels → an [`Embedding`], run once per image.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::Session;
@@ -15,6 +15,7 @@ use crate::fingerprint::Fingerprint;
 use crate::image::ImageView;
 use crate::preprocess;
 use crate::session::{self, SessionOptions};
+use crate::weights::{self, weights_address, ModelWeights};
 
 /// Where the encoder's outputs are bound.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,16 +45,17 @@ pub struct Encoder {
     output_memory: MemoryInfo<'static>,
     output_target: OutputTarget,
     device: EffectiveDevice,
+    /// Keeps the shared weights (and their registry entry) alive while the session uses them.
+    weights: Arc<ModelWeights>,
 }
 
 impl Encoder {
     /// Loads an encoder model and recognises its contract.
     pub fn new(path: impl AsRef<Path>, options: &EncoderOptions) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = session::read_model(path)?;
-        let fingerprint = Fingerprint::of_bytes(&bytes);
-        let (session, device) = session::build(&bytes, path, &options.session, "encoder")?;
-        drop(bytes);
+        let weights = weights::get(path, options.session.weights)?;
+        let fingerprint = weights.fingerprint;
+        let (session, device) = session::build(&weights, path, &options.session, "encoder")?;
         let spec = contract::detect_encoder(&session, path)?;
         // Device target: the execution device's memory (the host for a CPU session, and after a
         // fallback, so nothing binds device tensors to a CPU session). Host target: the host.
@@ -74,7 +76,18 @@ impl Encoder {
             output_memory,
             output_target: options.output_target,
             device,
+            weights,
         })
+    }
+
+    /// Bytes of weights this model holds outside ONNX Runtime's sessions (shared or copied).
+    pub fn weight_bytes(&self) -> usize {
+        self.weights.weight_bytes
+    }
+
+    /// Address of the first shared weight's data: equal for every encoder sharing one copy.
+    pub fn weights_address(&self) -> Option<usize> {
+        weights_address(&self.weights)
     }
 
     /// What the encoder's session effectively runs on.

@@ -11,11 +11,13 @@ pub mod error;
 pub mod fingerprint;
 pub mod image;
 pub mod log;
+pub mod onnx_split;
 pub mod postprocess;
 pub mod predictor;
 pub mod preprocess;
 pub mod runtime;
 pub mod session;
+pub mod weights;
 
 pub use contract::{Contract, EncoderFamily};
 pub use device::{DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest};

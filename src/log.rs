@@ -29,14 +29,17 @@ pub fn set_sink(sink: Option<LogSink>, min_level: LogLevel) {
 }
 
 /// Sends a message to the sink, if one is installed and the level passes its filter.
+///
+/// The sink runs under the read lock, so once [`set_sink`] returns, the sink it replaced is
+/// running nowhere and will not run again (a host may free what its callback uses).
 pub fn emit(level: LogLevel, message: &str) {
     let guard = SINK.read().unwrap_or_else(|p| p.into_inner());
     if let Some(reg) = guard.as_ref() {
         if level >= reg.min_level {
-            let sink = Arc::clone(&reg.sink);
-            drop(guard);
             // A panicking sink must not unwind through ONNX Runtime or the C boundary.
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(level, message)));
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                (reg.sink)(level, message)
+            }));
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The prompt decoder: an [`Embedding`] and clicks → masks, run on every click.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::Session;
@@ -14,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::postprocess;
 use crate::session::{self, SessionOptions};
+use crate::weights::{self, ModelWeights};
 
 /// A click. Coordinates are in original image pixels (x right, y down).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -48,6 +50,8 @@ pub struct PredictorOptions {
     /// the embedding's layout.
     pub encoder_fingerprint: Option<Fingerprint>,
     pub session: SessionOptions,
+    /// Sessions in the pool (concurrent predicts); `None` = one per core, at most 8.
+    pub pool_size: Option<usize>,
     /// Accept an embedding held on another device by copying it to the host for each predict.
     /// Off by default: such an embedding is refused with a clear error instead.
     pub allow_embedding_copy: bool,
@@ -91,7 +95,11 @@ impl Prediction {
 /// A loaded decoder.
 #[derive(Debug)]
 pub struct Predictor {
-    session: Mutex<Session>,
+    /// A pool of sessions on the same shared weights: running a session needs exclusive access,
+    /// so concurrent predicts use different sessions.
+    sessions: Vec<Mutex<Session>>,
+    next: AtomicUsize,
+    weights: Arc<ModelWeights>,
     spec: DecoderSpec,
     path: PathBuf,
     expected: Option<Fingerprint>,
@@ -108,13 +116,33 @@ pub struct Predictor {
 /// that keeps the prompt tensors small.
 pub const MAX_OBJECTS: usize = 256;
 pub const MAX_POINTS: usize = 1024;
+/// Largest predictor pool.
+pub const MAX_POOL: usize = 64;
 
 impl Predictor {
     pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {
         let path = path.as_ref();
-        let bytes = session::read_model(path)?;
-        let (session, device) = session::build(&bytes, path, &options.session, "predictor")?;
-        drop(bytes);
+        let weights = weights::get(path, options.session.weights)?;
+        let cores = crate::preprocess::worker_threads();
+        let pool_size = options.pool_size.unwrap_or(cores).clamp(1, MAX_POOL);
+        let mut session_options = options.session.clone();
+        if session_options.intra_threads.is_none() && pool_size > 1 {
+            // Several sessions run at once: share the cores instead of oversubscribing them.
+            session_options.intra_threads = Some((cores / pool_size).max(1));
+        }
+        let (session, device) = session::build(&weights, path, &session_options, "predictor")?;
+        let mut sessions = vec![Mutex::new(session)];
+        for _ in 1..pool_size {
+            // The device was resolved (and any fallback reported) by the first session.
+            let mut quiet = session_options.clone();
+            if device.fell_back {
+                quiet.device = crate::device::DeviceOptions::default();
+            }
+            sessions.push(Mutex::new(
+                session::build(&weights, path, &quiet, "predictor")?.0,
+            ));
+        }
+        let session = sessions[0].lock().unwrap_or_else(|p| p.into_inner());
         let spec = contract::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
         let feature_shapes = names.map(|name| {
@@ -139,11 +167,14 @@ impl Predictor {
                 _ => None,
             })
             .unwrap_or(false);
+        drop(session);
         Ok(Predictor {
+            sessions,
+            next: AtomicUsize::new(0),
+            weights,
             device,
             allow_embedding_copy: options.allow_embedding_copy,
             shared_has_mask,
-            session: Mutex::new(session),
             spec,
             path: path.to_path_buf(),
             expected: options.encoder_fingerprint,
@@ -166,6 +197,35 @@ impl Predictor {
     /// the host, so the embedding is returned as it is.
     pub fn place_on_device(&self, embedding: Embedding) -> Result<Embedding> {
         Ok(embedding)
+    }
+
+    /// A free session of the pool, or (all busy) the next one in turn.
+    fn session(&self) -> std::sync::MutexGuard<'_, Session> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.sessions.len();
+        for i in 0..n {
+            if let Ok(guard) = self.sessions[(start + i) % n].try_lock() {
+                return guard;
+            }
+        }
+        self.sessions[start % n]
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Number of sessions in the pool.
+    pub fn pool_size(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Bytes of weights this model holds outside ONNX Runtime's sessions (shared or copied).
+    pub fn weight_bytes(&self) -> usize {
+        self.weights.weight_bytes
+    }
+
+    /// Address of the first shared weight's data: equal for every session sharing one copy.
+    pub fn weights_address(&self) -> Option<usize> {
+        weights::weights_address(&self.weights)
     }
 
     /// What the predictor's session effectively runs on.
@@ -197,7 +257,7 @@ impl Predictor {
         }
         if embedding.family() != self.spec.family {
             return Err(Error::ModelMismatch(format!(
-                "the embedding comes from a {} encoder, but this decoder (contract {}) takes {} embeddings",
+                "the embedding comes from an encoder of the {} family, but this decoder (contract {}) takes embeddings of the {} family",
                 embedding.family().name(),
                 self.spec.contract.name(),
                 self.spec.family.name()
@@ -277,11 +337,13 @@ impl Predictor {
         let (w, h) = embedding.image_size();
         let (w, h) = (w as f32, h as f32);
         let mask_len = self.spec.low_res_size * self.spec.low_res_size;
-        for prompt in prompts {
+        for (i, prompt) in prompts.iter().enumerate() {
+            // Reasons name the prompt (and point) by index, for hosts that send a batch.
+            let at = |what: String| format!("prompt {i}: {what}");
             if prompt.points.is_empty() && prompt.bbox.is_none() {
                 return Err(Error::invalid(
                     "prompt",
-                    "is empty: give at least one point or a box",
+                    at("is empty: give at least one point or a box".into()),
                 ));
             }
             if prompt.points.len() > MAX_POINTS {
@@ -293,17 +355,23 @@ impl Predictor {
                     ),
                 ));
             }
-            for p in &prompt.points {
+            for (j, p) in prompt.points.iter().enumerate() {
                 if !p.x.is_finite() || !p.y.is_finite() {
                     return Err(Error::invalid(
                         "points",
-                        format!("coordinates must be finite, got ({}, {})", p.x, p.y),
+                        at(format!(
+                            "point {j}: coordinates must be finite, got ({}, {})",
+                            p.x, p.y
+                        )),
                     ));
                 }
                 if p.x < 0.0 || p.y < 0.0 || p.x > w || p.y > h {
                     return Err(Error::invalid(
                         "points",
-                        format!("({}, {}) lies outside the {w}×{h} image", p.x, p.y),
+                        at(format!(
+                            "point {j}: ({}, {}) lies outside the {w}×{h} image",
+                            p.x, p.y
+                        )),
                     ));
                 }
             }
@@ -311,19 +379,23 @@ impl Predictor {
                 if ![x1, y1, x2, y2].iter().all(|v| v.is_finite()) {
                     return Err(Error::invalid(
                         "box",
-                        format!("coordinates must be finite, got [{x1}, {y1}, {x2}, {y2}]"),
+                        at(format!(
+                            "coordinates must be finite, got [{x1}, {y1}, {x2}, {y2}]"
+                        )),
                     ));
                 }
                 if x2 < x1 || y2 < y1 {
                     return Err(Error::invalid(
                         "box",
-                        format!("[{x1}, {y1}, {x2}, {y2}] has x2 < x1 or y2 < y1"),
+                        at(format!("[{x1}, {y1}, {x2}, {y2}] has x2 < x1 or y2 < y1")),
                     ));
                 }
                 if x1 < 0.0 || y1 < 0.0 || x2 > w || y2 > h {
                     return Err(Error::invalid(
                         "box",
-                        format!("[{x1}, {y1}, {x2}, {y2}] reaches outside the {w}×{h} image"),
+                        at(format!(
+                            "[{x1}, {y1}, {x2}, {y2}] reaches outside the {w}×{h} image"
+                        )),
                     ));
                 }
             }
@@ -446,7 +518,7 @@ impl Predictor {
         let orig_size = Tensor::from_array(([2usize], vec![img_h as i32, img_w as i32]))?;
 
         let names = self.spec.family.tensor_names();
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let mut session = self.session();
         let mut binding = session.create_binding()?;
         for (name, tensor) in names.iter().zip(embedding.tensors()) {
             // Session outputs are bound in place (no copy): the embedding is read where it lies.

@@ -54,6 +54,16 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
     let candidates = candidates(explicit);
     let mut tried = Vec::new();
     for candidate in &candidates {
+        // Check the library before handing it to ort, which keeps whatever it loaded and panics
+        // on a library that cannot give the API it needs.
+        if let Err(why) = probe(&candidate.path) {
+            tried.push(format!(
+                "{} ({}): {why}",
+                candidate.path.display(),
+                candidate.source
+            ));
+            continue;
+        }
         match ort::init_from(&candidate.path) {
             Ok(builder) => {
                 let env = builder
@@ -98,7 +108,7 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
 }
 
 /// The environment, initialising the runtime by discovery if the host has not done so.
-pub(crate) fn environment() -> Result<&'static Environment> {
+pub fn environment() -> Result<&'static Environment> {
     if RUNTIME.get().is_none() {
         init(None)?;
     }
@@ -204,6 +214,66 @@ fn own_directory() -> Option<PathBuf> {
     ));
     let path = path.canonicalize().unwrap_or(path);
     path.parent().map(Path::to_path_buf)
+}
+
+/// Opens a candidate library and checks it is an ONNX Runtime that provides the API version the
+/// binding needs, without keeping it.
+fn probe(path: &Path) -> std::result::Result<(), String> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| "path contains NUL".to_string())?;
+    // SAFETY: dlopen/dlsym/dlerror/dlclose are thread-safe; the symbol is called with its
+    // documented signature (OrtGetApiBase, then the base's GetVersionString and GetApi, which
+    // have no preconditions), and the handle is closed before returning.
+    unsafe {
+        let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        if handle.is_null() {
+            let err = libc::dlerror();
+            let why = if err.is_null() {
+                "cannot be loaded".to_string()
+            } else {
+                std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned()
+            };
+            return Err(why);
+        }
+        let result = (|| {
+            let sym = libc::dlsym(handle, c"OrtGetApiBase".as_ptr());
+            if sym.is_null() {
+                return Err("does not export OrtGetApiBase: not ONNX Runtime".to_string());
+            }
+            let get_base: unsafe extern "C" fn() -> *const ort::sys::OrtApiBase =
+                std::mem::transmute(sym);
+            let base = get_base();
+            if base.is_null() {
+                return Err("OrtGetApiBase returned NULL".to_string());
+            }
+            let v = ((*base).GetVersionString)();
+            let version = if v.is_null() {
+                String::from("unknown")
+            } else {
+                std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned()
+            };
+            let minor: u32 = version
+                .split('.')
+                .nth(1)
+                .and_then(|m| m.parse().ok())
+                .unwrap_or(0);
+            if !version.starts_with("1.") || minor < MIN_ORT_MINOR {
+                return Err(format!(
+                    "is ONNX Runtime {version}; version 1.{MIN_ORT_MINOR} or newer is needed"
+                ));
+            }
+            if ((*base).GetApi)(ort::sys::ORT_API_VERSION).is_null() {
+                return Err(format!(
+                    "ONNX Runtime {version} does not provide API version {}",
+                    ort::sys::ORT_API_VERSION
+                ));
+            }
+            Ok(())
+        })();
+        libc::dlclose(handle);
+        result
+    }
 }
 
 fn version_string(path: &Path) -> String {

@@ -8,6 +8,7 @@ use ort::session::Session;
 use crate::device::{self, DeviceOptions, EffectiveDevice};
 use crate::error::{Error, Result};
 use crate::runtime;
+use crate::weights::{ModelWeights, WeightSharing};
 
 /// Session settings common to encoders and predictors.
 #[derive(Debug, Clone, Default)]
@@ -16,6 +17,22 @@ pub struct SessionOptions {
     pub intra_threads: Option<usize>,
     /// Execution providers wanted, and what to do when a GPU one is not available.
     pub device: DeviceOptions,
+    /// Shared weights (default) or an explicit copy for this session.
+    pub weights: WeightSharing,
+    /// Graph optimisations ONNX Runtime applies when building the session.
+    pub optimization: Optimization,
+}
+
+/// How far ONNX Runtime optimises the graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Optimization {
+    /// Semantics-preserving rewrites that keep the weights as they are (constant folding,
+    /// redundant-node removal); pre-packing still applies and is shared. Shared weights stay shared.
+    #[default]
+    Basic,
+    /// Everything, including fusions and layout changes that rewrite weights: each session then
+    /// derives its own rewritten copy of the weights it fuses (read from the model file).
+    All,
 }
 
 /// Reads a model file whole. Kept separate so the bytes can be fingerprinted and shared.
@@ -32,16 +49,21 @@ pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// Creates a session from model bytes on the requested providers, and says what it really runs on.
+/// Creates a session on the requested providers from a model's shared weights (each weight used
+/// in place, pre-packed forms shared), and says what it really runs on.
 pub(crate) fn build(
-    bytes: &[u8],
+    weights: &ModelWeights,
     path: &Path,
     options: &SessionOptions,
     role: &str,
 ) -> Result<(Session, EffectiveDevice)> {
+    let bytes = weights.model.as_slice();
     let env = runtime::environment()?;
     let mut builder = Session::builder(env)?
-        .with_optimization_level(GraphOptimizationLevel::All)?
+        .with_optimization_level(match options.optimization {
+            Optimization::Basic => GraphOptimizationLevel::Level1,
+            Optimization::All => GraphOptimizationLevel::All,
+        })?
         .with_log_id(format!(
             "sam2:{}",
             path.file_name()
@@ -52,6 +74,18 @@ pub(crate) fn build(
         builder = builder.with_intra_threads(n)?;
     }
     let outcome = device::register(&mut builder, &options.device);
+    for (name, value) in weights.values_for(&options.device) {
+        builder = builder.with_initializer(name, value)?;
+    }
+    builder = builder.with_prepacked_weights(&weights.prepacked)?;
+    if !weights.values.is_empty() {
+        // The external-data entries name the model file in this directory; ONNX Runtime checks
+        // that it exists but reads nothing from it, since every such initializer was given above.
+        builder = builder.with_config_entry(
+            "session.model_external_initializers_file_folder_path",
+            weights.directory.to_string_lossy(),
+        )?;
+    }
     let session = builder
         .commit_from_memory(bytes)
         .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;

@@ -121,12 +121,14 @@ pub(crate) fn device_options(
     let on_mismatch = match on_mismatch {
         SAM2_ON_MISMATCH_FALLBACK => MismatchPolicy::Fallback,
         SAM2_ON_MISMATCH_FAIL => MismatchPolicy::Fail,
-        other => return Err(Error::invalid(
-            "options.on_device_mismatch",
-            format!(
+        other => {
+            return Err(Error::invalid(
+                "options.on_device_mismatch",
+                format!(
                 "must be SAM2_ON_MISMATCH_FALLBACK (0) or SAM2_ON_MISMATCH_FAIL (1), got {other}"
             ),
-        )),
+            ))
+        }
     };
     Ok(DeviceOptions {
         providers: out,

@@ -51,7 +51,8 @@ pub struct sam2_encoder_options {
     pub on_device_mismatch: u32,
 }
 
-const ENCODER_OPTIONS_V1: usize = 12;
+/// Sizes of earlier published versions of `sam2_encoder_options` (0.1.0: 12 bytes).
+const ENCODER_OPTIONS_VERSIONS: &[usize] = &[12];
 
 impl Default for sam2_encoder_options {
     fn default() -> Self {
@@ -66,13 +67,21 @@ impl Default for sam2_encoder_options {
     }
 }
 
-/// Fills `options` with the defaults (and its `struct_size`).
+/// Fills `options` with the defaults and sets its `struct_size`. Pass
+/// `sizeof(sam2_encoder_options)` as `struct_size`: exactly that many bytes are written, so a
+/// caller built against an older header (a smaller struct) is safe with a newer library.
 #[no_mangle]
-pub extern "C" fn sam2_encoder_options_init(options: *mut sam2_encoder_options) -> sam2_status {
+pub extern "C" fn sam2_encoder_options_init(
+    options: *mut sam2_encoder_options,
+    struct_size: usize,
+) -> sam2_status {
     guard(|| {
-        let out = arg_out(options, "options")?;
-        *out = sam2_encoder_options::default();
-        Ok(())
+        super::init_options(
+            options,
+            struct_size,
+            sam2_encoder_options::default(),
+            ENCODER_OPTIONS_VERSIONS,
+        )
     })
 }
 
@@ -132,7 +141,9 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
 /// `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults.
 /// On success `*out` receives a new encoder, owned by the caller, released with
 /// `sam2_encoder_free`. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
-/// lists the names expected and found), `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_INVALID_ARGUMENT`.
+/// lists the names expected and found), `SAM2_ERR_IO`, `SAM2_ERR_RUNTIME_NOT_FOUND`,
+/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
+/// not available, with `SAM2_ON_MISMATCH_FAIL`).
 #[no_mangle]
 pub extern "C" fn sam2_encoder_new(
     model_path: *const c_char,
@@ -145,7 +156,7 @@ pub extern "C" fn sam2_encoder_new(
         let options = read_options(
             options,
             sam2_encoder_options::default(),
-            ENCODER_OPTIONS_V1,
+            ENCODER_OPTIONS_VERSIONS,
             "options",
         )?;
         let options = encoder_options(&options)?;

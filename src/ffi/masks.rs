@@ -17,12 +17,15 @@ pub extern "C" fn sam2_masks_free(masks: *mut sam2_masks) {
     super::free_box(masks);
 }
 
-fn index(m: &Prediction, i: usize) -> Result<(), Error> {
+fn check_index(m: &Prediction, i: usize) -> Result<(), Error> {
     let count = m.objects * m.candidates;
     if i >= count {
         return Err(Error::invalid(
             "index",
-            format!("is {i}, but the result holds {count} masks"),
+            format!(
+                "is {i}, but the result holds {count} mask{}",
+                if count == 1 { "" } else { "s" }
+            ),
         ));
     }
     Ok(())
@@ -67,7 +70,7 @@ pub extern "C" fn sam2_masks_size(
 #[no_mangle]
 pub extern "C" fn sam2_masks_mask(
     masks: *const sam2_masks,
-    index_: usize,
+    index: usize,
     out_data: *mut *const u8,
     out_len: *mut usize,
 ) -> sam2_status {
@@ -75,8 +78,8 @@ pub extern "C" fn sam2_masks_mask(
         let m = &arg_ref(masks, "masks")?.inner;
         let d = arg_out(out_data, "out_data")?;
         let l = arg_out(out_len, "out_len")?;
-        index(m, index_)?;
-        let mask = m.mask(index_);
+        check_index(m, index)?;
+        let mask = m.mask(index);
         *d = mask.as_ptr();
         *l = mask.len();
         Ok(())
@@ -87,14 +90,14 @@ pub extern "C" fn sam2_masks_mask(
 #[no_mangle]
 pub extern "C" fn sam2_masks_score(
     masks: *const sam2_masks,
-    index_: usize,
+    index: usize,
     out_score: *mut f32,
 ) -> sam2_status {
     guard(|| {
         let m = &arg_ref(masks, "masks")?.inner;
         let s = arg_out(out_score, "out_score")?;
-        index(m, index_)?;
-        *s = m.scores[index_];
+        check_index(m, index)?;
+        *s = m.scores[index];
         Ok(())
     })
 }
@@ -104,7 +107,7 @@ pub extern "C" fn sam2_masks_score(
 #[no_mangle]
 pub extern "C" fn sam2_masks_box(
     masks: *const sam2_masks,
-    index_: usize,
+    index: usize,
     out_box: *mut u32,
     out_area: *mut u64,
 ) -> sam2_status {
@@ -114,10 +117,10 @@ pub extern "C" fn sam2_masks_box(
             return Err(Error::NullArgument("out_box"));
         }
         let a = arg_out(out_area, "out_area")?;
-        index(m, index_)?;
+        check_index(m, index)?;
         // SAFETY: checked non-NULL; the caller promises room for 4 values.
-        unsafe { std::ptr::copy_nonoverlapping(m.boxes[index_].as_ptr(), out_box, 4) };
-        *a = m.areas[index_];
+        unsafe { std::ptr::copy_nonoverlapping(m.boxes[index].as_ptr(), out_box, 4) };
+        *a = m.areas[index];
         Ok(())
     })
 }
@@ -127,7 +130,7 @@ pub extern "C" fn sam2_masks_box(
 #[no_mangle]
 pub extern "C" fn sam2_masks_low_res(
     masks: *const sam2_masks,
-    index_: usize,
+    index: usize,
     out_data: *mut *const f32,
     out_len: *mut usize,
     out_side: *mut u32,
@@ -137,8 +140,8 @@ pub extern "C" fn sam2_masks_low_res(
         let d = arg_out(out_data, "out_data")?;
         let l = arg_out(out_len, "out_len")?;
         let s = arg_out(out_side, "out_side")?;
-        index(m, index_)?;
-        let logits = m.low_res_logits(index_);
+        check_index(m, index)?;
+        let logits = m.low_res_logits(index);
         *d = logits.as_ptr();
         *l = logits.len();
         *s = m.low_res_size as u32;

@@ -99,11 +99,15 @@ thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
 }
 
-/// Records an error as this thread's last error and returns its status.
+/// Records an error as this thread's last error and returns its status. A too-small buffer is
+/// the answer to a size query, not a failure worth a message: it leaves the last error as it was,
+/// so a host can size a buffer for a string without losing the message of a real failure.
 pub(crate) fn fail(error: Error) -> sam2_status {
     let status = sam2_status::of(&error);
-    let text = error.to_string();
-    LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    if !matches!(error, Error::BufferTooSmall { .. }) {
+        let text = error.to_string();
+        LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    }
     status
 }
 
@@ -179,11 +183,12 @@ pub(crate) fn arg_slice<'a, T>(
 }
 
 /// Reads a growable options struct whose first field is `struct_size`: NULL gives the defaults;
-/// a smaller size (an older caller) reads the prefix it knows over the defaults.
+/// the size of an earlier version of the struct (an older caller) reads the prefix it knows over
+/// the defaults. Only the sizes of published versions are accepted.
 pub(crate) fn read_options<T: Copy>(
     ptr: *const T,
     defaults: T,
-    min_size: usize,
+    versions: &[usize],
     name: &'static str,
 ) -> Result<T, Error> {
     if ptr.is_null() {
@@ -192,11 +197,11 @@ pub(crate) fn read_options<T: Copy>(
     // SAFETY: every options struct starts with a `uint32_t struct_size`.
     let size = unsafe { *(ptr as *const u32) } as usize;
     let full = std::mem::size_of::<T>();
-    if size < min_size || size > full {
+    if size != full && !versions.contains(&size) {
         return Err(Error::invalid(
             name,
             format!(
-                "struct_size is {size}; expected {full} (set it to sizeof the struct, or call the _init function)"
+                "struct_size is {size}; expected {full} (set it with the _init function), or the size of an earlier version ({versions:?})"
             ),
         ));
     }
@@ -204,6 +209,34 @@ pub(crate) fn read_options<T: Copy>(
     // SAFETY: `size` bytes are readable at `ptr` (the caller's struct), and fit in `out`.
     unsafe { std::ptr::copy_nonoverlapping(ptr as *const u8, &mut out as *mut T as *mut u8, size) };
     Ok(out)
+}
+
+/// Writes the defaults of a growable options struct into a caller struct of `struct_size` bytes
+/// (its `sizeof`, which may be an earlier version's), and sets its `struct_size`.
+pub(crate) fn init_options<T: Copy>(
+    ptr: *mut T,
+    struct_size: usize,
+    defaults: T,
+    versions: &[usize],
+) -> Result<(), Error> {
+    if ptr.is_null() {
+        return Err(Error::NullArgument("options"));
+    }
+    let full = std::mem::size_of::<T>();
+    if struct_size != full && !versions.contains(&struct_size) {
+        return Err(Error::invalid(
+            "struct_size",
+            format!("is {struct_size}; pass sizeof the options struct ({full} in this version of the header)"),
+        ));
+    }
+    let mut value = defaults;
+    // SAFETY: every options struct starts with a `uint32_t struct_size`.
+    unsafe { *(&mut value as *mut T as *mut u32) = struct_size as u32 };
+    // SAFETY: the caller promises `struct_size` writable bytes at `ptr`; `value` holds at least that many.
+    unsafe {
+        std::ptr::copy_nonoverlapping(&value as *const T as *const u8, ptr as *mut u8, struct_size)
+    };
+    Ok(())
 }
 
 /// Copies a string into a caller buffer `(buf, buf_len)` with its NUL, reporting the size needed.

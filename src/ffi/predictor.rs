@@ -44,7 +44,8 @@ pub struct sam2_predictor_options {
     pub allow_embedding_copy: u32,
 }
 
-const PREDICTOR_OPTIONS_V1: usize = 16;
+/// Sizes of earlier published versions of `sam2_predictor_options` (0.1.0: 16 bytes).
+const PREDICTOR_OPTIONS_VERSIONS: &[usize] = &[16];
 
 impl Default for sam2_predictor_options {
     fn default() -> Self {
@@ -96,7 +97,8 @@ pub struct sam2_predict_options {
     pub multimask: u32,
 }
 
-const PREDICT_OPTIONS_V1: usize = 8;
+/// Sizes of earlier published versions of `sam2_predict_options` (none yet).
+const PREDICT_OPTIONS_VERSIONS: &[usize] = &[];
 
 impl Default for sam2_predict_options {
     fn default() -> Self {
@@ -107,21 +109,37 @@ impl Default for sam2_predict_options {
     }
 }
 
-/// Fills `options` with the defaults (and its `struct_size`).
+/// Fills `options` with the defaults and sets its `struct_size`; pass
+/// `sizeof(sam2_predictor_options)` (see `sam2_encoder_options_init`).
 #[no_mangle]
-pub extern "C" fn sam2_predictor_options_init(options: *mut sam2_predictor_options) -> sam2_status {
+pub extern "C" fn sam2_predictor_options_init(
+    options: *mut sam2_predictor_options,
+    struct_size: usize,
+) -> sam2_status {
     guard(|| {
-        *arg_out(options, "options")? = sam2_predictor_options::default();
-        Ok(())
+        super::init_options(
+            options,
+            struct_size,
+            sam2_predictor_options::default(),
+            PREDICTOR_OPTIONS_VERSIONS,
+        )
     })
 }
 
-/// Fills `options` with the defaults (and its `struct_size`).
+/// Fills `options` with the defaults and sets its `struct_size`; pass
+/// `sizeof(sam2_predict_options)` (see `sam2_encoder_options_init`).
 #[no_mangle]
-pub extern "C" fn sam2_predict_options_init(options: *mut sam2_predict_options) -> sam2_status {
+pub extern "C" fn sam2_predict_options_init(
+    options: *mut sam2_predict_options,
+    struct_size: usize,
+) -> sam2_status {
     guard(|| {
-        *arg_out(options, "options")? = sam2_predict_options::default();
-        Ok(())
+        super::init_options(
+            options,
+            struct_size,
+            sam2_predict_options::default(),
+            PREDICT_OPTIONS_VERSIONS,
+        )
     })
 }
 
@@ -132,7 +150,9 @@ pub extern "C" fn sam2_predict_options_init(options: *mut sam2_predict_options) 
 /// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
 /// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
 /// receives a new predictor owned by the caller (release with `sam2_predictor_free`).
-/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_RUNTIME_NOT_FOUND`.
+/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+/// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
+/// not available, with `SAM2_ON_MISMATCH_FAIL`).
 #[no_mangle]
 pub extern "C" fn sam2_predictor_new(
     encoder: *const sam2_encoder,
@@ -146,7 +166,7 @@ pub extern "C" fn sam2_predictor_new(
         let raw = read_options(
             options,
             sam2_predictor_options::default(),
-            PREDICTOR_OPTIONS_V1,
+            PREDICTOR_OPTIONS_VERSIONS,
             "options",
         )?;
         let mut opts = PredictorOptions::default();
@@ -255,7 +275,9 @@ fn convert_prompt(p: &sam2_prompt) -> Result<Prompt, Error> {
 /// the original image size. The embedding is read in place, never copied. Errors:
 /// `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
 /// x2 < x1, an embedding in device memory this predictor cannot read, …, naming the argument),
-/// `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model). Thread-safe: several threads
+/// `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
+/// `allow_embedding_copy`). Thread-safe: several threads
 /// may predict at once on one predictor and one embedding.
 #[no_mangle]
 pub extern "C" fn sam2_predict(
@@ -280,7 +302,7 @@ pub extern "C" fn sam2_predict(
         let opts = read_options(
             options,
             sam2_predict_options::default(),
-            PREDICT_OPTIONS_V1,
+            PREDICT_OPTIONS_VERSIONS,
             "options",
         )?;
         let multimask = match opts.multimask {

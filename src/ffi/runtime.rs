@@ -70,8 +70,9 @@ pub extern "C" fn sam2_status_str(status: u32) -> *const c_char {
 
 /// Copies the calling thread's last error message (NUL-terminated UTF-8) into `buf`.
 ///
-/// The message describes the most recent call on this thread that did not return `SAM2_OK`;
-/// successful calls leave it unchanged, and this function never changes it. `*needed` (if not
+/// The message describes the most recent call on this thread that failed; successful calls
+/// leave it unchanged, and so do this function and every `SAM2_ERR_BUFFER_TOO_SMALL` answer of
+/// a `(buf, buf_len, needed)` function (asking for a size does not lose a message). `*needed` (if not
 /// NULL) receives the size in bytes including the NUL, also when the buffer is too small or NULL,
 /// in which case `SAM2_ERR_BUFFER_TOO_SMALL` is returned and `buf` is untouched. An empty message
 /// means no error has been recorded on this thread.
@@ -141,8 +142,9 @@ unsafe impl Sync for CallbackTarget {}
 
 /// Installs the process-wide log callback (NULL removes it). Messages below `min_level`
 /// (`SAM2_LOG_*`) are not delivered. `user_data` is passed back unchanged. The callback may run
-/// on any thread and must not call back into sam2. A level above `SAM2_LOG_ERROR` gives
-/// `SAM2_ERR_INVALID_ARGUMENT`.
+/// on any thread and must not call back into sam2. When this function returns, the previous
+/// callback is not running on any thread and will not be called again. A level above
+/// `SAM2_LOG_ERROR` gives `SAM2_ERR_INVALID_ARGUMENT`.
 #[no_mangle]
 pub extern "C" fn sam2_set_log_callback(
     callback: sam2_log_callback,

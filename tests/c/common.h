@@ -57,10 +57,19 @@ const char *test_status_name(sam2_status status);
 
 /* ---- Paths: $SAM2_MODELS and $SAM2_TESTDATA (set by CMake from scripts/setup.sh). ---- */
 
+/* Sets SAM2_MODELS, SAM2_TESTDATA, SAM2_ONNXRUNTIME_PATH and ORT_DISABLE_TELEMETRY, where the
+ * environment lacks them, to the values CMake found, so a test binary also runs on its own
+ * (under valgrind or a debugger) as it does under ctest. Every test's main calls it first. */
+void test_default_environment(void);
+
 /* Writes "<$SAM2_MODELS>/<file>" into `out` (TEST_PATH_MAX bytes) and returns `out`. */
 char *test_model_path(char *out, const char *file);
 /* Writes "<$SAM2_TESTDATA>/<file>" into `out` (TEST_PATH_MAX bytes) and returns `out`. */
 char *test_data_path(char *out, const char *file);
+/* Writes "<scratch dir>/<name>XXXXXX" into `out` (TEST_PATH_MAX bytes), ready for mkstemp or
+ * mkdtemp. The scratch dir is /dev/shm when writable (embedding files are 16 MB and saved with
+ * fsync), else $TMPDIR or /tmp. */
+char *test_scratch_template(char *out, const char *name);
 /* Initialises ONNX Runtime the way a host would (NULL: SAM2_ONNXRUNTIME_PATH) or exits. */
 void test_init_runtime(void);
 

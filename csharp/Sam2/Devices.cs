@@ -1,0 +1,137 @@
+using System;
+using System.Collections.Generic;
+
+namespace Sam2
+{
+    /// <summary>An ONNX Runtime execution provider (SAM2_PROVIDER_*).</summary>
+    public enum ExecutionProvider : uint
+    {
+        /// <summary>The CPU.</summary>
+        Cpu = NativeMethods.SAM2_PROVIDER_CPU,
+        /// <summary>NVIDIA CUDA.</summary>
+        Cuda = NativeMethods.SAM2_PROVIDER_CUDA,
+        /// <summary>NVIDIA TensorRT.</summary>
+        TensorRT = NativeMethods.SAM2_PROVIDER_TENSORRT,
+        /// <summary>DirectML (Windows).</summary>
+        DirectML = NativeMethods.SAM2_PROVIDER_DIRECTML,
+        /// <summary>CoreML (Apple).</summary>
+        CoreML = NativeMethods.SAM2_PROVIDER_COREML,
+    }
+
+    /// <summary>What to do when a requested GPU provider is not what the session got (SAM2_ON_MISMATCH_*).</summary>
+    public enum DeviceMismatchPolicy : uint
+    {
+        /// <summary>Warn through <see cref="Sam2Runtime.Log"/> and continue on the device that works (default).</summary>
+        Fallback = NativeMethods.SAM2_ON_MISMATCH_FALLBACK,
+        /// <summary>Fail with <see cref="Sam2EnvironmentConfigurationException"/>.</summary>
+        Fail = NativeMethods.SAM2_ON_MISMATCH_FAIL,
+    }
+
+    /// <summary>How CUDA's memory arena grows (SAM2_ARENA_*).</summary>
+    public enum ArenaExtendStrategy : uint
+    {
+        /// <summary>By powers of two (ONNX Runtime's default).</summary>
+        NextPowerOfTwo = NativeMethods.SAM2_ARENA_NEXT_POWER_OF_TWO,
+        /// <summary>By exactly what is requested.</summary>
+        SameAsRequested = NativeMethods.SAM2_ARENA_SAME_AS_REQUESTED,
+    }
+
+    /// <summary>One requested execution provider (<c>sam2_provider</c>).</summary>
+    public sealed class Sam2ProviderRequest
+    {
+        private int _deviceId;
+        private long _memoryLimit;
+
+        /// <summary>Requests <paramref name="provider"/> on device <paramref name="deviceId"/>.</summary>
+        public Sam2ProviderRequest(ExecutionProvider provider, int deviceId = 0)
+        {
+            Provider = provider;
+            DeviceId = deviceId;
+        }
+
+        /// <summary>The provider.</summary>
+        public ExecutionProvider Provider { get; set; }
+
+        /// <summary>GPU ordinal (CUDA, TensorRT, DirectML); 0 otherwise.</summary>
+        public int DeviceId
+        {
+            get { return _deviceId; }
+            set
+            {
+                if (value < 0)
+                    throw new ArgumentOutOfRangeException("value", value, "must not be negative");
+                _deviceId = value;
+            }
+        }
+
+        /// <summary>Device memory limit in bytes (CUDA's arena limit, TensorRT's workspace); 0 = no limit.</summary>
+        public long MemoryLimit
+        {
+            get { return _memoryLimit; }
+            set
+            {
+                if (value < 0)
+                    throw new ArgumentOutOfRangeException("value", value, "must not be negative");
+                _memoryLimit = value;
+            }
+        }
+
+        /// <summary>CUDA arena growth.</summary>
+        public ArenaExtendStrategy ArenaExtendStrategy { get; set; }
+
+        internal NativeMethods.sam2_provider ToNative()
+        {
+            return new NativeMethods.sam2_provider
+            {
+                provider = (uint)Provider,
+                device_id = _deviceId,
+                memory_limit = (ulong)_memoryLimit,
+                arena_extend_strategy = (uint)ArenaExtendStrategy,
+            };
+        }
+
+        /// <summary>Pins the native form of <paramref name="requests"/> and writes its address and count; null or empty gives NULL, 0.</summary>
+        internal static void Pin(IList<Sam2ProviderRequest> requests, PinSet pins, out IntPtr pointer, out UIntPtr count)
+        {
+            pointer = IntPtr.Zero;
+            count = UIntPtr.Zero;
+            if (requests == null || requests.Count == 0)
+                return;
+            var native = new NativeMethods.sam2_provider[requests.Count];
+            for (int i = 0; i < native.Length; i++)
+            {
+                if (requests[i] == null)
+                    throw new ArgumentNullException("options.Providers", "options.Providers[" + i + "] is null");
+                native[i] = requests[i].ToNative();
+            }
+            pointer = pins.Pin(native);
+            count = (UIntPtr)native.Length;
+        }
+    }
+
+    /// <summary>What a session effectively runs on (<c>sam2_encoder_device</c>, <c>sam2_predictor_device</c>).</summary>
+    public struct Sam2DeviceInfo
+    {
+        internal Sam2DeviceInfo(ExecutionProvider provider, int deviceId, bool fellBack) : this()
+        {
+            Provider = provider;
+            DeviceId = deviceId;
+            FellBack = fellBack;
+        }
+
+        /// <summary>The provider that runs the model.</summary>
+        public ExecutionProvider Provider { get; private set; }
+
+        /// <summary>Its device id.</summary>
+        public int DeviceId { get; private set; }
+
+        /// <summary>True when a requested GPU provider was unavailable and the session fell back.</summary>
+        public bool FellBack { get; private set; }
+
+        /// <inheritdoc />
+        public override string ToString()
+        {
+            return Provider + ":" + DeviceId + (FellBack ? " (fell back)" : "");
+        }
+    }
+}

@@ -1,0 +1,57 @@
+namespace Sam2
+{
+    /// <summary>Layout of the pixels given to <see cref="Sam2Encoder.Encode(byte[], int, int, int, PixelFormat)"/> (SAM2_PIXEL_*).</summary>
+    public enum PixelFormat : uint
+    {
+        /// <summary>3 bytes per pixel, R G B.</summary>
+        Rgb = NativeMethods.SAM2_PIXEL_RGB,
+        /// <summary>3 bytes per pixel, B G R (Windows bitmaps, OpenCV).</summary>
+        Bgr = NativeMethods.SAM2_PIXEL_BGR,
+        /// <summary>4 bytes per pixel, R G B A (alpha ignored).</summary>
+        Rgba = NativeMethods.SAM2_PIXEL_RGBA,
+        /// <summary>4 bytes per pixel, B G R A (alpha ignored).</summary>
+        Bgra = NativeMethods.SAM2_PIXEL_BGRA,
+        /// <summary>1 byte per pixel, gray.</summary>
+        Gray = NativeMethods.SAM2_PIXEL_GRAY,
+    }
+
+    /// <summary>Where the encoder puts the embedding (SAM2_OUTPUT_*).</summary>
+    public enum OutputTarget : uint
+    {
+        /// <summary>Keep the embedding on the execution device (default; on a CPU session that is host memory).</summary>
+        Device = NativeMethods.SAM2_OUTPUT_DEVICE,
+        /// <summary>Place the embedding in host memory, so it can be saved.</summary>
+        Host = NativeMethods.SAM2_OUTPUT_HOST,
+    }
+
+    /// <summary>Where <see cref="Sam2Embedding.Load"/> puts a loaded embedding (SAM2_PLACE_*).</summary>
+    public enum Placement : uint
+    {
+        /// <summary>Host memory.</summary>
+        Host = NativeMethods.SAM2_PLACE_HOST,
+        /// <summary>The predictor's execution device (host memory when it runs on the CPU); needs a predictor.</summary>
+        Device = NativeMethods.SAM2_PLACE_DEVICE,
+    }
+
+    /// <summary>Label of a click (SAM2_POINT_*).</summary>
+    public enum PointLabel
+    {
+        /// <summary>Exclude what is under the point.</summary>
+        Negative = NativeMethods.SAM2_POINT_NEGATIVE,
+        /// <summary>Include what is under the point.</summary>
+        Positive = NativeMethods.SAM2_POINT_POSITIVE,
+    }
+
+    /// <summary>Severity of a log message (SAM2_LOG_*).</summary>
+    public enum Sam2LogLevel : uint
+    {
+        /// <summary>Detail useful when debugging.</summary>
+        Debug = NativeMethods.SAM2_LOG_DEBUG,
+        /// <summary>Information (which ONNX Runtime was loaded, say).</summary>
+        Info = NativeMethods.SAM2_LOG_INFO,
+        /// <summary>Something the host should know about (a device fallback, say).</summary>
+        Warning = NativeMethods.SAM2_LOG_WARNING,
+        /// <summary>An error.</summary>
+        Error = NativeMethods.SAM2_LOG_ERROR,
+    }
+}

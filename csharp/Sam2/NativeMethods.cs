@@ -1,0 +1,262 @@
+// P/Invoke declarations of the whole C ABI in include/sam2.h, in the header's order and with its
+// names, so that a change of the header can be followed line by line.
+//
+// Conventions of this file:
+// - Every export is declared with DllImport and CallingConvention.Cdecl (Mono and every .NET).
+// - size_t is UIntPtr, uint32_t is uint, int32_t is int.
+// - Native `const char*` results come back as IntPtr and are decoded by Utf8.FromNative (a
+//   `string` return would make the marshaller free memory the library owns).
+// - Strings in are NUL-terminated UTF-8 byte arrays made by Utf8.ToNative (Mono's default
+//   string marshalling is not UTF-8 on every version).
+// - A required handle is passed as its SafeHandle (the marshaller keeps it alive and refuses a
+//   closed one); an optional handle (NULL allowed) is passed as IntPtr by a caller that holds a
+//   HandleLease on it.
+// - Out handles are `out XxxHandle`: the marshaller makes the SafeHandle, so a handle can never
+//   leak between the native call and its wrapping.
+using System;
+using System.Runtime.InteropServices;
+
+namespace Sam2
+{
+    internal static class NativeMethods
+    {
+        internal const string Library = "sam2";
+
+        // ---- constants (#define) ------------------------------------------------------------
+
+        internal const uint FORMAT_VERSION = 1;
+        internal const uint MAX_HEADER_LEN = 64 * 1024;
+        internal const uint SAM2_PROVIDER_CPU = 0;
+        internal const uint SAM2_PROVIDER_CUDA = 1;
+        internal const uint SAM2_PROVIDER_TENSORRT = 2;
+        internal const uint SAM2_PROVIDER_DIRECTML = 3;
+        internal const uint SAM2_PROVIDER_COREML = 4;
+        internal const uint SAM2_ON_MISMATCH_FALLBACK = 0;
+        internal const uint SAM2_ON_MISMATCH_FAIL = 1;
+        internal const uint SAM2_ARENA_NEXT_POWER_OF_TWO = 0;
+        internal const uint SAM2_ARENA_SAME_AS_REQUESTED = 1;
+        internal const uint SAM2_PLACE_HOST = 0;
+        internal const uint SAM2_PLACE_DEVICE = 1;
+        internal const uint SAM2_PIXEL_RGB = 0;
+        internal const uint SAM2_PIXEL_BGR = 1;
+        internal const uint SAM2_PIXEL_RGBA = 2;
+        internal const uint SAM2_PIXEL_BGRA = 3;
+        internal const uint SAM2_PIXEL_GRAY = 4;
+        internal const uint SAM2_OUTPUT_DEVICE = 0;
+        internal const uint SAM2_OUTPUT_HOST = 1;
+        internal const int SAM2_POINT_POSITIVE = 1;
+        internal const int SAM2_POINT_NEGATIVE = 0;
+        internal const int SAM2_VERSION_MAJOR = 0;
+        internal const int SAM2_VERSION_MINOR = 1;
+        internal const int SAM2_VERSION_PATCH = 0;
+        internal const uint SAM2_LOG_DEBUG = 0;
+        internal const uint SAM2_LOG_INFO = 1;
+        internal const uint SAM2_LOG_WARNING = 2;
+        internal const uint SAM2_LOG_ERROR = 3;
+
+        // ---- structs --------------------------------------------------------------------------
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_provider
+        {
+            public uint provider;
+            public int device_id;
+            public ulong memory_limit;
+            public uint arena_extend_strategy;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_encoder_options
+        {
+            public uint struct_size;
+            public uint output_target;
+            public uint intra_threads;
+            /// <summary>const sam2_provider*: NULL or a pinned array, read during sam2_encoder_new only.</summary>
+            public IntPtr providers;
+            public UIntPtr provider_count;
+            public uint on_device_mismatch;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_predictor_options
+        {
+            public uint struct_size;
+            public uint intra_threads;
+            /// <summary>const char*: NULL or a pinned NUL-terminated UTF-8 fingerprint.</summary>
+            public IntPtr encoder_fingerprint;
+            /// <summary>const sam2_provider*: NULL or a pinned array, read during sam2_predictor_new only.</summary>
+            public IntPtr providers;
+            public UIntPtr provider_count;
+            public uint on_device_mismatch;
+            public uint allow_embedding_copy;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_predict_options
+        {
+            public uint struct_size;
+            public uint multimask;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_point
+        {
+            public float x;
+            public float y;
+            public int label;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal unsafe struct sam2_prompt
+        {
+            /// <summary>const sam2_point*: pinned by the caller for the duration of sam2_predict.</summary>
+            public IntPtr points;
+            public UIntPtr point_count;
+            public int has_box;
+            public fixed float box[4];
+            /// <summary>const float*: pinned by the caller, or NULL.</summary>
+            public IntPtr mask_input;
+            public UIntPtr mask_input_len;
+        }
+
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate void sam2_log_callback(uint level, IntPtr message, IntPtr user_data);
+
+        // ---- embedding ------------------------------------------------------------------------
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_embedding_free(IntPtr embedding);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern int sam2_embedding_is_serializable(EmbeddingHandle embedding);
+
+        /// <summary>Owned by the embedding: decode while holding a lease on it.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sam2_embedding_allocator_name(EmbeddingHandle embedding);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_device_id(EmbeddingHandle embedding, out int out_device_id);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_image_size(EmbeddingHandle embedding, out uint out_width, out uint out_height);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_fingerprint(EmbeddingHandle embedding, [Out] byte[] buf, UIntPtr buf_len, out UIntPtr needed);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_save(EmbeddingHandle embedding, byte[] path);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_load(byte[] path, IntPtr predictor, uint placement, out EmbeddingHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_to_host(EmbeddingHandle embedding, out EmbeddingHandle @out);
+
+        /// <summary>TEST SUPPORT ONLY (see Sam2TestSupport): a device-labelled view of a host embedding.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_test_embedding_simulate_device(EmbeddingHandle host_embedding, byte[] allocator_name, int device_id, out EmbeddingHandle @out);
+
+        // ---- encoder --------------------------------------------------------------------------
+
+        /// <summary>Writes the library's sizeof(sam2_encoder_options) bytes: call through NativeOptions.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encoder_options_init(IntPtr options, UIntPtr struct_size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encoder_new(byte[] model_path, ref sam2_encoder_options options, out EncoderHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_encoder_free(IntPtr encoder);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encode(EncoderHandle encoder, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, out EmbeddingHandle @out);
+
+        /// <summary>The same export, for pixels in unmanaged memory (a locked bitmap, say).</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl, EntryPoint = "sam2_encode")]
+        internal static extern Sam2Status sam2_encode_ptr(EncoderHandle encoder, IntPtr pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, out EmbeddingHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encoder_fingerprint(EncoderHandle encoder, [Out] byte[] buf, UIntPtr buf_len, out UIntPtr needed);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encoder_device(EncoderHandle encoder, out uint out_provider, out int out_device_id, out int out_fell_back);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encoder_providers(EncoderHandle encoder, [Out] byte[] buf, UIntPtr buf_len, out UIntPtr needed);
+
+        // ---- masks ----------------------------------------------------------------------------
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_masks_free(IntPtr masks);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_count(MasksHandle masks, out UIntPtr out_objects, out UIntPtr out_candidates);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_size(MasksHandle masks, out uint out_width, out uint out_height);
+
+        /// <summary>*out_data is owned by the masks: copy it while holding a lease on them.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_mask(MasksHandle masks, UIntPtr index_, out IntPtr out_data, out UIntPtr out_len);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_score(MasksHandle masks, UIntPtr index_, out float out_score);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_box(MasksHandle masks, UIntPtr index_, [Out] uint[] out_box, out ulong out_area);
+
+        /// <summary>*out_data is owned by the masks: copy it while holding a lease on them.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_low_res(MasksHandle masks, UIntPtr index_, out IntPtr out_data, out UIntPtr out_len, out uint out_side);
+
+        // ---- predictor ------------------------------------------------------------------------
+
+        /// <summary>Writes the library's sizeof(sam2_predictor_options) bytes: call through NativeOptions.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_predictor_options_init(IntPtr options, UIntPtr struct_size);
+
+        /// <summary>Writes the library's sizeof(sam2_predict_options) bytes: call through NativeOptions.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_predict_options_init(IntPtr options, UIntPtr struct_size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_predictor_new(IntPtr encoder, byte[] decoder_path, ref sam2_predictor_options options, out PredictorHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_predictor_free(IntPtr predictor);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_predict(PredictorHandle predictor, EmbeddingHandle embedding, [In] sam2_prompt[] prompts, UIntPtr prompt_count, ref sam2_predict_options options, out MasksHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_predictor_device(PredictorHandle predictor, out uint out_provider, out int out_device_id, out int out_fell_back);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_predictor_providers(PredictorHandle predictor, [Out] byte[] buf, UIntPtr buf_len, out UIntPtr needed);
+
+        // ---- runtime, versions, errors, log ---------------------------------------------------
+
+        /// <summary>Static string.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sam2_version();
+
+        /// <summary>Static string, never NULL.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sam2_status_str(uint status);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_last_error_message([Out] byte[] buf, UIntPtr buf_len, out UIntPtr needed);
+
+        /// <summary>onnxruntime_path: NULL (a null array) to search.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_runtime_init(byte[] onnxruntime_path);
+
+        /// <summary>Process-lifetime string, or NULL before ONNX Runtime is loaded.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern IntPtr sam2_runtime_version();
+
+        /// <summary>callback: null removes it. The delegate must outlive every call the library may still make.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_set_log_callback(sam2_log_callback callback, IntPtr user_data, uint min_level);
+    }
+}

@@ -1,0 +1,184 @@
+using System;
+using System.Threading;
+
+namespace Sam2
+{
+    /// <summary>
+    /// An encoded image: three feature tensors, the original image size, the fingerprint of the
+    /// encoder that made it, and where it lives. Immutable: several predictors on several threads
+    /// may read it at once. It does not depend on the encoder that made it.
+    /// </summary>
+    public sealed class Sam2Embedding : IDisposable
+    {
+        private readonly EmbeddingHandle _handle;
+
+        // Set by Dispose. The SafeHandle alone is not enough to refuse later calls: while another
+        // thread is inside a native call, Dispose only drops the owner's reference, the handle is
+        // not closed yet, and new calls would still be let through.
+        private int _disposed;
+
+        internal Sam2Embedding(EmbeddingHandle handle)
+        {
+            _handle = handle;
+        }
+
+        internal EmbeddingHandle Handle
+        {
+            get
+            {
+                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
+                    throw new ObjectDisposedException(GetType().Name);
+                return _handle;
+            }
+        }
+
+        /// <summary>
+        /// Loads an embedding file written by <see cref="Save"/> (<c>sam2_embedding_load</c>).
+        /// </summary>
+        /// <param name="path">The file.</param>
+        /// <param name="predictor">Null, or the predictor the embedding is for: a file made by a
+        /// different encoder than the predictor's is refused (Status ModelMismatch).</param>
+        /// <param name="placement">Host memory, or the predictor's device (needs a predictor).</param>
+        /// <exception cref="Sam2Exception">Status EmbeddingFormat (truncated, corrupted, foreign or
+        /// unsupported file), ModelMismatch, Io.</exception>
+        public static Sam2Embedding Load(string path, Sam2Predictor predictor = null, Placement placement = Placement.Host)
+        {
+            if (path == null)
+                throw new ArgumentNullException("path");
+            byte[] nativePath = Utf8.ToNative(path, "path");
+            PredictorHandle predictorHandle = predictor == null ? null : predictor.Handle;
+            using (var lease = new HandleLease(predictorHandle, "Sam2Predictor"))
+            {
+                EmbeddingHandle result;
+                Sam2Status status = NativeMethods.sam2_embedding_load(nativePath, lease.Pointer, (uint)placement, out result);
+                return new Sam2Embedding(Sam2Error.CheckNew(status, result));
+            }
+        }
+
+        /// <summary>
+        /// Saves the embedding (<c>sam2_embedding_save</c>; safetensors with sam2 metadata). The
+        /// write is atomic: a crash leaves any previous file intact.
+        /// </summary>
+        /// <exception cref="EmbeddingNotSerializableException">The embedding is in device memory;
+        /// nothing was written. Copy it with <see cref="ToHost"/> first.</exception>
+        /// <exception cref="Sam2Exception">Status Io.</exception>
+        public void Save(string path)
+        {
+            if (path == null)
+                throw new ArgumentNullException("path");
+            EmbeddingHandle handle = Handle;
+            Sam2Error.Check(NativeMethods.sam2_embedding_save(handle, Utf8.ToNative(path, "path")), handle);
+        }
+
+        /// <summary>
+        /// A host copy of the embedding (<c>sam2_embedding_to_host</c>): cheap for a host embedding
+        /// (the tensors are shared), a device-to-host copy for a device one.
+        /// </summary>
+        /// <exception cref="Sam2EnvironmentConfigurationException">The device's execution provider is not available.</exception>
+        public Sam2Embedding ToHost()
+        {
+            EmbeddingHandle handle = Handle;
+            EmbeddingHandle result;
+            Sam2Status status = NativeMethods.sam2_embedding_to_host(handle, out result);
+            return new Sam2Embedding(Sam2Error.CheckNew(status, result, handle));
+        }
+
+        /// <summary>The ONNX Runtime allocator holding the embedding ("Cpu", "Cuda", "CudaPinned", "DML", …).</summary>
+        public string AllocatorName
+        {
+            get
+            {
+                EmbeddingHandle handle = Handle;
+                // The string is owned by the embedding: decode it before the handle can be released.
+                using (new HandleLease(handle, GetType().Name))
+                    return Utf8.FromNative(NativeMethods.sam2_embedding_allocator_name(handle));
+            }
+        }
+
+        /// <summary>True when the embedding is in host-readable memory and so can be saved.</summary>
+        public bool IsSerializable
+        {
+            get { return NativeMethods.sam2_embedding_is_serializable(Handle) != 0; }
+        }
+
+        /// <summary>Device id of the memory holding the embedding (0 for the host).</summary>
+        public int DeviceId
+        {
+            get
+            {
+                EmbeddingHandle handle = Handle;
+                int id;
+                Sam2Error.Check(NativeMethods.sam2_embedding_device_id(handle, out id), handle);
+                return id;
+            }
+        }
+
+        /// <summary>Width of the image the embedding was made from.</summary>
+        public int ImageWidth
+        {
+            get { return (int)ImageSize()[0]; }
+        }
+
+        /// <summary>Height of the image the embedding was made from.</summary>
+        public int ImageHeight
+        {
+            get { return (int)ImageSize()[1]; }
+        }
+
+        /// <summary>Fingerprint ("sam2fp1-…") of the encoder model that made the embedding.</summary>
+        public string Fingerprint
+        {
+            get
+            {
+                EmbeddingHandle handle = Handle;
+                return Sam2Error.ReadString((byte[] buf, UIntPtr len, out UIntPtr needed) =>
+                    NativeMethods.sam2_embedding_fingerprint(handle, buf, len, out needed), handle);
+            }
+        }
+
+        private uint[] ImageSize()
+        {
+            EmbeddingHandle handle = Handle;
+            uint width, height;
+            Sam2Error.Check(NativeMethods.sam2_embedding_image_size(handle, out width, out height), handle);
+            return new[] { width, height };
+        }
+
+        /// <summary>Releases the embedding (<c>sam2_embedding_free</c>). Safe to call twice.</summary>
+        public void Dispose()
+        {
+            Interlocked.Exchange(ref _disposed, 1);
+            _handle.Dispose();
+        }
+    }
+
+    /// <summary>
+    /// TEST SUPPORT ONLY, not for production use: lets a machine without a GPU exercise the
+    /// device-residency paths.
+    /// </summary>
+    public static class Sam2TestSupport
+    {
+        /// <summary>
+        /// Makes a stand-in for a device-resident embedding (<c>sam2_test_embedding_simulate_device</c>):
+        /// it shares <paramref name="hostEmbedding"/>'s bytes but is labelled as
+        /// <paramref name="allocatorName"/> memory, so it is not serializable, Save refuses it, and
+        /// AllocatorName names the allocator. It is never run: Predict and ToHost refuse it.
+        /// It is a SIMULATION; no device memory is involved.
+        /// </summary>
+        /// <param name="hostEmbedding">A host embedding (float32).</param>
+        /// <param name="allocatorName">"Cuda", "DML", …</param>
+        /// <param name="deviceId">The device id to report.</param>
+        public static Sam2Embedding SimulateDeviceEmbedding(Sam2Embedding hostEmbedding, string allocatorName, int deviceId = 0)
+        {
+            if (hostEmbedding == null)
+                throw new ArgumentNullException("hostEmbedding");
+            if (allocatorName == null)
+                throw new ArgumentNullException("allocatorName");
+            EmbeddingHandle host = hostEmbedding.Handle;
+            EmbeddingHandle result;
+            Sam2Status status = NativeMethods.sam2_test_embedding_simulate_device(host, Utf8.ToNative(allocatorName, "allocatorName"),
+                deviceId, out result);
+            return new Sam2Embedding(Sam2Error.CheckNew(status, result, host));
+        }
+    }
+}

@@ -1,0 +1,170 @@
+// Sample: encode an image once, prompt it with a click and a box, show what happens when a device
+// embedding is saved, and round-trip a host embedding through a file.
+//
+// Usage: Sample.exe [models-dir [testdata-dir [model-name]]]
+// Defaults: $SAM2_MODELS, $SAM2_TESTDATA, tiny_a. ONNX Runtime is found through
+// $SAM2_ONNXRUNTIME_PATH (see scripts/setup.sh).
+using System;
+using System.IO;
+using System.Text;
+using Sam2;
+
+internal static class Program
+{
+    private static int Main(string[] args)
+    {
+        string models = args.Length > 0 ? args[0] : Environment.GetEnvironmentVariable("SAM2_MODELS");
+        string testdata = args.Length > 1 ? args[1] : Environment.GetEnvironmentVariable("SAM2_TESTDATA");
+        string model = args.Length > 2 ? args[2] : "tiny_a";
+        if (string.IsNullOrEmpty(models) || string.IsNullOrEmpty(testdata))
+        {
+            Console.Error.WriteLine("usage: Sample.exe MODELS_DIR TESTDATA_DIR [MODEL] (or set SAM2_MODELS and SAM2_TESTDATA)");
+            return 2;
+        }
+
+        try
+        {
+            Run(models, testdata, model);
+            return 0;
+        }
+        catch (Exception e)
+        {
+            Console.Error.WriteLine("sample failed: " + e);
+            return 1;
+        }
+    }
+
+    private static void Run(string models, string testdata, string model)
+    {
+        Sam2Runtime.LogLevel = Sam2LogLevel.Info;
+        Sam2Runtime.Log += (sender, e) => Console.WriteLine("  [sam2 " + e.Level + "] " + e.Message);
+        Sam2Runtime.Initialize(Environment.GetEnvironmentVariable("SAM2_ONNXRUNTIME_PATH"));
+        Console.WriteLine("sam2 " + Sam2Runtime.Version + " on ONNX Runtime " + Sam2Runtime.RuntimeVersion);
+
+        int width, height;
+        byte[] pixels = ReadPpm(Path.Combine(testdata, "demo.ppm"), out width, out height);
+        Console.WriteLine("image demo.ppm: " + width + "x" + height);
+
+        string scratch = Path.Combine(Path.GetTempPath(), "sam2-sample-" + Guid.NewGuid().ToString("N"));
+        Directory.CreateDirectory(scratch);
+        try
+        {
+            var encoderOptions = new Sam2EncoderOptions { OutputTarget = OutputTarget.Host };
+            using (var encoder = new Sam2Encoder(Path.Combine(models, model + "_encoder.onnx"), encoderOptions))
+            using (var predictor = new Sam2Predictor(encoder, Path.Combine(models, model + "_decoder.onnx")))
+            using (Sam2Embedding embedding = encoder.Encode(pixels, width, height, PixelFormat.Rgb))
+            {
+                Console.WriteLine("encoder runs on " + encoder.Device + " (" + string.Join(",", encoder.ExecutionProviders) +
+                                  "), predictor on " + predictor.Device);
+                Console.WriteLine("embedding: " + embedding.ImageWidth + "x" + embedding.ImageHeight + " in \"" +
+                                  embedding.AllocatorName + "\" memory, serializable: " + embedding.IsSerializable +
+                                  ", encoder " + embedding.Fingerprint);
+
+                var click = Sam2Prompt.FromPoint(580, 190);
+                var box = Sam2Prompt.FromBox(52, 82, 327, 257);
+                using (Sam2Masks masks = predictor.Predict(embedding, click, box))
+                {
+                    Describe(masks, "click (580, 190)", 0);
+                    Describe(masks, "box [52, 82, 327, 257]", 1);
+
+                    SimulatedDeviceSave(embedding, scratch);
+
+                    // Save the host embedding and show the loaded one predicts the same masks.
+                    string file = Path.Combine(scratch, "demo.sam2emb");
+                    embedding.Save(file);
+                    Console.WriteLine("saved host embedding: " + file + " (" + new FileInfo(file).Length + " bytes)");
+                    using (Sam2Embedding loaded = Sam2Embedding.Load(file, predictor))
+                    using (Sam2Masks again = predictor.Predict(loaded, click, box))
+                    {
+                        bool same = again.Count == masks.Count;
+                        for (int i = 0; same && i < masks.Count; i++)
+                            same = Equal(masks.GetMask(i), again.GetMask(i)) && masks.Score(i) == again.Score(i);
+                        Console.WriteLine("loaded embedding (" + loaded.Fingerprint + ") predicts the same masks: " + same);
+                        if (!same)
+                            throw new InvalidOperationException("the loaded embedding predicted different masks");
+                    }
+                }
+            }
+        }
+        finally
+        {
+            Directory.Delete(scratch, true);
+        }
+    }
+
+    private static void SimulatedDeviceSave(Sam2Embedding hostEmbedding, string scratch)
+    {
+        Console.WriteLine("SIMULATION (CPU-only machine, test support): labelling the host embedding as \"Cuda\" device memory");
+        using (Sam2Embedding device = Sam2TestSupport.SimulateDeviceEmbedding(hostEmbedding, "Cuda", 0))
+        {
+            Console.WriteLine("  simulated embedding: allocator \"" + device.AllocatorName + "\", device " + device.DeviceId +
+                              ", serializable: " + device.IsSerializable);
+            string file = Path.Combine(scratch, "device.sam2emb");
+            try
+            {
+                device.Save(file);
+                throw new InvalidOperationException("saving a device embedding was not refused");
+            }
+            catch (EmbeddingNotSerializableException e)
+            {
+                Console.WriteLine("  Save refused: EmbeddingNotSerializableException, AllocatorName = \"" + e.AllocatorName + "\"");
+                Console.WriteLine("  message: " + e.Message);
+                Console.WriteLine("  file written: " + File.Exists(file));
+            }
+        }
+    }
+
+    private static void Describe(Sam2Masks masks, string prompt, int obj)
+    {
+        int index = masks.IndexOf(obj, 0);
+        Console.WriteLine(prompt + ": score " + masks.Score(index).ToString("0.000") + ", box " + masks.Box(index) +
+                          ", area " + masks.Area(index) + " px");
+    }
+
+    private static bool Equal(byte[] a, byte[] b)
+    {
+        if (a.Length != b.Length)
+            return false;
+        for (int i = 0; i < a.Length; i++)
+            if (a[i] != b[i])
+                return false;
+        return true;
+    }
+
+    /// <summary>Reads a binary PPM (P6, maxval 255) into tightly packed RGB.</summary>
+    private static byte[] ReadPpm(string path, out int width, out int height)
+    {
+        byte[] data = File.ReadAllBytes(path);
+        int pos = 0;
+        if (NextToken(data, ref pos) != "P6")
+            throw new InvalidDataException(path + " is not a binary PPM (P6)");
+        width = int.Parse(NextToken(data, ref pos));
+        height = int.Parse(NextToken(data, ref pos));
+        if (NextToken(data, ref pos) != "255")
+            throw new InvalidDataException(path + ": only maxval 255 is supported");
+        pos++; // the single whitespace byte after maxval
+        var pixels = new byte[width * height * 3];
+        if (data.Length - pos < pixels.Length)
+            throw new InvalidDataException(path + " is truncated");
+        Buffer.BlockCopy(data, pos, pixels, 0, pixels.Length);
+        return pixels;
+    }
+
+    private static string NextToken(byte[] data, ref int pos)
+    {
+        while (pos < data.Length)
+        {
+            if (data[pos] == '#')
+                while (pos < data.Length && data[pos] != '\n')
+                    pos++;
+            else if (char.IsWhiteSpace((char)data[pos]))
+                pos++;
+            else
+                break;
+        }
+        var token = new StringBuilder();
+        while (pos < data.Length && !char.IsWhiteSpace((char)data[pos]))
+            token.Append((char)data[pos++]);
+        return token.ToString();
+    }
+}

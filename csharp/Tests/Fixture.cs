@@ -1,0 +1,345 @@
+// Shared test data: paths from the environment (scripts/setup.sh), images, ground truth, and one
+// encoder/predictor/embedding of the shapes image reused by the tests that only read them.
+using System;
+using System.Collections.Generic;
+using System.Globalization;
+using System.IO;
+using System.Text;
+
+namespace Sam2.Tests
+{
+    internal sealed class Image
+    {
+        public int Width;
+        public int Height;
+        public int Channels;
+        public byte[] Pixels;
+    }
+
+    internal sealed class Shape
+    {
+        public string Name;
+        public int ClickX;
+        public int ClickY;
+        public int[] BBox;
+        public string TwinOf;
+        public string MaskFile;
+    }
+
+    internal static class Fixture
+    {
+        private static readonly object Lock = new object();
+        private static Sam2Encoder _encoder;
+        private static Sam2Predictor _predictor;
+        private static Sam2Embedding _shapes;
+        private static string _scratch;
+
+        internal static string Models
+        {
+            get { return Require("SAM2_MODELS"); }
+        }
+
+        internal static string TestData
+        {
+            get { return Require("SAM2_TESTDATA"); }
+        }
+
+        internal static string Model(string name)
+        {
+            return Path.Combine(Models, name + ".onnx");
+        }
+
+        internal static string EncoderPath
+        {
+            get { return Model("tiny_a_encoder"); }
+        }
+
+        internal static string DecoderPath
+        {
+            get { return Model("tiny_a_decoder"); }
+        }
+
+        /// <summary>A fresh directory for this run, deleted at the end.</summary>
+        internal static string Scratch
+        {
+            get
+            {
+                lock (Lock)
+                {
+                    if (_scratch == null)
+                    {
+                        _scratch = Path.Combine(Path.GetTempPath(), "sam2-cs-tests-" + Guid.NewGuid().ToString("N"));
+                        Directory.CreateDirectory(_scratch);
+                    }
+                    return _scratch;
+                }
+            }
+        }
+
+        /// <summary>The shared tiny_a encoder (host output). Do not dispose.</summary>
+        internal static Sam2Encoder Encoder
+        {
+            get
+            {
+                lock (Lock)
+                    return _encoder ?? (_encoder = new Sam2Encoder(EncoderPath, new Sam2EncoderOptions { OutputTarget = OutputTarget.Host }));
+            }
+        }
+
+        /// <summary>The shared tiny_a predictor, bound to <see cref="Encoder"/>. Do not dispose.</summary>
+        internal static Sam2Predictor Predictor
+        {
+            get
+            {
+                lock (Lock)
+                    return _predictor ?? (_predictor = new Sam2Predictor(Encoder, DecoderPath));
+            }
+        }
+
+        /// <summary>The shared embedding of shapes.ppm. Do not dispose.</summary>
+        internal static Sam2Embedding Shapes
+        {
+            get
+            {
+                lock (Lock)
+                {
+                    if (_shapes == null)
+                    {
+                        Image image = ShapesImage;
+                        _shapes = Encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb);
+                    }
+                    return _shapes;
+                }
+            }
+        }
+
+        internal static Image ShapesImage
+        {
+            get { return ReadPnm(Path.Combine(TestData, "shapes.ppm")); }
+        }
+
+        internal static List<Shape> ShapeList()
+        {
+            var root = (Dictionary<string, object>)MiniJson.Parse(File.ReadAllText(Path.Combine(TestData, "shapes.json")));
+            var shapes = new List<Shape>();
+            foreach (Dictionary<string, object> s in (List<object>)root["shapes"])
+            {
+                var click = (List<object>)s["click"];
+                var bbox = (List<object>)s["bbox"];
+                shapes.Add(new Shape
+                {
+                    Name = (string)s["name"],
+                    ClickX = Convert.ToInt32(click[0]),
+                    ClickY = Convert.ToInt32(click[1]),
+                    BBox = new[] { Convert.ToInt32(bbox[0]), Convert.ToInt32(bbox[1]), Convert.ToInt32(bbox[2]), Convert.ToInt32(bbox[3]) },
+                    TwinOf = s["twin_of"] as string,
+                    MaskFile = (string)s["mask"],
+                });
+            }
+            return shapes;
+        }
+
+        /// <summary>A ground-truth mask as 0/1 bytes.</summary>
+        internal static byte[] GroundTruth(Shape shape)
+        {
+            Image pgm = ReadPnm(Path.Combine(TestData, shape.MaskFile));
+            var mask = new byte[pgm.Pixels.Length];
+            for (int i = 0; i < mask.Length; i++)
+                mask[i] = (byte)(pgm.Pixels[i] >= 128 ? 1 : 0);
+            return mask;
+        }
+
+        internal static double IoU(byte[] a, byte[] b)
+        {
+            if (a.Length != b.Length)
+                throw new ArgumentException("masks of different sizes: " + a.Length + " and " + b.Length);
+            long inter = 0, union = 0;
+            for (int i = 0; i < a.Length; i++)
+            {
+                bool x = a[i] != 0, y = b[i] != 0;
+                if (x && y) inter++;
+                if (x || y) union++;
+            }
+            return union == 0 ? 0 : (double)inter / union;
+        }
+
+        internal static byte[] Union(byte[] a, byte[] b)
+        {
+            var u = new byte[a.Length];
+            for (int i = 0; i < a.Length; i++)
+                u[i] = (byte)(a[i] != 0 || b[i] != 0 ? 1 : 0);
+            return u;
+        }
+
+        /// <summary>Reads binary PGM (P5) or PPM (P6) with maxval 255.</summary>
+        internal static Image ReadPnm(string path)
+        {
+            byte[] data = File.ReadAllBytes(path);
+            int pos = 0;
+            string magic = Token(data, ref pos);
+            int channels = magic == "P6" ? 3 : magic == "P5" ? 1 : 0;
+            if (channels == 0)
+                throw new InvalidDataException(path + ": not a binary PGM/PPM");
+            int width = int.Parse(Token(data, ref pos), CultureInfo.InvariantCulture);
+            int height = int.Parse(Token(data, ref pos), CultureInfo.InvariantCulture);
+            if (Token(data, ref pos) != "255")
+                throw new InvalidDataException(path + ": only maxval 255 is supported");
+            pos++;
+            var pixels = new byte[width * height * channels];
+            if (data.Length - pos < pixels.Length)
+                throw new InvalidDataException(path + ": truncated");
+            Buffer.BlockCopy(data, pos, pixels, 0, pixels.Length);
+            return new Image { Width = width, Height = height, Channels = channels, Pixels = pixels };
+        }
+
+        private static string Token(byte[] data, ref int pos)
+        {
+            while (pos < data.Length)
+            {
+                if (data[pos] == '#')
+                    while (pos < data.Length && data[pos] != '\n')
+                        pos++;
+                else if (char.IsWhiteSpace((char)data[pos]))
+                    pos++;
+                else
+                    break;
+            }
+            var token = new StringBuilder();
+            while (pos < data.Length && !char.IsWhiteSpace((char)data[pos]))
+                token.Append((char)data[pos++]);
+            return token.ToString();
+        }
+
+        internal static void Cleanup()
+        {
+            lock (Lock)
+            {
+                if (_shapes != null) _shapes.Dispose();
+                if (_predictor != null) _predictor.Dispose();
+                if (_encoder != null) _encoder.Dispose();
+                if (_scratch != null && Directory.Exists(_scratch))
+                    Directory.Delete(_scratch, true);
+            }
+        }
+
+        private static string Require(string variable)
+        {
+            string value = Environment.GetEnvironmentVariable(variable);
+            if (string.IsNullOrEmpty(value))
+                throw new InvalidOperationException(variable + " is not set; source scripts/setup.sh first");
+            return value;
+        }
+    }
+
+    /// <summary>Just enough JSON for testdata/shapes.json (objects, arrays, strings, numbers, literals).</summary>
+    internal static class MiniJson
+    {
+        internal static object Parse(string text)
+        {
+            int pos = 0;
+            object value = Value(text, ref pos);
+            Skip(text, ref pos);
+            if (pos != text.Length)
+                throw new FormatException("trailing characters at " + pos);
+            return value;
+        }
+
+        private static object Value(string s, ref int pos)
+        {
+            Skip(s, ref pos);
+            if (pos >= s.Length)
+                throw new FormatException("unexpected end");
+            char c = s[pos];
+            if (c == '{')
+            {
+                var obj = new Dictionary<string, object>();
+                pos++;
+                Skip(s, ref pos);
+                if (s[pos] == '}') { pos++; return obj; }
+                while (true)
+                {
+                    Skip(s, ref pos);
+                    string key = String(s, ref pos);
+                    Skip(s, ref pos);
+                    Expect(s, ref pos, ':');
+                    obj[key] = Value(s, ref pos);
+                    Skip(s, ref pos);
+                    if (s[pos] == ',') { pos++; continue; }
+                    Expect(s, ref pos, '}');
+                    return obj;
+                }
+            }
+            if (c == '[')
+            {
+                var list = new List<object>();
+                pos++;
+                Skip(s, ref pos);
+                if (s[pos] == ']') { pos++; return list; }
+                while (true)
+                {
+                    list.Add(Value(s, ref pos));
+                    Skip(s, ref pos);
+                    if (s[pos] == ',') { pos++; continue; }
+                    Expect(s, ref pos, ']');
+                    return list;
+                }
+            }
+            if (c == '"')
+                return String(s, ref pos);
+            if (Literal(s, ref pos, "true")) return true;
+            if (Literal(s, ref pos, "false")) return false;
+            if (Literal(s, ref pos, "null")) return null;
+            int start = pos;
+            while (pos < s.Length && "+-0123456789.eE".IndexOf(s[pos]) >= 0)
+                pos++;
+            if (start == pos)
+                throw new FormatException("unexpected '" + c + "' at " + pos);
+            return double.Parse(s.Substring(start, pos - start), CultureInfo.InvariantCulture);
+        }
+
+        private static string String(string s, ref int pos)
+        {
+            Expect(s, ref pos, '"');
+            var sb = new StringBuilder();
+            while (s[pos] != '"')
+            {
+                char c = s[pos++];
+                if (c != '\\') { sb.Append(c); continue; }
+                char e = s[pos++];
+                switch (e)
+                {
+                    case 'n': sb.Append('\n'); break;
+                    case 't': sb.Append('\t'); break;
+                    case 'r': sb.Append('\r'); break;
+                    case 'b': sb.Append('\b'); break;
+                    case 'f': sb.Append('\f'); break;
+                    case 'u': sb.Append((char)Convert.ToInt32(s.Substring(pos, 4), 16)); pos += 4; break;
+                    default: sb.Append(e); break;
+                }
+            }
+            pos++;
+            return sb.ToString();
+        }
+
+        private static bool Literal(string s, ref int pos, string word)
+        {
+            if (string.CompareOrdinal(s, pos, word, 0, word.Length) != 0)
+                return false;
+            pos += word.Length;
+            return true;
+        }
+
+        private static void Expect(string s, ref int pos, char c)
+        {
+            if (pos >= s.Length || s[pos] != c)
+                throw new FormatException("expected '" + c + "' at " + pos);
+            pos++;
+        }
+
+        private static void Skip(string s, ref int pos)
+        {
+            while (pos < s.Length && char.IsWhiteSpace(s[pos]))
+                pos++;
+        }
+    }
+}

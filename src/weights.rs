@@ -1,0 +1,260 @@
+//! One copy of a model's weights for every session of it.
+//!
+//! A SAM2 export carries its weights inline. Opened naively, every ONNX Runtime session parses
+//! its own copy of them and pre-packs its own copy again. Instead, the library reads a model
+//! file once, moves its large initializers out of the proto (they become external-data entries
+//! that ONNX Runtime never reads), keeps each initializer once as an ONNX Runtime value, and
+//! hands that value to every session with `AddInitializer` (used in place), together with one
+//! shared pre-packed-weights container. A process-wide registry keyed by the file's identity
+//! holds the weights while any session uses them and releases them with the last one.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::SystemTime;
+
+use ort::session::builder::PrepackedWeights;
+use ort::value::{DynValue, Tensor};
+
+use crate::device::DeviceOptions;
+use crate::error::{Error, Result};
+use crate::fingerprint::Fingerprint;
+use crate::onnx_split;
+
+/// How sessions of one model hold its weights. Values are part of the C ABI (`SAM2_WEIGHTS_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WeightSharing {
+    /// One copy per process, used in place by every session (the default).
+    #[default]
+    Shared,
+    /// An explicit copy of the weights for this session alone (isolation), made only on request.
+    Copy,
+}
+
+/// Initializers smaller than this stay inline in the model: sharing them saves nothing.
+const MIN_SHARED_BYTES: usize = 1024;
+
+/// A model's weights, held once.
+#[derive(Debug)]
+pub(crate) struct ModelWeights {
+    /// The model proto without its large initializers (external-data entries that name the
+    /// model file itself, at the initializers' true offsets).
+    pub model: Vec<u8>,
+    /// The directory of the model file, where those entries point.
+    pub directory: PathBuf,
+    /// Each moved initializer as one ONNX Runtime value (host memory), given to every session.
+    pub values: Vec<(String, Arc<DynValue>)>,
+    /// Pre-packed kernel forms of the weights, shared by the sessions built with these weights.
+    pub prepacked: PrepackedWeights,
+    pub fingerprint: Fingerprint,
+    /// Bytes of weight data held in `values`.
+    pub weight_bytes: usize,
+    /// Copies of `values` on a device, one per (allocator, device id), made on first use.
+    #[allow(clippy::type_complexity)]
+    device_values: Mutex<Vec<((String, i32), Vec<(String, Arc<DynValue>)>)>>,
+}
+
+// SAFETY: every field is immutable after construction; the ONNX Runtime values and the
+// prepacked container are only read by sessions, which ONNX Runtime allows from any thread.
+unsafe impl Send for ModelWeights {}
+unsafe impl Sync for ModelWeights {}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    path: PathBuf,
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+static REGISTRY: Mutex<Vec<(Key, Weak<ModelWeights>)>> = Mutex::new(Vec::new());
+
+fn key(path: &Path) -> Result<Key> {
+    let canonical = path
+        .canonicalize()
+        .map_err(|e| Error::model(path, format!("cannot be read: {e}")))?;
+    let meta = std::fs::metadata(&canonical)
+        .map_err(|e| Error::model(path, format!("cannot be read: {e}")))?;
+    Ok(Key {
+        path: canonical,
+        len: meta.len(),
+        modified: meta.modified().ok(),
+    })
+}
+
+/// A tensor that owns a copy of `bytes` in memory the library allocated: ONNX Runtime's
+/// `AddInitializer` accepts only user-owned buffers (not ones from its own allocators).
+fn typed<T: ort::value::PrimitiveTensorElementType + std::fmt::Debug + Clone + 'static>(
+    dims: &[i64],
+    bytes: &[u8],
+    from: fn(&[u8]) -> T,
+) -> Result<DynValue> {
+    let size = std::mem::size_of::<T>();
+    let data: Vec<T> = bytes.chunks_exact(size).map(from).collect();
+    Ok(Tensor::from_array((dims.to_vec(), data))?.into_dyn())
+}
+
+fn owned_value(data_type: i32, dims: &[i64], b: &[u8]) -> Option<Result<DynValue>> {
+    macro_rules! le {
+        ($t:ty) => {
+            |c: &[u8]| <$t>::from_le_bytes(c.try_into().expect("element size"))
+        };
+    }
+    Some(match data_type {
+        1 => typed::<f32>(dims, b, le!(f32)),
+        2 => typed::<u8>(dims, b, |c| c[0]),
+        3 => typed::<i8>(dims, b, |c| c[0] as i8),
+        4 => typed::<u16>(dims, b, le!(u16)),
+        5 => typed::<i16>(dims, b, le!(i16)),
+        6 => typed::<i32>(dims, b, le!(i32)),
+        7 => typed::<i64>(dims, b, le!(i64)),
+        9 => typed::<bool>(dims, b, |c| c[0] != 0),
+        10 => typed::<half::f16>(dims, b, |c| {
+            half::f16::from_bits(u16::from_le_bytes([c[0], c[1]]))
+        }),
+        11 => typed::<f64>(dims, b, le!(f64)),
+        12 => typed::<u32>(dims, b, le!(u32)),
+        13 => typed::<u64>(dims, b, le!(u64)),
+        16 => typed::<half::bf16>(dims, b, |c| {
+            half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))
+        }),
+        _ => return None,
+    })
+}
+
+/// Reads a model and sets its weights apart: the bytes of each large initializer are copied once
+/// into an aligned ONNX Runtime tensor, and the proto keeps only references to them.
+fn load(path: &Path, bytes: &[u8]) -> Result<ModelWeights> {
+    let fingerprint = Fingerprint::of_bytes(bytes);
+    let location = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .ok_or_else(|| Error::model(path, "names no file"))?;
+    let split = onnx_split::split_with_location(bytes, MIN_SHARED_BYTES, &location)
+        .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
+    let mut values = Vec::with_capacity(split.initializers.len());
+    let mut weight_bytes = 0;
+    for init in &split.initializers {
+        let src = &bytes[init.offset..init.offset + init.len];
+        let value = owned_value(init.data_type, &init.dims, src).ok_or_else(|| {
+            Error::model(
+                path,
+                format!(
+                    "initializer `{}` has unsupported data type {}",
+                    init.name, init.data_type
+                ),
+            )
+        })??;
+        weight_bytes += init.len;
+        values.push((init.name.clone(), Arc::new(value)));
+    }
+    Ok(ModelWeights {
+        model: split.model,
+        directory: path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf))
+            .unwrap_or_default(),
+        values,
+        prepacked: PrepackedWeights::new(),
+        fingerprint,
+        weight_bytes,
+        device_values: Mutex::new(Vec::new()),
+    })
+}
+
+impl ModelWeights {
+    /// The values to give a session on these providers: the host copy, or, when the first
+    /// requested provider is a GPU one that this ONNX Runtime build has, one copy on that
+    /// device, made once and shared by every session there (a host value given to a GPU session
+    /// would be copied to the device by each session: the per-session copy this module avoids).
+    pub(crate) fn values_for(&self, device: &DeviceOptions) -> Vec<(String, Arc<DynValue>)> {
+        let target = device
+            .providers
+            .first()
+            .filter(|r| r.provider.is_gpu() && r.available_in_build());
+        let Some(request) = target else {
+            return self.values.clone();
+        };
+        let Some(memory_device) = request.provider.allocation_device() else {
+            return self.values.clone();
+        };
+        let key = (memory_device.as_str().to_string(), request.device_id);
+        let mut cache = self.device_values.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(values) = cache
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.clone())
+        {
+            return values;
+        }
+        let copied: std::result::Result<Vec<_>, ort::Error> = self
+            .values
+            .iter()
+            .map(|(name, value)| {
+                let tensor = value.view().downcast::<ort::value::DynTensorValueType>()?;
+                let on_device = tensor.to(memory_device.clone(), request.device_id)?;
+                Ok((name.clone(), Arc::new(on_device.into_dyn())))
+            })
+            .collect();
+        match copied {
+            Ok(values) => {
+                cache.push((key, values.clone()));
+                values
+            }
+            Err(e) => {
+                crate::log::emit(
+                    crate::log::LogLevel::Debug,
+                    &format!(
+                        "weights stay on the host: placing them on {} failed: {e}",
+                        request.provider.ort_name()
+                    ),
+                );
+                self.values.clone()
+            }
+        }
+    }
+}
+
+/// The weights of the model at `path`: the registry's shared copy (made on first use), or a
+/// fresh copy for this caller alone.
+pub(crate) fn get(path: &Path, sharing: WeightSharing) -> Result<Arc<ModelWeights>> {
+    crate::runtime::environment()?;
+    if sharing == WeightSharing::Copy {
+        let bytes = crate::session::read_model(path)?;
+        return Ok(Arc::new(load(path, &bytes)?));
+    }
+    let key = key(path)?;
+    let mut registry = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    registry.retain(|(_, weak)| weak.strong_count() > 0);
+    if let Some(existing) = registry
+        .iter()
+        .find(|(k, _)| *k == key)
+        .and_then(|(_, w)| w.upgrade())
+    {
+        return Ok(existing);
+    }
+    // Loading under the lock: two threads opening one model must not both read it.
+    let bytes = crate::session::read_model(path)?;
+    let weights = Arc::new(load(path, &bytes)?);
+    drop(bytes);
+    registry.push((key, Arc::downgrade(&weights)));
+    Ok(weights)
+}
+
+/// Number of models whose weights the registry currently holds (for tests and diagnostics).
+pub fn shared_models() -> usize {
+    let registry = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
+    registry
+        .iter()
+        .filter(|(_, w)| w.strong_count() > 0)
+        .count()
+}
+
+/// Address of the data of the first shared weight (its identity, for tests and diagnostics).
+pub(crate) fn weights_address(weights: &ModelWeights) -> Option<usize> {
+    weights.values.first().and_then(|(_, v)| {
+        v.view()
+            .downcast::<ort::value::DynTensorValueType>()
+            .ok()
+            .map(|t| t.data_ptr() as usize)
+    })
+}
