@@ -244,6 +244,36 @@ impl Embedding {
         })
     }
 
+    /// A copy of this host embedding on a device ("Cuda", "DML"), made by ONNX Runtime through that
+    /// device's execution provider.
+    pub fn copy_to(&self, device: AllocationDevice<'static>, device_id: i32) -> Result<Embedding> {
+        if self.simulated {
+            return Err(Error::invalid(
+                "embedding",
+                "a simulated device embedding cannot be copied",
+            ));
+        }
+        let mut tensors = Vec::with_capacity(3);
+        for t in self.tensors.iter() {
+            let copy = t.value.to(device.clone(), device_id).map_err(|e| {
+                Error::EnvironmentConfiguration(format!(
+                    "placing the embedding on `{}` device {device_id} failed: {e}",
+                    device.as_str()
+                ))
+            })?;
+            tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
+        }
+        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
+        Ok(Embedding {
+            tensors,
+            image_width: self.image_width,
+            image_height: self.image_height,
+            fingerprint: self.fingerprint,
+            family: self.family,
+            simulated: false,
+        })
+    }
+
     /// TEST SUPPORT: a view of a host embedding whose tensors are labelled as living in
     /// `allocator` memory ("Cuda", "DML", …) on `device_id`, standing for a device-resident
     /// embedding in residency checks on machines without a GPU. The bytes stay the host

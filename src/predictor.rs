@@ -193,10 +193,14 @@ impl Predictor {
         self.expected
     }
 
-    /// Places a host embedding on this predictor's execution device. A CPU predictor's device is
-    /// the host, so the embedding is returned as it is.
+    /// Places a host embedding on this predictor's execution device (one copy, made now, so
+    /// predicts read it in place). A CPU predictor's device is the host: the embedding is
+    /// returned as it is.
     pub fn place_on_device(&self, embedding: Embedding) -> Result<Embedding> {
-        Ok(embedding)
+        match self.device.primary.allocation_device() {
+            Some(device) => embedding.copy_to(device, self.device.device_id),
+            None => Ok(embedding),
+        }
     }
 
     /// A free session of the pool, or (all busy) the next one in turn.

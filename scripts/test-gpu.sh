@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The GPU checks, for a machine with an NVIDIA GPU and a CUDA build of ONNX Runtime 1.31+:
+#   SAM2_ONNXRUNTIME_PATH=/path/to/onnxruntime-gpu/capi/libonnxruntime.so.1.31.1 scripts/test-gpu.sh
+# (for example from `pip install onnxruntime-gpu==1.31.1`, with CUDA 12 and cuDNN 9 on the library
+# path). Without a CUDA provider every check reports itself skipped.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+GPU_ORT="${SAM2_ONNXRUNTIME_PATH:-}"
+. scripts/setup.sh
+[ -n "$GPU_ORT" ] && export SAM2_ONNXRUNTIME_PATH="$GPU_ORT"
+echo "ONNX Runtime: $SAM2_ONNXRUNTIME_PATH"
+cargo test --release --test gpu -- --nocapture --test-threads=1
