@@ -11,11 +11,34 @@
 //! * the list of moved [`Initializer`]s, each with the byte range of its data in the **original**
 //!   model bytes, from which the caller serves every one of them in place with `AddInitializer`.
 //!
-//! The location [`INPLACE_LOCATION`] (`"sam2-inplace.bin"`) names a file that never exists: ONNX
-//! Runtime never reads it as long as *every* moved initializer is supplied with `AddInitializer`.
-//! The `offset`/`length` written next to it are the offset and length of the tensor's bytes in the
-//! original model file, so the reference is also meaningful if the original file bytes are ever
-//! registered under that name (e.g. with `AddExternalInitializersFromFilesInMemory`).
+//! The location [`INPLACE_LOCATION`] (`"sam2-inplace.bin"`) names a file that never exists on
+//! disk. The `offset`/`length` written next to it are the offset and length of the tensor's bytes
+//! in the ORIGINAL model bytes, so the reference is truthful once the original bytes are
+//! registered under that name. How ONNX Runtime (checked with 1.31.1) treats such a model:
+//!
+//! * Creating a session from the rewritten bytes with only `AddInitializer` FAILS: for a model
+//!   loaded from bytes, ONNX Runtime validates at load time that every external-data file exists
+//!   (relative to the working directory), before it looks at `AddInitializer` values.
+//! * ONNX Runtime's graph optimizers (fusions, layout transforms) READ the data of some moved
+//!   initializers through the external-data reference even though they are supplied with
+//!   `AddInitializer` (an empty file of that name makes session creation fail; an all-zero buffer
+//!   gives wrong outputs).
+//!
+//! So every session must also register the original model bytes as the in-memory file
+//! [`INPLACE_LOCATION`] (`AddExternalInitializersFromFilesInMemory`, ort:
+//! `SessionBuilder::with_external_initializer_file_in_memory(INPLACE_LOCATION, Arc<[u8]>)`), in
+//! addition to `AddInitializer` for every moved initializer. Then ONNX Runtime never touches the
+//! file system for it, uses the `AddInitializer` buffers in place, and reads the registered
+//! bytes only for what its optimizers derive (fused or re-laid-out weights, which are per-session
+//! anyway). Registering the in-memory file alone, without `AddInitializer`, copies every weight
+//! into every session. Alternatively, [`split_with_location`] names the original model file
+//! itself (the offsets are into it), which exists on disk; for a model created from bytes, ONNX
+//! Runtime then resolves it against `session.model_external_initializers_file_folder_path`
+//! (or the working directory) and opens that file for what its optimizers derive.
+//!
+//! Note also that ONNX Runtime's weight prepacking (on by default for `MatMul`/`Conv` on CPU)
+//! makes a per-session packed copy of such weights unless the sessions share a prepacked-weights
+//! container (ort: `PrepackedWeights`) or prepacking is disabled (`session.disable_prepacking`).
 //!
 //! Everything else is preserved byte for byte: every other field of a moved `TensorProto` (name,
 //! dims, data_type, doc_string, metadata, unknown fields), every other field of the `GraphProto`
@@ -32,8 +55,8 @@
 use std::collections::HashSet;
 
 /// The `location` written into every rewritten initializer's external data. It names a file that
-/// never exists; ONNX Runtime never opens it as long as every moved initializer is supplied with
-/// `AddInitializer`.
+/// never exists on disk; register the original model bytes under this name as an in-memory
+/// external-data file in every session (see the module documentation).
 pub const INPLACE_LOCATION: &str = "sam2-inplace.bin";
 
 /// One initializer moved out of the model proto.
@@ -99,9 +122,13 @@ pub fn element_size(data_type: i32) -> Option<usize> {
 /// negative dimension, a shape whose byte size overflows, `raw_data` whose length differs from
 /// `product(dims) * element_size(data_type)`, and two moved initializers with the same name.
 ///
-/// A model without a `graph` field is an error, as is any malformed protobuf on the walked path
-/// (bad varint, length past the end of its enclosing message, invalid wire type or field number,
-/// wrong wire type for an interpreted field).
+/// # Errors
+///
+/// Besides the cases above: a model without a `graph` field, and any malformed protobuf on the
+/// walked path (bad varint, a length past the end of its enclosing message, an invalid wire type
+/// or field number, a wrong wire type for an interpreted field, an unterminated group). Nested
+/// messages that are copied through without being interpreted (nodes, value infos, ...) are only
+/// checked to lie within their parent; ONNX Runtime parses them later.
 pub fn split(model: &[u8], min_bytes: usize) -> Result<Split, String> {
     split_with_location(model, min_bytes, INPLACE_LOCATION)
 }
@@ -914,6 +941,23 @@ mod tests {
             .map(|p| p.name.as_str())
             .collect();
         assert_eq!(inline, ["small", "int4"]);
+    }
+
+    #[test]
+    fn custom_location() {
+        let model = build_model().model;
+        let a = split(&model, 1024).unwrap();
+        let b = split_with_location(&model, 1024, "model.onnx").unwrap();
+        assert_eq!(a.initializers, b.initializers);
+        let moved: Vec<Parsed> = parse_initializers(&b.model)
+            .into_iter()
+            .filter(|p| p.location == 1 && p.name != "ext")
+            .collect();
+        assert_eq!(moved.len(), 3);
+        for p in moved {
+            assert_eq!(p.external[0], ("location".into(), "model.onnx".into()));
+        }
+        assert!(split(&b.model, 1024).unwrap().initializers.is_empty());
     }
 
     #[test]
