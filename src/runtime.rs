@@ -31,6 +31,9 @@ pub struct RuntimeInfo {
 struct Runtime {
     info: RuntimeInfo,
     env: Environment,
+    /// A CPU arena registered with the environment, which sessions share (activations of one
+    /// session's run reuse memory another's run released) instead of one arena each.
+    shared_arena: bool,
 }
 
 static RUNTIME: OnceLock<Runtime> = OnceLock::new();
@@ -73,6 +76,7 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
                     .build()
                     .map_err(|e| Error::OnnxRuntime(format!("creating the environment: {e}")))?;
                 env.set_log_level(ort::logging::LogLevel::Warning);
+                let shared_arena = register_shared_cpu_arena(&env);
                 let info = RuntimeInfo {
                     path: candidate.path.clone(),
                     version: version_string(&candidate.path),
@@ -89,6 +93,7 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
                 let _ = RUNTIME.set(Runtime {
                     info: info.clone(),
                     env,
+                    shared_arena,
                 });
                 return Ok(info);
             }
@@ -113,6 +118,46 @@ pub fn environment() -> Result<&'static Environment> {
         init(None)?;
     }
     Ok(&RUNTIME.get().expect("initialised above").env)
+}
+
+/// Whether sessions can share the environment's CPU arena.
+pub(crate) fn shared_arena() -> bool {
+    RUNTIME.get().is_some_and(|rt| rt.shared_arena)
+}
+
+/// Registers one CPU arena allocator with the environment, for sessions built with
+/// `session.use_env_allocators`. Failure only costs memory, so it is logged, not returned.
+fn register_shared_cpu_arena(env: &Environment) -> bool {
+    use ort::AsPointer;
+    let info = match ort::memory::MemoryInfo::new(
+        ort::memory::AllocationDevice::CPU,
+        0,
+        ort::memory::AllocatorType::Arena,
+        ort::memory::MemoryType::Default,
+    ) {
+        Ok(info) => info,
+        Err(_) => return false,
+    };
+    let api = ort::api();
+    // SAFETY: a live environment and memory info; a NULL arena config means ONNX Runtime's defaults.
+    let status = unsafe {
+        (api.CreateAndRegisterAllocator)(env.ptr() as *mut _, info.ptr(), std::ptr::null())
+    };
+    if status.0.is_null() {
+        return true;
+    }
+    // SAFETY: a non-NULL status from the call above, released once.
+    unsafe {
+        let msg = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
+            .to_string_lossy()
+            .into_owned();
+        (api.ReleaseStatus)(status.0);
+        log::emit(
+            LogLevel::Debug,
+            &format!("sessions keep their own CPU arenas: {msg}"),
+        );
+    }
+    false
 }
 
 /// The loaded runtime, if any.

@@ -30,6 +30,8 @@ pub enum Optimization {
     /// redundant-node removal); pre-packing still applies and is shared. Shared weights stay shared.
     #[default]
     Basic,
+    /// None at all: the graph runs as exported.
+    None,
     /// Everything, including fusions and layout changes that rewrite weights: each session then
     /// derives its own rewritten copy of the weights it fuses (read from the model file).
     All,
@@ -61,6 +63,7 @@ pub(crate) fn build(
     let env = runtime::environment()?;
     let mut builder = Session::builder(env)?
         .with_optimization_level(match options.optimization {
+            Optimization::None => GraphOptimizationLevel::Disable,
             Optimization::Basic => GraphOptimizationLevel::Level1,
             Optimization::All => GraphOptimizationLevel::All,
         })?
@@ -72,6 +75,9 @@ pub(crate) fn build(
         ))?;
     if let Some(n) = options.intra_threads {
         builder = builder.with_intra_threads(n)?;
+    }
+    if runtime::shared_arena() {
+        builder = builder.with_env_allocators()?;
     }
     let outcome = device::register(&mut builder, &options.device);
     for (name, value) in weights.values_for(&options.device) {
