@@ -217,30 +217,14 @@ impl Embedding {
                 self.allocator_name()
             )));
         }
-        let mut tensors = Vec::with_capacity(3);
-        for t in self.tensors.iter() {
-            if t.location.cpu_accessible {
-                let copy = t.value.to(AllocationDevice::CPU, 0)?;
-                tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
-                continue;
-            }
-            let copy = t.value.to(AllocationDevice::CPU, 0).map_err(|e| {
+        self.map_tensors(|t| {
+            t.value.to(AllocationDevice::CPU, 0).map_err(|e| {
                 Error::EnvironmentConfiguration(format!(
                     "copying the embedding from `{}` device {} to the host failed; the execution provider \
                      for that device must be available in this ONNX Runtime build: {e}",
                     t.location.allocator, t.location.device_id
                 ))
-            })?;
-            tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
-        }
-        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
-        Ok(Embedding {
-            tensors,
-            image_width: self.image_width,
-            image_height: self.image_height,
-            fingerprint: self.fingerprint,
-            family: self.family,
-            simulated: false,
+            })
         })
     }
 
@@ -253,15 +237,24 @@ impl Embedding {
                 "a simulated device embedding cannot be copied",
             ));
         }
-        let mut tensors = Vec::with_capacity(3);
-        for t in self.tensors.iter() {
-            let copy = t.value.to(device.clone(), device_id).map_err(|e| {
+        self.map_tensors(|t| {
+            t.value.to(device.clone(), device_id).map_err(|e| {
                 Error::EnvironmentConfiguration(format!(
                     "placing the embedding on `{}` device {device_id} failed: {e}",
                     device.as_str()
                 ))
-            })?;
-            tensors.push(EmbeddingTensor::from_value(copy.into_dyn())?);
+            })
+        })
+    }
+
+    /// A new embedding with the same metadata whose tensors are `copy` of each of these.
+    fn map_tensors(
+        &self,
+        copy: impl Fn(&EmbeddingTensor) -> Result<DynTensor>,
+    ) -> Result<Embedding> {
+        let mut tensors = Vec::with_capacity(3);
+        for t in self.tensors.iter() {
+            tensors.push(EmbeddingTensor::from_value(copy(t)?.into_dyn())?);
         }
         let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
         Ok(Embedding {

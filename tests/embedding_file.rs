@@ -8,28 +8,13 @@ use std::sync::Arc;
 
 use common::*;
 use sam2::{
-    embedding_file, Embedding, Encoder, EncoderOptions, Error, ImageView, PixelFormat, Point,
-    PredictOptions, Predictor, PredictorOptions, Prompt,
+    embedding_file, Embedding, Encoder, Error, ImageView, PixelFormat, PredictOptions, Predictor,
+    Prompt,
 };
 
 fn setup(pair: &str) -> (Encoder, Predictor, Arc<Embedding>) {
-    init_runtime();
-    let encoder = Encoder::new(
-        model(&format!("{pair}_encoder.onnx")),
-        &EncoderOptions::default(),
-    )
-    .unwrap();
-    let predictor = Predictor::new(
-        model(&format!("{pair}_decoder.onnx")),
-        &PredictorOptions {
-            encoder_fingerprint: Some(encoder.fingerprint()),
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let img = read_pnm(&testdata("shapes.ppm"));
-    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
-    let embedding = Arc::new(encoder.encode(&view).unwrap());
+    let (encoder, predictor) = open_pair(pair);
+    let embedding = Arc::new(encode_shapes(&encoder));
     (encoder, predictor, embedding)
 }
 
@@ -41,17 +26,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn prompts() -> Vec<Prompt> {
-    shapes()
-        .iter()
-        .map(|s| Prompt {
-            points: vec![Point {
-                x: s.click.0,
-                y: s.click.1,
-                positive: true,
-            }],
-            ..Default::default()
-        })
-        .collect()
+    shape_clicks()
 }
 
 #[test]

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use common::*;
 use sam2::{
     embedding_file, DeviceOptions, Encoder, EncoderOptions, Error, ImageView, MismatchPolicy,
-    OutputTarget, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions, Prompt,
-    Provider, ProviderRequest,
+    OutputTarget, PixelFormat, PredictOptions, Predictor, PredictorOptions, Provider,
+    ProviderRequest,
 };
 
 fn cuda_available() -> bool {
@@ -28,20 +28,6 @@ fn cuda_options() -> DeviceOptions {
         providers: vec![ProviderRequest::cuda(0)],
         on_mismatch: MismatchPolicy::Fail,
     }
-}
-
-fn click() -> Vec<Prompt> {
-    shapes()
-        .iter()
-        .map(|s| Prompt {
-            points: vec![Point {
-                x: s.click.0,
-                y: s.click.1,
-                positive: true,
-            }],
-            ..Default::default()
-        })
-        .collect()
 }
 
 #[test]
@@ -76,7 +62,7 @@ fn a_cuda_embedding_stays_on_the_device_and_is_refused_for_saving() {
     let predictor = Predictor::new(model("tiny_a_decoder.onnx"), &popts).unwrap();
     assert_eq!(predictor.device().primary, Provider::Cuda);
     let on_gpu = predictor
-        .predict(&embedding, &click(), PredictOptions::default())
+        .predict(&embedding, &shape_clicks(), PredictOptions::default())
         .unwrap();
 
     // The explicit copy to the host saves, loads, and predicts the same on the CPU.
@@ -86,7 +72,7 @@ fn a_cuda_embedding_stays_on_the_device_and_is_refused_for_saving() {
     let loaded = embedding_file::load(&path, Some(encoder.fingerprint())).unwrap();
     let cpu = Predictor::new(model("tiny_a_decoder.onnx"), &PredictorOptions::default()).unwrap();
     let on_cpu = cpu
-        .predict(&loaded, &click(), PredictOptions::default())
+        .predict(&loaded, &shape_clicks(), PredictOptions::default())
         .unwrap();
     for k in 0..on_cpu.objects {
         assert!(iou(on_cpu.mask(k), on_gpu.mask(k)) > 0.99);
@@ -97,7 +83,7 @@ fn a_cuda_embedding_stays_on_the_device_and_is_refused_for_saving() {
         .unwrap();
     assert_eq!(placed.allocator_name(), "Cuda");
     predictor
-        .predict(&placed, &click(), PredictOptions::default())
+        .predict(&placed, &shape_clicks(), PredictOptions::default())
         .unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -16,33 +16,11 @@ const TINY: [(&str, Contract); 4] = [
 ];
 
 fn open(pair: &str) -> (Encoder, Predictor) {
-    init_runtime();
-    let encoder = Encoder::new(
-        model(&format!("{pair}_encoder.onnx")),
-        &EncoderOptions::default(),
-    )
-    .unwrap();
-    let options = PredictorOptions {
-        encoder_fingerprint: Some(encoder.fingerprint()),
-        ..Default::default()
-    };
-    let predictor = Predictor::new(model(&format!("{pair}_decoder.onnx")), &options).unwrap();
-    (encoder, predictor)
+    open_pair(pair)
 }
 
 fn shapes_image() -> Image {
     read_pnm(&testdata("shapes.ppm"))
-}
-
-fn click(x: f32, y: f32) -> Prompt {
-    Prompt {
-        points: vec![Point {
-            x,
-            y,
-            positive: true,
-        }],
-        ..Default::default()
-    }
 }
 
 #[test]
@@ -119,12 +97,6 @@ fn a_click_inside_each_shape_selects_that_shape() {
 
 fn shape<'a>(all: &'a [Shape], name: &str) -> &'a Shape {
     all.iter().find(|s| s.name == name).unwrap()
-}
-
-fn encode_shapes(encoder: &Encoder) -> sam2::Embedding {
-    let img = shapes_image();
-    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
-    encoder.encode(&view).unwrap()
 }
 
 #[test]

@@ -162,3 +162,45 @@ pub fn expected_click_mask(shape: &Shape, all: &[Shape]) -> Vec<u8> {
         None => shape.mask.clone(),
     }
 }
+
+/// An encoder and a predictor of one generated pair, the predictor bound to the encoder's
+/// fingerprint.
+pub fn open_pair(pair: &str) -> (sam2::Encoder, sam2::Predictor) {
+    init_runtime();
+    let encoder =
+        sam2::Encoder::new(model(&format!("{pair}_encoder.onnx")), &Default::default()).unwrap();
+    let options = sam2::PredictorOptions {
+        encoder_fingerprint: Some(encoder.fingerprint()),
+        ..Default::default()
+    };
+    let predictor = sam2::Predictor::new(model(&format!("{pair}_decoder.onnx")), &options).unwrap();
+    (encoder, predictor)
+}
+
+/// The embedding of testdata/shapes.ppm.
+pub fn encode_shapes(encoder: &sam2::Encoder) -> sam2::Embedding {
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let view =
+        sam2::ImageView::packed(&img.data, img.width, img.height, sam2::PixelFormat::Rgb).unwrap();
+    encoder.encode(&view).unwrap()
+}
+
+/// One positive click.
+pub fn click(x: f32, y: f32) -> sam2::Prompt {
+    sam2::Prompt {
+        points: vec![sam2::Point {
+            x,
+            y,
+            positive: true,
+        }],
+        ..Default::default()
+    }
+}
+
+/// A click inside each shape of the test image, in shapes.json's order.
+pub fn shape_clicks() -> Vec<sam2::Prompt> {
+    shapes()
+        .iter()
+        .map(|s| click(s.click.0, s.click.1))
+        .collect()
+}
