@@ -54,6 +54,33 @@
 #define SAM2_ON_MISMATCH_FAIL 1
 
 /**
+ * Weights: one copy per process, used in place by every session of the model (the default).
+ */
+#define SAM2_WEIGHTS_SHARED 0
+
+/**
+ * Weights: an explicit copy for this session alone (isolation); never made unless asked for.
+ */
+#define SAM2_WEIGHTS_COPY 1
+
+/**
+ * Graph optimisation: basic rewrites that keep the weights as they are, so shared weights stay
+ * shared (the default).
+ */
+#define SAM2_OPTIMIZATION_BASIC 0
+
+/**
+ * Graph optimisation: none.
+ */
+#define SAM2_OPTIMIZATION_NONE 1
+
+/**
+ * Graph optimisation: everything, including fusions that give each session its own rewritten
+ * copy of the weights it fuses.
+ */
+#define SAM2_OPTIMIZATION_ALL 2
+
+/**
  * CUDA arena growth: by powers of two (ONNX Runtime's default).
  */
 #define SAM2_ARENA_NEXT_POWER_OF_TWO 0
@@ -297,6 +324,14 @@ typedef struct sam2_encoder_options {
    * first requested provider is a GPU one the session did not get.
    */
   uint32_t on_device_mismatch;
+  /**
+   * `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
+   */
+  uint32_t weight_sharing;
+  /**
+   * `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+   */
+  uint32_t graph_optimization;
 } sam2_encoder_options;
 
 /**
@@ -331,6 +366,20 @@ typedef struct sam2_predictor_options {
    * `SAM2_ERR_INVALID_ARGUMENT`. 1: it is copied to the host for each predict.
    */
   uint32_t allow_embedding_copy;
+  /**
+   * Sessions in the predictor's pool, i.e. predicts that run at once; 0 = one per core (at
+   * most 8). The sessions share the weights; with several, the cores are split between them
+   * unless `intra_threads` says otherwise.
+   */
+  uint32_t pool_size;
+  /**
+   * `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
+   */
+  uint32_t weight_sharing;
+  /**
+   * `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+   */
+  uint32_t graph_optimization;
 } sam2_predictor_options;
 
 /**
@@ -450,7 +499,8 @@ sam2_status sam2_embedding_save(const struct sam2_embedding *embedding, const ch
  * Loads an embedding file.
  *
  * `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
- * than the predictor's gives `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
+ * than the predictor's (or by an encoder of another export family) gives
+ * `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
  * `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
  * foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT`; an OS failure `SAM2_ERR_IO`.
  * On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).

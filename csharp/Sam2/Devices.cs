@@ -27,6 +27,26 @@ namespace Sam2
         Fail = NativeMethods.SAM2_ON_MISMATCH_FAIL,
     }
 
+    /// <summary>How sessions of one model hold its weights (SAM2_WEIGHTS_*).</summary>
+    public enum WeightSharing : uint
+    {
+        /// <summary>One copy per process, used in place by every session (default).</summary>
+        Shared = NativeMethods.SAM2_WEIGHTS_SHARED,
+        /// <summary>An explicit copy for this session alone.</summary>
+        Copy = NativeMethods.SAM2_WEIGHTS_COPY,
+    }
+
+    /// <summary>How far ONNX Runtime optimises the graph (SAM2_OPTIMIZATION_*).</summary>
+    public enum GraphOptimization : uint
+    {
+        /// <summary>Rewrites that keep the weights as they are, so shared weights stay shared (default).</summary>
+        Basic = NativeMethods.SAM2_OPTIMIZATION_BASIC,
+        /// <summary>No graph optimisation.</summary>
+        None = NativeMethods.SAM2_OPTIMIZATION_NONE,
+        /// <summary>Everything, including fusions that give each session its own rewritten weights.</summary>
+        All = NativeMethods.SAM2_OPTIMIZATION_ALL,
+    }
+
     /// <summary>How CUDA's memory arena grows (SAM2_ARENA_*).</summary>
     public enum ArenaExtendStrategy : uint
     {

@@ -33,6 +33,11 @@ namespace Sam2
         internal const uint SAM2_PROVIDER_COREML = 4;
         internal const uint SAM2_ON_MISMATCH_FALLBACK = 0;
         internal const uint SAM2_ON_MISMATCH_FAIL = 1;
+        internal const uint SAM2_WEIGHTS_SHARED = 0;
+        internal const uint SAM2_WEIGHTS_COPY = 1;
+        internal const uint SAM2_OPTIMIZATION_BASIC = 0;
+        internal const uint SAM2_OPTIMIZATION_NONE = 1;
+        internal const uint SAM2_OPTIMIZATION_ALL = 2;
         internal const uint SAM2_ARENA_NEXT_POWER_OF_TWO = 0;
         internal const uint SAM2_ARENA_SAME_AS_REQUESTED = 1;
         internal const uint SAM2_PLACE_HOST = 0;
@@ -75,6 +80,8 @@ namespace Sam2
             public IntPtr providers;
             public UIntPtr provider_count;
             public uint on_device_mismatch;
+            public uint weight_sharing;
+            public uint graph_optimization;
         }
 
         [StructLayout(LayoutKind.Sequential)]
@@ -89,6 +96,9 @@ namespace Sam2
             public UIntPtr provider_count;
             public uint on_device_mismatch;
             public uint allow_embedding_copy;
+            public uint pool_size;
+            public uint weight_sharing;
+            public uint graph_optimization;
         }
 
         [StructLayout(LayoutKind.Sequential)]

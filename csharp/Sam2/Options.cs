@@ -17,7 +17,15 @@ namespace Sam2
             OutputTarget = (OutputTarget)defaults.output_target;
             _intraThreads = (int)defaults.intra_threads;
             OnDeviceMismatch = (DeviceMismatchPolicy)defaults.on_device_mismatch;
+            WeightSharing = (WeightSharing)defaults.weight_sharing;
+            GraphOptimization = (GraphOptimization)defaults.graph_optimization;
         }
+
+        /// <summary>Shared weights (default: one copy for every session of the model) or an explicit copy.</summary>
+        public WeightSharing WeightSharing { get; set; }
+
+        /// <summary>How far ONNX Runtime optimises the graph (Basic keeps shared weights shared).</summary>
+        public GraphOptimization GraphOptimization { get; set; }
 
         /// <summary>Where the embedding is placed: <see cref="Sam2.OutputTarget.Device"/> (default) or <see cref="Sam2.OutputTarget.Host"/>.</summary>
         public OutputTarget OutputTarget { get; set; }
@@ -51,6 +59,8 @@ namespace Sam2
             native.intra_threads = (uint)_intraThreads;
             Sam2ProviderRequest.Pin(_providers, pins, out native.providers, out native.provider_count);
             native.on_device_mismatch = (uint)OnDeviceMismatch;
+            native.weight_sharing = (uint)WeightSharing;
+            native.graph_optimization = (uint)GraphOptimization;
             return native;
         }
     }
@@ -69,7 +79,30 @@ namespace Sam2
             EncoderFingerprint = Utf8.FromNative(defaults.encoder_fingerprint);
             OnDeviceMismatch = (DeviceMismatchPolicy)defaults.on_device_mismatch;
             AllowEmbeddingCopy = defaults.allow_embedding_copy != 0;
+            _poolSize = (int)defaults.pool_size;
+            WeightSharing = (WeightSharing)defaults.weight_sharing;
+            GraphOptimization = (GraphOptimization)defaults.graph_optimization;
         }
+
+        private int _poolSize;
+
+        /// <summary>Sessions in the pool (predictions that run at once); 0 = one per core.</summary>
+        public int PoolSize
+        {
+            get { return _poolSize; }
+            set
+            {
+                if (value < 0)
+                    throw new ArgumentOutOfRangeException("value", value, "must be 0 (one per core) or more");
+                _poolSize = value;
+            }
+        }
+
+        /// <summary>Shared weights (default) or an explicit copy.</summary>
+        public WeightSharing WeightSharing { get; set; }
+
+        /// <summary>How far ONNX Runtime optimises the graph (Basic keeps shared weights shared).</summary>
+        public GraphOptimization GraphOptimization { get; set; }
 
         /// <summary>Intra-op threads of each session; 0 lets ONNX Runtime choose.</summary>
         public int IntraThreads
@@ -114,6 +147,9 @@ namespace Sam2
             Sam2ProviderRequest.Pin(_providers, pins, out native.providers, out native.provider_count);
             native.on_device_mismatch = (uint)OnDeviceMismatch;
             native.allow_embedding_copy = AllowEmbeddingCopy ? 1u : 0u;
+            native.pool_size = (uint)_poolSize;
+            native.weight_sharing = (uint)WeightSharing;
+            native.graph_optimization = (uint)GraphOptimization;
             return native;
         }
     }

@@ -7,6 +7,8 @@ use crate::device::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
 };
 use crate::error::Error;
+use crate::session::Optimization;
+use crate::weights::WeightSharing;
 
 /// Execution provider: the CPU.
 pub const SAM2_PROVIDER_CPU: u32 = 0;
@@ -24,6 +26,49 @@ pub const SAM2_PROVIDER_COREML: u32 = 4;
 pub const SAM2_ON_MISMATCH_FALLBACK: u32 = 0;
 /// Device mismatch resolution: fail with `SAM2_ERR_ENVIRONMENT_CONFIGURATION`.
 pub const SAM2_ON_MISMATCH_FAIL: u32 = 1;
+
+/// Weights: one copy per process, used in place by every session of the model (the default).
+pub const SAM2_WEIGHTS_SHARED: u32 = 0;
+/// Weights: an explicit copy for this session alone (isolation); never made unless asked for.
+pub const SAM2_WEIGHTS_COPY: u32 = 1;
+
+/// Graph optimisation: basic rewrites that keep the weights as they are, so shared weights stay
+/// shared (the default).
+pub const SAM2_OPTIMIZATION_BASIC: u32 = 0;
+/// Graph optimisation: none.
+pub const SAM2_OPTIMIZATION_NONE: u32 = 1;
+/// Graph optimisation: everything, including fusions that give each session its own rewritten
+/// copy of the weights it fuses.
+pub const SAM2_OPTIMIZATION_ALL: u32 = 2;
+
+/// Converts the weight-sharing and optimisation fields shared by encoder and predictor options.
+pub(crate) fn weights_and_optimization(
+    weight_sharing: u32,
+    graph_optimization: u32,
+) -> Result<(WeightSharing, Optimization), Error> {
+    let weights = match weight_sharing {
+        SAM2_WEIGHTS_SHARED => WeightSharing::Shared,
+        SAM2_WEIGHTS_COPY => WeightSharing::Copy,
+        other => {
+            return Err(Error::invalid(
+                "options.weight_sharing",
+                format!("must be SAM2_WEIGHTS_SHARED (0) or SAM2_WEIGHTS_COPY (1), got {other}"),
+            ))
+        }
+    };
+    let optimization = match graph_optimization {
+        SAM2_OPTIMIZATION_BASIC => Optimization::Basic,
+        SAM2_OPTIMIZATION_NONE => Optimization::None,
+        SAM2_OPTIMIZATION_ALL => Optimization::All,
+        other => {
+            return Err(Error::invalid(
+                "options.graph_optimization",
+                format!("must be SAM2_OPTIMIZATION_BASIC, _NONE or _ALL (0..2), got {other}"),
+            ))
+        }
+    };
+    Ok((weights, optimization))
+}
 
 /// CUDA arena growth: by powers of two (ONNX Runtime's default).
 pub const SAM2_ARENA_NEXT_POWER_OF_TWO: u32 = 0;

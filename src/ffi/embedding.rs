@@ -132,7 +132,8 @@ pub extern "C" fn sam2_embedding_save(
 /// Loads an embedding file.
 ///
 /// `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
-/// than the predictor's gives `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
+/// than the predictor's (or by an encoder of another export family) gives
+/// `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
 /// `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
 /// foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT`; an OS failure `SAM2_ERR_IO`.
 /// On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
@@ -166,6 +167,10 @@ pub extern "C" fn sam2_embedding_load(
         }
         let expected = predictor.and_then(|p| p.inner.expected_fingerprint());
         let embedding = crate::embedding_file::load(std::path::Path::new(path), expected)?;
+        if let Some(p) = predictor {
+            // Family and layout too, so a file this predictor cannot use is refused now.
+            p.inner.check_embedding(&embedding)?;
+        }
         let embedding = match (placement, predictor) {
             (SAM2_PLACE_DEVICE, Some(p)) => p.inner.place_on_device(embedding)?,
             _ => embedding,

@@ -3,7 +3,10 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use super::device::{device_options, sam2_provider, SAM2_ON_MISMATCH_FALLBACK};
+use super::device::{
+    device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
+    SAM2_OPTIMIZATION_BASIC, SAM2_WEIGHTS_SHARED,
+};
 use super::embedding::sam2_embedding;
 use super::{arg_out, arg_ref, arg_slice, arg_str, copy_out_str, guard, read_options, sam2_status};
 use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
@@ -49,9 +52,13 @@ pub struct sam2_encoder_options {
     /// `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`: what to do when the
     /// first requested provider is a GPU one the session did not get.
     pub on_device_mismatch: u32,
+    /// `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
+    pub weight_sharing: u32,
+    /// `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+    pub graph_optimization: u32,
 }
 
-/// Sizes of earlier published versions of `sam2_encoder_options` (0.1.0: 12 bytes).
+/// Sizes of earlier versions of `sam2_encoder_options` (the first layout: 12 bytes).
 const ENCODER_OPTIONS_VERSIONS: &[usize] = &[12];
 
 impl Default for sam2_encoder_options {
@@ -63,6 +70,8 @@ impl Default for sam2_encoder_options {
             providers: std::ptr::null(),
             provider_count: 0,
             on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
+            weight_sharing: SAM2_WEIGHTS_SHARED,
+            graph_optimization: SAM2_OPTIMIZATION_BASIC,
         }
     }
 }
@@ -132,6 +141,8 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
         options.provider_count,
         options.on_device_mismatch,
     )?;
+    (out.session.weights, out.session.optimization) =
+        weights_and_optimization(options.weight_sharing, options.graph_optimization)?;
     Ok(out)
 }
 

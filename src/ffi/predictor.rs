@@ -2,7 +2,10 @@
 
 use std::ffi::c_char;
 
-use super::device::{device_options, sam2_provider, SAM2_ON_MISMATCH_FALLBACK};
+use super::device::{
+    device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
+    SAM2_OPTIMIZATION_BASIC, SAM2_WEIGHTS_SHARED,
+};
 use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
@@ -42,9 +45,17 @@ pub struct sam2_predictor_options {
     /// 0 (default): an embedding held on another device than the predictor's is refused with
     /// `SAM2_ERR_INVALID_ARGUMENT`. 1: it is copied to the host for each predict.
     pub allow_embedding_copy: u32,
+    /// Sessions in the predictor's pool, i.e. predicts that run at once; 0 = one per core (at
+    /// most 8). The sessions share the weights; with several, the cores are split between them
+    /// unless `intra_threads` says otherwise.
+    pub pool_size: u32,
+    /// `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
+    pub weight_sharing: u32,
+    /// `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+    pub graph_optimization: u32,
 }
 
-/// Sizes of earlier published versions of `sam2_predictor_options` (0.1.0: 16 bytes).
+/// Sizes of earlier versions of `sam2_predictor_options` (the first layout: 16 bytes).
 const PREDICTOR_OPTIONS_VERSIONS: &[usize] = &[16];
 
 impl Default for sam2_predictor_options {
@@ -57,6 +68,9 @@ impl Default for sam2_predictor_options {
             provider_count: 0,
             on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
             allow_embedding_copy: 0,
+            pool_size: 0,
+            weight_sharing: SAM2_WEIGHTS_SHARED,
+            graph_optimization: SAM2_OPTIMIZATION_BASIC,
         }
     }
 }
@@ -179,6 +193,21 @@ pub extern "C" fn sam2_predictor_new(
         opts.session.intra_threads = (raw.intra_threads > 0).then_some(raw.intra_threads as usize);
         opts.session.device =
             device_options(raw.providers, raw.provider_count, raw.on_device_mismatch)?;
+        (opts.session.weights, opts.session.optimization) =
+            weights_and_optimization(raw.weight_sharing, raw.graph_optimization)?;
+        opts.pool_size = match raw.pool_size {
+            0 => None,
+            n if n as usize <= crate::predictor::MAX_POOL => Some(n as usize),
+            n => {
+                return Err(Error::invalid(
+                    "options.pool_size",
+                    format!(
+                        "must be 0 (one per core) to {}, got {n}",
+                        crate::predictor::MAX_POOL
+                    ),
+                ))
+            }
+        };
         opts.allow_embedding_copy = match raw.allow_embedding_copy {
             0 => false,
             1 => true,

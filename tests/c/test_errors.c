@@ -211,6 +211,17 @@ static void options_errors(void) {
     CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
     eo.intra_threads = 100000;
     CHECK_FAILS(sam2_encoder_new(enc, &eo, &e), SAM2_ERR_INVALID_ARGUMENT, "intra_threads");
+    CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
+    eo.weight_sharing = 2;
+    CHECK_FAILS(sam2_encoder_new(enc, &eo, &e), SAM2_ERR_INVALID_ARGUMENT, "weight_sharing");
+    CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
+    eo.graph_optimization = 3;
+    CHECK_FAILS(sam2_encoder_new(enc, &eo, &e), SAM2_ERR_INVALID_ARGUMENT, "graph_optimization");
+    /* A size between two published layouts is not a version. */
+    CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
+    eo.struct_size = 20;
+    CHECK_FAILS(sam2_encoder_new(enc, &eo, &e), SAM2_ERR_INVALID_ARGUMENT, "struct_size");
+    CHECK_FAILS(sam2_encoder_options_init(&eo, 20), SAM2_ERR_INVALID_ARGUMENT, "struct_size");
     CHECK(e == ENCODER_SENTINEL);
 
     sam2_predictor_options po;
@@ -222,6 +233,13 @@ static void options_errors(void) {
     po.intra_threads = 100000;
     CHECK_FAILS(sam2_predictor_new(NULL, dec, &po, &p), SAM2_ERR_INVALID_ARGUMENT,
                 "intra_threads");
+    CHECK_OK(sam2_predictor_options_init(&po, sizeof po));
+    po.pool_size = 65;
+    CHECK_FAILS(sam2_predictor_new(NULL, dec, &po, &p), SAM2_ERR_INVALID_ARGUMENT, "pool_size");
+    CHECK_OK(sam2_predictor_options_init(&po, sizeof po));
+    po.weight_sharing = 9;
+    CHECK_FAILS(sam2_predictor_new(NULL, dec, &po, &p), SAM2_ERR_INVALID_ARGUMENT,
+                "weight_sharing");
     CHECK_OK(sam2_predictor_options_init(&po, sizeof po));
     po.encoder_fingerprint = "not a fingerprint";
     CHECK_FAILS(sam2_predictor_new(NULL, dec, &po, &p), SAM2_ERR_INVALID_ARGUMENT,

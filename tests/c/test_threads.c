@@ -227,6 +227,16 @@ int main(void) {
 
     worker workers[PREDICT_THREADS];
     run(workers, PREDICT_THREADS, predict_worker, ITERATIONS, "predict on one predictor");
+
+    /* The same with an explicit pool of 4 sessions (fewer than the threads, so some wait). */
+    sam2_predictor_free(predictor);
+    sam2_predictor_options options;
+    CHECK_OK(sam2_predictor_options_init(&options, sizeof options));
+    options.pool_size = 4;
+    char path[TEST_PATH_MAX];
+    CHECK_OK(sam2_predictor_new(encoder, test_model_path(path, "tiny_a_decoder.onnx"), &options,
+                                &predictor));
+    run(workers, PREDICT_THREADS, predict_worker, ITERATIONS, "predict on a pool of 4");
     run(workers, ENCODE_THREADS, encode_worker, ENCODE_ITERATIONS, "encode on one encoder");
     last_error_is_per_thread();
 
