@@ -1,10 +1,13 @@
 //! Decoder outputs → what a host wants: binary masks at the original size, boxes and areas.
 
-use crate::preprocess::{taps, worker_threads};
+use rayon::prelude::*;
 
-/// Bilinear (half-pixel) upsampling of one `src_h × src_w` logit map to `dst_h × dst_w`,
-/// thresholded at 0 into `out` (1 = foreground). Separable: each source row is resampled
-/// horizontally once, then output rows blend two of those.
+use crate::preprocess::{taps, worker_threads, Tap};
+
+/// Bilinear (half-pixel) upsampling of one `src_h × src_w` logit map to `dst_w × dst_h`,
+/// thresholded at 0 into `out` (1 = foreground). Separable: the source rows a band of output rows
+/// needs are resampled horizontally once, then each output row blends two of them. Large
+/// outputs are split into one band per worker thread (the calling thread takes one).
 pub fn upsample_threshold(
     logits: &[f32],
     src_w: usize,
@@ -15,43 +18,57 @@ pub fn upsample_threshold(
 ) {
     assert_eq!(logits.len(), src_w * src_h);
     assert_eq!(out.len(), dst_w * dst_h);
+    if out.is_empty() {
+        return;
+    }
     let xt = taps(src_w, dst_w);
     let yt = taps(src_h, dst_h);
-    let mut rows = vec![0.0f32; src_h * dst_w];
-    for (r, dst) in rows.chunks_mut(dst_w).enumerate() {
-        let src = &logits[r * src_w..(r + 1) * src_w];
-        for (d, t) in dst.iter_mut().zip(xt.iter()) {
+    let threads = if dst_w * dst_h >= 1 << 19 {
+        worker_threads()
+    } else {
+        1
+    };
+    let band = dst_h.div_ceil(threads);
+    let (xt, yt) = (&xt, &yt);
+    if threads == 1 {
+        upsample_band(logits, src_w, xt, yt, 0, out);
+        return;
+    }
+    // Bands of output rows on the persistent pool (no thread is started per call).
+    out.par_chunks_mut(band * dst_w)
+        .enumerate()
+        .for_each(|(i, chunk)| upsample_band(logits, src_w, xt, yt, i * band, chunk));
+}
+
+/// Output rows `first_row..` of an upsampling (as many as `out` holds).
+fn upsample_band(
+    logits: &[f32],
+    src_w: usize,
+    xt: &[Tap],
+    yt: &[Tap],
+    first_row: usize,
+    out: &mut [u8],
+) {
+    let dst_w = xt.len();
+    let rows_out = out.len() / dst_w;
+    let lo = yt[first_row].i0;
+    let hi = yt[first_row + rows_out - 1].i1;
+    let mut rows = vec![0.0f32; (hi - lo + 1) * dst_w];
+    for (k, dst) in rows.chunks_mut(dst_w).enumerate() {
+        let src = &logits[(lo + k) * src_w..(lo + k + 1) * src_w];
+        for (d, t) in dst.iter_mut().zip(xt) {
             *d = t.w0 * src[t.i0] + t.w1 * src[t.i1];
         }
     }
-    let rows = &rows;
-    let blend = |y: usize, dst: &mut [u8]| {
-        let t = yt[y];
-        let r0 = &rows[t.i0 * dst_w..(t.i0 + 1) * dst_w];
-        let r1 = &rows[t.i1 * dst_w..(t.i1 + 1) * dst_w];
+    for (j, dst) in out.chunks_mut(dst_w).enumerate() {
+        let t = yt[first_row + j];
+        let r0 = &rows[(t.i0 - lo) * dst_w..(t.i0 - lo + 1) * dst_w];
+        let r1 = &rows[(t.i1 - lo) * dst_w..(t.i1 - lo + 1) * dst_w];
         let (w0, w1) = (t.w0, t.w1);
         for ((d, a), b) in dst.iter_mut().zip(r0).zip(r1) {
             *d = (w0 * a + w1 * b > 0.0) as u8;
         }
-    };
-    let threads = worker_threads();
-    if threads <= 1 || dst_w * dst_h < 1 << 18 {
-        for (y, dst) in out.chunks_mut(dst_w).enumerate() {
-            blend(y, dst);
-        }
-        return;
     }
-    let rows_per_task = dst_h.div_ceil(threads);
-    std::thread::scope(|scope| {
-        for (i, chunk) in out.chunks_mut(rows_per_task * dst_w).enumerate() {
-            let blend = &blend;
-            scope.spawn(move || {
-                for (j, dst) in chunk.chunks_mut(dst_w).enumerate() {
-                    blend(i * rows_per_task + j, dst);
-                }
-            });
-        }
-    });
 }
 
 /// Bilinear (half-pixel) resampling of a logit map, used to derive low-res logits from a
@@ -73,27 +90,25 @@ pub fn resample(src: &[f32], src_w: usize, src_h: usize, dst_w: usize, dst_h: us
     out
 }
 
-/// Area and inclusive bounding box `[x_min, y_min, x_max, y_max]` of a binary mask;
-/// an empty mask has area 0 and box `[0, 0, 0, 0]`.
+/// Area and inclusive bounding box `[x_min, y_min, x_max, y_max]` of a binary (0/1) mask;
+/// an empty mask has area 0 and box `[0, 0, 0, 0]`. Counts eight pixels at a time.
 pub fn box_and_area(mask: &[u8], width: usize) -> ([u32; 4], u64) {
     let mut area = 0u64;
     let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0usize, 0usize);
     for (y, row) in mask.chunks(width).enumerate() {
-        let mut first = None;
-        let mut last = 0;
-        let mut count = 0u64;
-        for (x, &v) in row.iter().enumerate() {
-            if v != 0 {
-                if first.is_none() {
-                    first = Some(x);
-                }
-                last = x;
-                count += 1;
-            }
-        }
-        if let Some(f) = first {
+        let words = row.chunks_exact(8);
+        let tail: u64 = words.remainder().iter().map(|&v| v as u64).sum();
+        // Bytes are 0 or 1, so multiplying by 0x0101… sums a word's eight bytes into its top byte.
+        let count = words.fold(tail, |acc, w| {
+            acc + (u64::from_ne_bytes(w.try_into().expect("8 bytes"))
+                .wrapping_mul(0x0101_0101_0101_0101)
+                >> 56)
+        });
+        if count > 0 {
+            let first = row.iter().position(|&v| v != 0).unwrap_or(0);
+            let last = row.iter().rposition(|&v| v != 0).unwrap_or(0);
             area += count;
-            x0 = x0.min(f);
+            x0 = x0.min(first);
             x1 = x1.max(last);
             y0 = y0.min(y);
             y1 = y;
@@ -109,6 +124,51 @@ pub fn box_and_area(mask: &[u8], width: usize) -> ([u32; 4], u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn banded_upsampling_equals_the_direct_formula() {
+        // Large enough to be split across threads; odd sizes so bands and tails are uneven.
+        let (sw, sh, dw, dh) = (256, 256, 1201, 503);
+        let logits: Vec<f32> = (0..sw * sh)
+            .map(|i| ((i * 7919) % 1000) as f32 / 100.0 - 5.0)
+            .collect();
+        let mut fast = vec![0u8; dw * dh];
+        upsample_threshold(&logits, sw, sh, dw, dh, &mut fast);
+        let (xt, yt) = (taps(sw, dw), taps(sh, dh));
+        for (y, ty) in yt.iter().enumerate() {
+            for (x, tx) in xt.iter().enumerate() {
+                let row =
+                    |r: usize| tx.w0 * logits[r * sw + tx.i0] + tx.w1 * logits[r * sw + tx.i1];
+                let want = (ty.w0 * row(ty.i0) + ty.w1 * row(ty.i1) > 0.0) as u8;
+                assert_eq!(fast[y * dw + x], want, "({x}, {y})");
+            }
+        }
+    }
+
+    #[test]
+    fn box_and_area_count_every_pixel_including_row_tails() {
+        let (w, h) = (37, 11);
+        let mask: Vec<u8> = (0..w * h).map(|i| ((i * 31 % 17) < 5) as u8).collect();
+        let (bbox, area) = box_and_area(&mask, w);
+        assert_eq!(area, mask.iter().map(|&v| v as u64).sum::<u64>());
+        let xs: Vec<usize> = (0..w * h)
+            .filter(|&i| mask[i] == 1)
+            .map(|i| i % w)
+            .collect();
+        let ys: Vec<usize> = (0..w * h)
+            .filter(|&i| mask[i] == 1)
+            .map(|i| i / w)
+            .collect();
+        assert_eq!(
+            bbox,
+            [
+                *xs.iter().min().unwrap() as u32,
+                *ys.iter().min().unwrap() as u32,
+                *xs.iter().max().unwrap() as u32,
+                *ys.iter().max().unwrap() as u32
+            ]
+        );
+    }
 
     #[test]
     fn upsample_of_a_half_plane_splits_in_the_middle() {

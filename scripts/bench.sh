@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The benchmark of issue 9, in one command (not part of the test run):
+#
+#     ./scripts/bench.sh [--quick]
+#
+# Sets up (as scripts/setup.sh does), installs the peer's and the chart's pinned Python packages
+# (tools/bench-requirements.txt: opencv-python-headless, matplotlib) into .venv, builds the
+# release bench and the process-wide allocation counter, and runs the bench: it prints a table and
+# writes out/bench.json and out/bench.png. Idempotent; takes about five minutes on 2 cores.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+# shellcheck source=setup.sh
+. "$ROOT/scripts/setup.sh"
+say() { printf '[bench] %s\n' "$*" >&2; }
+
+# Peer and chart packages, pinned; constrained by tools/requirements.txt so that numpy and
+# onnxruntime stay exactly what the rest of the project pins.
+req_hash="$(cat "$ROOT/tools/bench-requirements.txt" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
+if [ ! -f "$ROOT/.venv/.sam2-bench-req-$req_hash" ]; then
+    say "installing $(grep -v '^#' "$ROOT/tools/bench-requirements.txt" | head -2 | tr '\n' ' ')into .venv"
+    "$ROOT/.venv/bin/pip" install -q --disable-pip-version-check \
+        -r "$ROOT/tools/bench-requirements.txt" -c "$ROOT/tools/requirements.txt"
+    rm -f "$ROOT"/.venv/.sam2-bench-req-*
+    touch "$ROOT/.venv/.sam2-bench-req-$req_hash"
+fi
+
+say "building the release bench"
+cargo build --release --example bench --quiet
+
+# The process-wide allocation counter (LD_PRELOAD), which sees ONNX Runtime's allocations too.
+shim="$ROOT/target/release/libbench_alloc_count.so"
+preload=""
+if command -v cc >/dev/null 2>&1; then
+    if [ ! -f "$shim" ] || [ "$ROOT/tools/bench_alloc_count.c" -nt "$shim" ]; then
+        cc -O2 -shared -fPIC -o "$shim" "$ROOT/tools/bench_alloc_count.c"
+    fi
+    preload="$shim"
+else
+    say "no C compiler: allocations are counted on the Rust side only"
+fi
+
+mkdir -p "$ROOT/out"
+say "running (uptime: $(uptime))"
+LD_PRELOAD="$preload" "$ROOT/target/release/examples/bench" --out "$ROOT/out" "$@"
