@@ -44,20 +44,15 @@ SIZE = 1024
 
 
 def prepare_input(rgb):
-    """samexporter's SAM2ImageEncoder.prepare_input, minus cvtColor (the image is already RGB)."""
-    input_img = cv2.resize(rgb, (SIZE, SIZE))
-    input_img = (input_img / 255.0 - MEAN) / STD
-    input_img = input_img.transpose(2, 0, 1)
-    return input_img[np.newaxis, :, :, :].astype(np.float32)
+    """The peers' pre-processing (cv2 stretch resize, float64 normalisation, NCHW float32), fed RGB."""
+    resized = cv2.resize(rgb, (SIZE, SIZE))
+    normalised = (resized / 255.0 - MEAN) / STD
+    return normalised.transpose(2, 0, 1)[np.newaxis].astype(np.float32)
 
 
 def prepare_input_samexporter(bgr):
-    """samexporter's SAM2ImageEncoder.prepare_input exactly (cv2.imread gives BGR)."""
-    input_img = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    input_img = cv2.resize(input_img, (SIZE, SIZE))
-    input_img = (input_img / 255.0 - MEAN) / STD
-    input_img = input_img.transpose(2, 0, 1)
-    return input_img[np.newaxis, :, :, :].astype(np.float32)
+    """The same from BGR, as samexporter starts from cv2.imread (one cvtColor more)."""
+    return prepare_input(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB))
 
 
 class Peer:
