@@ -21,6 +21,9 @@ cargo test --release
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
+step "build libsam2.so (the C and C# suites link it)"
+cargo build --release --lib
+
 if [ -f tests/c/CMakeLists.txt ]; then
     step "C tests under ctest"
     cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
