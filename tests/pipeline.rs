@@ -95,6 +95,25 @@ fn a_click_inside_each_shape_selects_that_shape() {
     }
 }
 
+/// A click in the left twin and a negative click in the right one.
+fn keep_left_twin(left: &Shape, right: &Shape) -> Prompt {
+    Prompt {
+        points: vec![
+            Point {
+                x: left.click.0,
+                y: left.click.1,
+                positive: true,
+            },
+            Point {
+                x: right.click.0,
+                y: right.click.1,
+                positive: false,
+            },
+        ],
+        ..Default::default()
+    }
+}
+
 fn shape<'a>(all: &'a [Shape], name: &str) -> &'a Shape {
     all.iter().find(|s| s.name == name).unwrap()
 }
@@ -106,21 +125,7 @@ fn a_negative_click_removes_the_twin_and_a_box_selects_what_lies_inside() {
     for (pair, _) in TINY {
         let (encoder, predictor) = open(pair);
         let embedding = encode_shapes(&encoder);
-        let prompt = Prompt {
-            points: vec![
-                Point {
-                    x: left.click.0,
-                    y: left.click.1,
-                    positive: true,
-                },
-                Point {
-                    x: right.click.0,
-                    y: right.click.1,
-                    positive: false,
-                },
-            ],
-            ..Default::default()
-        };
+        let prompt = keep_left_twin(left, right);
         let r = predictor
             .predict(&embedding, &[prompt], PredictOptions::default())
             .unwrap();
@@ -219,21 +224,7 @@ fn a_batch_of_prompts_equals_the_same_prompts_one_by_one() {
         let (left, right) = (shape(&all, "twin_left"), shape(&all, "twin_right"));
         let prompts = vec![
             click(all[0].click.0, all[0].click.1),
-            Prompt {
-                points: vec![
-                    Point {
-                        x: left.click.0,
-                        y: left.click.1,
-                        positive: true,
-                    },
-                    Point {
-                        x: right.click.0,
-                        y: right.click.1,
-                        positive: false,
-                    },
-                ],
-                ..Default::default()
-            },
+            keep_left_twin(left, right),
             Prompt {
                 bbox: Some(all[2].bbox),
                 ..Default::default()
