@@ -56,6 +56,14 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
     disable_telemetry();
     let candidates = candidates(explicit);
     let mut tried = Vec::new();
+    if explicit.is_none() && !candidates.iter().any(|c| c.source == "beside libsam2") {
+        if let Some(dir) = own_directory() {
+            tried.push(format!(
+                "{} (beside libsam2): not present",
+                dir.join("libonnxruntime.so").display()
+            ));
+        }
+    }
     for candidate in &candidates {
         // Check the library before handing it to ort, which keeps whatever it loaded and panics
         // on a library that cannot give the API it needs.
