@@ -85,8 +85,9 @@ pub(crate) fn build(
     }
     builder = builder.with_prepacked_weights(&weights.prepacked)?;
     if !weights.values.is_empty() {
-        // The external-data entries name the model file in this directory; ONNX Runtime checks
-        // that it exists but reads nothing from it, since every such initializer was given above.
+        // The external-data entries name the model file in this directory, at the weights' true
+        // offsets. ONNX Runtime checks that it exists; at Basic it reads nothing from it (every
+        // such initializer was given above), while fusing levels read the weights they rewrite.
         builder = builder.with_config_entry(
             "session.model_external_initializers_file_folder_path",
             weights.directory.to_string_lossy(),
