@@ -131,18 +131,6 @@ impl Predictor {
             session_options.intra_threads = Some((cores / pool_size).max(1));
         }
         let (session, device) = session::build(&weights, path, &session_options, "predictor")?;
-        let mut sessions = vec![Mutex::new(session)];
-        for _ in 1..pool_size {
-            // The device was resolved (and any fallback reported) by the first session.
-            let mut quiet = session_options.clone();
-            if device.fell_back {
-                quiet.device = crate::device::DeviceOptions::default();
-            }
-            sessions.push(Mutex::new(
-                session::build(&weights, path, &quiet, "predictor")?.0,
-            ));
-        }
-        let session = sessions[0].lock().unwrap_or_else(|p| p.into_inner());
         let spec = contract::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
         let feature_shapes = names.map(|name| {
@@ -167,7 +155,18 @@ impl Predictor {
                 _ => None,
             })
             .unwrap_or(false);
-        drop(session);
+        // The model is recognised; the rest of the pool shares its weights.
+        let mut sessions = vec![Mutex::new(session)];
+        for _ in 1..pool_size {
+            // The device was resolved (and any fallback reported) by the first session.
+            let mut quiet = session_options.clone();
+            if device.fell_back {
+                quiet.device = crate::device::DeviceOptions::default();
+            }
+            sessions.push(Mutex::new(
+                session::build(&weights, path, &quiet, "predictor")?.0,
+            ));
+        }
         Ok(Predictor {
             sessions,
             next: AtomicUsize::new(0),
