@@ -42,5 +42,7 @@ else
 fi
 
 mkdir -p "$ROOT/out"
+# matplotlib keeps its font cache and config under the build directory, not the home.
+export MPLCONFIGDIR="$ROOT/build/matplotlib"
 say "running (uptime: $(uptime))"
 LD_PRELOAD="$preload" "$ROOT/target/release/examples/bench" --out "$ROOT/out" "$@"
