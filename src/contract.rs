@@ -112,7 +112,7 @@ fn names(outlets: &[ort::value::Outlet]) -> Vec<String> {
     outlets.iter().map(|o| o.name().to_string()).collect()
 }
 
-fn tensor_info(
+pub(crate) fn tensor_info(
     outlets: &[ort::value::Outlet],
     name: &str,
 ) -> Option<(TensorElementType, Vec<i64>)> {

@@ -72,6 +72,16 @@ impl Provider {
     }
 }
 
+/// Plain host memory: where outputs bound to the host land.
+pub(crate) fn host_memory() -> Result<MemoryInfo<'static>> {
+    Ok(MemoryInfo::new(
+        AllocationDevice::CPU,
+        0,
+        AllocatorType::Device,
+        MemoryType::Default,
+    )?)
+}
+
 /// How the device arena grows (CUDA).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ArenaStrategy {
@@ -211,12 +221,7 @@ impl EffectiveDevice {
     pub fn output_memory(&self) -> Result<MemoryInfo<'static>> {
         match self.primary.device_memory(self.device_id) {
             Some(info) => info,
-            None => Ok(MemoryInfo::new(
-                AllocationDevice::CPU,
-                0,
-                AllocatorType::Device,
-                MemoryType::Default,
-            )?),
+            None => host_memory(),
         }
     }
 

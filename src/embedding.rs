@@ -172,23 +172,22 @@ impl Embedding {
 
     /// The allocator that makes the embedding non-serializable, or the one that holds it.
     pub fn allocator_name(&self) -> &str {
-        self.tensors
-            .iter()
-            .find(|t| !t.location.cpu_accessible)
-            .unwrap_or(&self.tensors[0])
-            .location
-            .allocator
-            .as_str()
+        self.holder().allocator.as_str()
     }
 
     /// Device id of the memory that holds the embedding (of the first device tensor, if any).
     pub fn device_id(&self) -> i32 {
-        self.tensors
+        self.holder().device_id
+    }
+
+    /// Where the embedding is said to live: its first device tensor's memory, or the first tensor's.
+    fn holder(&self) -> &Location {
+        &self
+            .tensors
             .iter()
             .find(|t| !t.location.cpu_accessible)
             .unwrap_or(&self.tensors[0])
             .location
-            .device_id
     }
 }
 

@@ -290,12 +290,8 @@ fn temp_path(path: &Path) -> Result<PathBuf> {
 /// of the directory. A crash at any point leaves `path` either as it was or complete.
 /// Refuses device memory before touching the filesystem.
 pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
-    if !embedding.is_serializable() {
-        return Err(Error::EmbeddingNotSerializable {
-            allocator: embedding.allocator_name().to_string(),
-        });
-    }
-    if embedding.simulated {
+    // A simulated device embedding is refused like a real one, whatever its label.
+    if !embedding.is_serializable() || embedding.simulated {
         return Err(Error::EmbeddingNotSerializable {
             allocator: embedding.allocator_name().to_string(),
         });

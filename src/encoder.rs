@@ -3,12 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::memory::MemoryInfo;
 use ort::session::Session;
 use ort::value::{DynValue, Tensor, TensorElementType};
 
 use crate::contract::{self, EncoderSpec, InputType};
-use crate::device::EffectiveDevice;
+use crate::device::{self, EffectiveDevice};
 use crate::embedding::{Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -61,12 +61,7 @@ impl Encoder {
         // fallback, so nothing binds device tensors to a CPU session). Host target: the host.
         let output_memory = match options.output_target {
             OutputTarget::Device => device.output_memory()?,
-            OutputTarget::Host => MemoryInfo::new(
-                AllocationDevice::CPU,
-                0,
-                AllocatorType::Device,
-                MemoryType::Default,
-            )?,
+            OutputTarget::Host => device::host_memory()?,
         };
         Ok(Encoder {
             session: Mutex::new(session),

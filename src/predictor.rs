@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
+use ort::memory::MemoryInfo;
 use ort::session::Session;
-use ort::value::{Tensor, ValueType};
+use ort::value::Tensor;
 
 use crate::contract::{self, Contract, DecoderSpec};
-use crate::device::EffectiveDevice;
+use crate::device::{self, EffectiveDevice};
 use crate::embedding::Embedding;
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -133,28 +133,10 @@ impl Predictor {
         let (session, device) = session::build(&weights, path, &session_options, "predictor")?;
         let spec = contract::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
-        let feature_shapes = names.map(|name| {
-            session
-                .inputs()
-                .iter()
-                .find(|o| o.name() == name)
-                .and_then(|o| match o.dtype() {
-                    ValueType::Tensor { shape, .. } => Some(shape.iter().copied().collect()),
-                    _ => None,
-                })
-                .unwrap_or_default()
-        });
-        let shared_has_mask = session
-            .inputs()
-            .iter()
-            .find(|o| o.name() == spec.has_mask_input)
-            .and_then(|o| match o.dtype() {
-                ValueType::Tensor { shape, .. } => {
-                    Some(shape.iter().copied().collect::<Vec<i64>>() == [1])
-                }
-                _ => None,
-            })
-            .unwrap_or(false);
+        let input_shape =
+            |name: &str| contract::tensor_info(session.inputs(), name).map(|(_, shape)| shape);
+        let feature_shapes = names.map(|name| input_shape(name).unwrap_or_default());
+        let shared_has_mask = input_shape(spec.has_mask_input).is_some_and(|shape| shape == [1]);
         // The model is recognised; the rest of the pool shares its weights.
         let mut sessions = vec![Mutex::new(session)];
         for _ in 1..pool_size {
@@ -177,12 +159,7 @@ impl Predictor {
             spec,
             path: path.to_path_buf(),
             expected: options.encoder_fingerprint,
-            host_memory: MemoryInfo::new(
-                AllocationDevice::CPU,
-                0,
-                AllocatorType::Device,
-                MemoryType::Default,
-            )?,
+            host_memory: device::host_memory()?,
             feature_shapes,
         })
     }

@@ -67,14 +67,17 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
     for candidate in &candidates {
         // Check the library before handing it to ort, which keeps whatever it loaded and panics
         // on a library that cannot give the API it needs.
-        if let Err(why) = probe(&candidate.path) {
-            tried.push(format!(
-                "{} ({}): {why}",
-                candidate.path.display(),
-                candidate.source
-            ));
-            continue;
-        }
+        let version = match probe(&candidate.path) {
+            Ok(version) => version,
+            Err(why) => {
+                tried.push(format!(
+                    "{} ({}): {why}",
+                    candidate.path.display(),
+                    candidate.source
+                ));
+                continue;
+            }
+        };
         match ort::init_from(&candidate.path) {
             Ok(builder) => {
                 let env = builder
@@ -87,7 +90,7 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
                 let shared_arena = register_shared_cpu_arena(&env);
                 let info = RuntimeInfo {
                     path: candidate.path.clone(),
-                    version: version_string(&candidate.path),
+                    version,
                 };
                 log::emit(
                     LogLevel::Info,
@@ -270,8 +273,8 @@ fn own_directory() -> Option<PathBuf> {
 }
 
 /// Opens a candidate library and checks it is an ONNX Runtime that provides the API version the
-/// binding needs, without keeping it.
-fn probe(path: &Path) -> std::result::Result<(), String> {
+/// binding needs, without keeping it; gives its version string.
+fn probe(path: &Path) -> std::result::Result<String, String> {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| "path contains NUL".to_string())?;
@@ -322,40 +325,10 @@ fn probe(path: &Path) -> std::result::Result<(), String> {
                     ort::sys::ORT_API_VERSION
                 ));
             }
-            Ok(())
+            Ok(version)
         })();
         libc::dlclose(handle);
         result
-    }
-}
-
-fn version_string(path: &Path) -> String {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c_path) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
-        return String::from("unknown");
-    };
-    // SAFETY: the library is already loaded by ort, so this only takes another reference to it;
-    // OrtGetApiBase and GetVersionString have no preconditions and return static data.
-    unsafe {
-        let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_LAZY);
-        if handle.is_null() {
-            return String::from("unknown");
-        }
-        let mut version = String::from("unknown");
-        let sym = libc::dlsym(handle, c"OrtGetApiBase".as_ptr());
-        if !sym.is_null() {
-            let get_base: unsafe extern "C" fn() -> *const ort::sys::OrtApiBase =
-                std::mem::transmute(sym);
-            let base = get_base();
-            if !base.is_null() {
-                let v = ((*base).GetVersionString)();
-                if !v.is_null() {
-                    version = std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned();
-                }
-            }
-        }
-        libc::dlclose(handle);
-        version
     }
 }
 

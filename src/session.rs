@@ -60,6 +60,10 @@ pub(crate) fn build(
     role: &str,
 ) -> Result<(Session, EffectiveDevice)> {
     let bytes = weights.model.as_slice();
+    let file_name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     let env = runtime::environment()?;
     let mut builder = Session::builder(env)?
         .with_optimization_level(match options.optimization {
@@ -67,12 +71,7 @@ pub(crate) fn build(
             Optimization::Basic => GraphOptimizationLevel::Level1,
             Optimization::All => GraphOptimizationLevel::All,
         })?
-        .with_log_id(format!(
-            "sam2:{}",
-            path.file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default()
-        ))?;
+        .with_log_id(format!("sam2:{file_name}"))?;
     if let Some(n) = options.intra_threads {
         builder = builder.with_intra_threads(n)?;
     }
@@ -96,12 +95,7 @@ pub(crate) fn build(
     let session = builder
         .commit_from_memory(bytes)
         .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;
-    let what = format!(
-        "{role} {}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default()
-    );
+    let what = format!("{role} {file_name}");
     let effective = device::resolve(&session, &options.device, outcome, &what)?;
     Ok((session, effective))
 }

@@ -121,21 +121,11 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
             ))
         }
     };
-    if options.intra_threads > 1024 {
-        return Err(Error::invalid(
-            "options.intra_threads",
-            format!(
-                "must be 0 (automatic) to 1024, got {}",
-                options.intra_threads
-            ),
-        ));
-    }
     let mut out = EncoderOptions {
         output_target,
         ..Default::default()
     };
-    out.session.intra_threads =
-        (options.intra_threads > 0).then_some(options.intra_threads as usize);
+    out.session.intra_threads = super::intra_threads(options.intra_threads)?;
     out.session.device = device_options(
         options.providers,
         options.provider_count,

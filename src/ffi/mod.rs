@@ -239,6 +239,26 @@ pub(crate) fn init_options<T: Copy>(
     Ok(())
 }
 
+/// The `intra_threads` field of the options structs: 0 = automatic, at most 1024.
+pub(crate) fn intra_threads(value: u32) -> Result<Option<usize>, Error> {
+    if value > 1024 {
+        return Err(Error::invalid(
+            "options.intra_threads",
+            format!("must be 0 (automatic) to 1024, got {value}"),
+        ));
+    }
+    Ok((value > 0).then_some(value as usize))
+}
+
+/// A 0/1 field of an options struct.
+pub(crate) fn flag(value: u32, name: &'static str) -> Result<bool, Error> {
+    match value {
+        0 => Ok(false),
+        1 => Ok(true),
+        other => Err(Error::invalid(name, format!("must be 0 or 1, got {other}"))),
+    }
+}
+
 /// Copies a string into a caller buffer `(buf, buf_len)` with its NUL, reporting the size needed.
 pub(crate) fn copy_out_str(
     text: &str,

@@ -184,13 +184,7 @@ pub extern "C" fn sam2_predictor_new(
             "options",
         )?;
         let mut opts = PredictorOptions::default();
-        if raw.intra_threads > 1024 {
-            return Err(Error::invalid(
-                "options.intra_threads",
-                format!("must be 0 (automatic) to 1024, got {}", raw.intra_threads),
-            ));
-        }
-        opts.session.intra_threads = (raw.intra_threads > 0).then_some(raw.intra_threads as usize);
+        opts.session.intra_threads = super::intra_threads(raw.intra_threads)?;
         opts.session.device =
             device_options(raw.providers, raw.provider_count, raw.on_device_mismatch)?;
         (opts.session.weights, opts.session.optimization) =
@@ -208,16 +202,8 @@ pub extern "C" fn sam2_predictor_new(
                 ))
             }
         };
-        opts.allow_embedding_copy = match raw.allow_embedding_copy {
-            0 => false,
-            1 => true,
-            other => {
-                return Err(Error::invalid(
-                    "options.allow_embedding_copy",
-                    format!("must be 0 or 1, got {other}"),
-                ))
-            }
-        };
+        opts.allow_embedding_copy =
+            super::flag(raw.allow_embedding_copy, "options.allow_embedding_copy")?;
         if !raw.encoder_fingerprint.is_null() {
             let text = arg_str(raw.encoder_fingerprint, "options.encoder_fingerprint")?;
             let fp = Fingerprint::parse(text).ok_or_else(|| {
@@ -334,16 +320,7 @@ pub extern "C" fn sam2_predict(
             PREDICT_OPTIONS_VERSIONS,
             "options",
         )?;
-        let multimask = match opts.multimask {
-            0 => false,
-            1 => true,
-            other => {
-                return Err(Error::invalid(
-                    "options.multimask",
-                    format!("must be 0 or 1, got {other}"),
-                ))
-            }
-        };
+        let multimask = super::flag(opts.multimask, "options.multimask")?;
         let prompts = raw
             .iter()
             .map(convert_prompt)
