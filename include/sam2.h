@@ -18,6 +18,51 @@
 #include <stddef.h>
 
 /**
+ * `sam2_cache_encode` found the embedding kept in the cache.
+ */
+#define SAM2_CACHE_HIT 0
+
+/**
+ * `sam2_cache_encode` waited for an encode of the same image already queued or running.
+ */
+#define SAM2_CACHE_JOINED 1
+
+/**
+ * `sam2_cache_encode` ran the encoder.
+ */
+#define SAM2_CACHE_MISS 2
+
+/**
+ * Job state: waiting in the cache's queue.
+ */
+#define SAM2_JOB_QUEUED 0
+
+/**
+ * Job state: being encoded.
+ */
+#define SAM2_JOB_RUNNING 1
+
+/**
+ * Job state: the embedding is ready (`sam2_encode_job_wait` returns it at once).
+ */
+#define SAM2_JOB_DONE 2
+
+/**
+ * Job state: the encode failed (`sam2_encode_job_wait` returns its status and message).
+ */
+#define SAM2_JOB_FAILED 3
+
+/**
+ * Job state: cancelled before it finished.
+ */
+#define SAM2_JOB_CANCELLED 4
+
+/**
+ * `timeout_ms` of `sam2_encode_job_wait` that waits as long as the encode takes.
+ */
+#define SAM2_WAIT_FOREVER UINT32_MAX
+
+/**
  * Execution provider: the CPU.
  */
 #define SAM2_PROVIDER_CPU 0
@@ -241,6 +286,18 @@ enum sam2_status
    * An internal error (a caught panic). The library stays usable.
    */
   SAM2_ERR_PANIC = 12,
+  /**
+   * A wait ended before the work did; the work goes on (wait again, or cancel it).
+   */
+  SAM2_ERR_TIMEOUT = 13,
+  /**
+   * The work was cancelled before it finished.
+   */
+  SAM2_ERR_CANCELLED = 14,
+  /**
+   * A bounded queue is full; wait for work to finish, or cancel some.
+   */
+  SAM2_ERR_QUEUE_FULL = 15,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -251,10 +308,24 @@ typedef uint32_t sam2_status;
 #endif // __cplusplus
 
 /**
+ * An embedding cache with a background encoder thread. Opaque; create with `sam2_cache_new`,
+ * release with `sam2_cache_free`. Thread-safe: every function but `sam2_cache_free` may be
+ * called from several threads at once. One cache may serve several encoders (and models); its
+ * budgets are shared by all of them.
+ */
+typedef struct sam2_cache sam2_cache;
+
+/**
  * An image embedding. Opaque and immutable: it may be read by several predictors on several
  * threads at once. Release with `sam2_embedding_free`.
  */
 typedef struct sam2_embedding sam2_embedding;
+
+/**
+ * A background encode made by `sam2_cache_encode_async`. Opaque; release with
+ * `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
+ */
+typedef struct sam2_encode_job sam2_encode_job;
 
 /**
  * An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
@@ -274,6 +345,89 @@ typedef struct sam2_masks sam2_masks;
  * Thread-safe: `sam2_predict` may be called from several threads at once.
  */
 typedef struct sam2_predictor sam2_predictor;
+
+/**
+ * Options of `sam2_cache_new`. Initialise with `sam2_cache_options_init`, then change fields.
+ */
+typedef struct sam2_cache_options {
+  /**
+   * `sizeof(sam2_cache_options)`; lets the struct grow without breaking older callers.
+   */
+  uint32_t struct_size;
+  /**
+   * Background requests that may wait in the queue (the one being encoded is not counted);
+   * beyond it `sam2_cache_encode_async` gives `SAM2_ERR_QUEUE_FULL`. Default 8; at most 65536.
+   */
+  uint32_t queue_limit;
+  /**
+   * Bytes of embeddings in host memory the cache may keep; 0 keeps none. Default 160 MiB
+   * (ten fp32 SAM2 embeddings).
+   */
+  uint64_t host_budget_bytes;
+  /**
+   * Bytes of embeddings in device memory (VRAM) the cache may keep; 0 keeps none. Default
+   * 64 MiB (four fp32 SAM2 embeddings).
+   */
+  uint64_t device_budget_bytes;
+} sam2_cache_options;
+
+/**
+ * Counters and occupancy of a cache, written by `sam2_cache_get_stats`.
+ */
+typedef struct sam2_cache_stats {
+  /**
+   * Set to `sizeof(sam2_cache_stats)` before calling `sam2_cache_get_stats`.
+   */
+  uint32_t struct_size;
+  /**
+   * Encodes running now (0 or 1).
+   */
+  uint32_t running;
+  /**
+   * Requests served from a kept embedding.
+   */
+  uint64_t hits;
+  /**
+   * Requests served by an encode of the same image already queued or running.
+   */
+  uint64_t joins;
+  /**
+   * Requests that started an encode.
+   */
+  uint64_t misses;
+  /**
+   * Embeddings dropped to stay within a budget.
+   */
+  uint64_t evictions;
+  /**
+   * Embeddings larger than their whole budget: handed over, not kept.
+   */
+  uint64_t rejected;
+  /**
+   * Encodes cancelled before they finished.
+   */
+  uint64_t cancelled;
+  /**
+   * Background encodes interrupted so a waited-for encode runs first (each runs again later).
+   */
+  uint64_t preempted;
+  /**
+   * Embeddings kept now.
+   */
+  uint64_t entries;
+  /**
+   * Bytes of kept embeddings in host memory.
+   */
+  uint64_t host_bytes;
+  /**
+   * Bytes of kept embeddings in device memory.
+   */
+  uint64_t device_bytes;
+  /**
+   * Encodes waiting in the queue.
+   */
+  uint64_t queued;
+} sam2_cache_stats;
 
 /**
  * One requested execution provider. Fixed layout (an array element).
@@ -441,6 +595,138 @@ typedef void (*sam2_log_callback)(uint32_t level, const char *message, void *use
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Fills `options` with the defaults and sets its `struct_size` (pass `sizeof(sam2_cache_options)`).
+ */
+sam2_status sam2_cache_options_init(struct sam2_cache_options *options, size_t struct_size);
+
+/**
+ * Creates a cache and starts its encoder thread.
+ *
+ * `options`: NULL for the defaults. On success `*out` receives a new cache owned by the caller,
+ * released with `sam2_cache_free`. Errors: `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the
+ * thread could not be started).
+ */
+sam2_status sam2_cache_new(const struct sam2_cache_options *options, struct sam2_cache **out);
+
+/**
+ * Releases a cache: cancels its queued encodes, terminates the one in flight, drops the kept
+ * embeddings and joins its thread (returning once ONNX Runtime honours the termination, between
+ * two nodes of the model). Embeddings handed out stay valid; jobs stay valid and report
+ * `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free twice, nor while
+ * another thread uses the cache.
+ */
+void sam2_cache_free(struct sam2_cache *cache);
+
+/**
+ * The embedding of an image: the kept one (no encode), the result of an encode of the same image
+ * already queued or running, or a new encode, which runs before any queued background work and
+ * interrupts a background encode in flight (that one is encoded again afterwards). Blocks until
+ * the embedding is there.
+ *
+ * Pixel arguments as in `sam2_encode` (read during the call only). On success `*out` receives a
+ * new embedding handle owned by the caller (`sam2_embedding_free`), and `*out_source` (if not
+ * NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or `SAM2_CACHE_MISS`. The embedding is kept when it
+ * fits its budget (host or device memory), dropping the least recently used ones. Errors: those
+ * of `sam2_encode`, and `SAM2_ERR_CANCELLED` when the cache is being freed.
+ */
+sam2_status sam2_cache_encode(const struct sam2_cache *cache,
+                              const struct sam2_encoder *encoder,
+                              const uint8_t *pixels,
+                              size_t pixels_len,
+                              uint32_t width,
+                              uint32_t height,
+                              size_t stride,
+                              uint32_t pixel_format,
+                              struct sam2_embedding **out,
+                              uint32_t *out_source);
+
+/**
+ * Requests the embedding of an image in the background (pre-encoding the next images of a
+ * folder) and returns at once: the pixels are hashed and preprocessed during the call, so the
+ * buffer may be released afterwards. A kept embedding gives a job that is already done; a
+ * request for an image already queued or running joins that encode.
+ *
+ * On success `*out` receives a new job owned by the caller (`sam2_encode_job_free`; freeing it
+ * does not cancel the encode, whose result still lands in the cache). Errors: those of
+ * `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL` (the queue holds `queue_limit`
+ * requests), `SAM2_ERR_CANCELLED` when the cache is being freed. Errors of the encode itself are
+ * reported by `sam2_encode_job_wait`.
+ */
+sam2_status sam2_cache_encode_async(const struct sam2_cache *cache,
+                                    const struct sam2_encoder *encoder,
+                                    const uint8_t *pixels,
+                                    size_t pixels_len,
+                                    uint32_t width,
+                                    uint32_t height,
+                                    size_t stride,
+                                    uint32_t pixel_format,
+                                    struct sam2_encode_job **out);
+
+/**
+ * Keeps `embedding` (loaded from a file, say) as the embedding of an image for `encoder`, so
+ * `sam2_cache_encode` finds it. It must have been made by the encoder's model
+ * (`SAM2_ERR_MODEL_MISMATCH` otherwise) from an image of this size (`SAM2_ERR_INVALID_ARGUMENT`).
+ * The cache shares the embedding; the caller keeps its handle.
+ */
+sam2_status sam2_cache_put(const struct sam2_cache *cache,
+                           const struct sam2_encoder *encoder,
+                           const uint8_t *pixels,
+                           size_t pixels_len,
+                           uint32_t width,
+                           uint32_t height,
+                           size_t stride,
+                           uint32_t pixel_format,
+                           const struct sam2_embedding *embedding);
+
+/**
+ * Drops every kept embedding (embeddings handed out stay valid; encodes in flight go on).
+ */
+sam2_status sam2_cache_clear(const struct sam2_cache *cache);
+
+/**
+ * Cancels every background encode, queued or in flight, that no thread is waiting for in
+ * `sam2_cache_encode` (closing a folder, say). The one in flight is stopped through ONNX
+ * Runtime's run-termination flag. `*out_cancelled` (if not NULL) receives how many were cancelled.
+ */
+sam2_status sam2_cache_cancel_all(const struct sam2_cache *cache, size_t *out_cancelled);
+
+/**
+ * Writes the cache's counters and occupancy. Set `out->struct_size` to
+ * `sizeof(sam2_cache_stats)` first; that many bytes are written.
+ */
+sam2_status sam2_cache_get_stats(const struct sam2_cache *cache, struct sam2_cache_stats *out);
+
+/**
+ * Waits for a job's embedding at most `timeout_ms` milliseconds (`SAM2_WAIT_FOREVER`: as long as
+ * it takes; 0: just look). On success `*out` receives a new embedding handle owned by the caller
+ * (`sam2_embedding_free`); a job may be waited for again, each success giving a new handle of the
+ * same embedding. Errors: `SAM2_ERR_TIMEOUT` (the encode goes on), `SAM2_ERR_CANCELLED`, or the
+ * status and message of the failed encode. Thread-safe.
+ */
+sam2_status sam2_encode_job_wait(const struct sam2_encode_job *job,
+                                 uint32_t timeout_ms,
+                                 struct sam2_embedding **out);
+
+/**
+ * Writes where a job is (`SAM2_JOB_*`) without waiting.
+ */
+sam2_status sam2_encode_job_state(const struct sam2_encode_job *job, uint32_t *out_state);
+
+/**
+ * Withdraws the job's request: the encode is dropped from the queue, or stopped in flight through
+ * ONNX Runtime's run-termination flag, unless another request (another job, or a thread in
+ * `sam2_cache_encode`) still wants that image. Afterwards the job reports `SAM2_JOB_CANCELLED` and
+ * its wait gives `SAM2_ERR_CANCELLED`. Cancelling twice, or a finished job, is fine.
+ */
+sam2_status sam2_encode_job_cancel(const struct sam2_encode_job *job);
+
+/**
+ * Releases a job handle; the encode goes on (cancel it first to stop it). NULL is a no-op. Do not
+ * free twice, nor while another thread uses the job.
+ */
+void sam2_encode_job_free(struct sam2_encode_job *job);
 
 /**
  * Releases an embedding. NULL is a no-op. Do not free twice, nor while another thread uses it.

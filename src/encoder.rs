@@ -4,12 +4,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use ort::memory::MemoryInfo;
-use ort::session::Session;
+use ort::session::{RunOptions, Session};
 use ort::value::{DynValue, Tensor, TensorElementType};
 
 use crate::contract::{self, EncoderSpec, InputType};
 use crate::device::{self, EffectiveDevice};
-use crate::embedding::{Embedding, EmbeddingTensor};
+use crate::embedding::{Embedding, EmbeddingTensor, Location};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::image::ImageView;
@@ -106,6 +106,11 @@ impl Encoder {
         self.output_target
     }
 
+    /// The memory the encoder writes embeddings to.
+    pub fn output_location(&self) -> Location {
+        Location::of(&self.output_memory)
+    }
+
     /// Builds the encoder's input tensor from host pixels.
     pub fn prepare_input(&self, image: &ImageView<'_>) -> Result<DynValue> {
         let size = self.spec.input_size;
@@ -139,6 +144,19 @@ impl Encoder {
 
     /// Runs the encoder on an already prepared input tensor (what a benchmark of ONNX Runtime alone feeds).
     pub fn encode_prepared(&self, input: &DynValue, width: u32, height: u32) -> Result<Embedding> {
+        self.encode_prepared_with(input, width, height, None)
+    }
+
+    /// Runs the encoder with run options, whose termination flag another thread may set to stop
+    /// the run between two nodes (how background encodes are cancelled); a terminated run fails
+    /// with [`Error::OnnxRuntime`].
+    pub fn encode_prepared_with(
+        &self,
+        input: &DynValue,
+        width: u32,
+        height: u32,
+        run_options: Option<&RunOptions>,
+    ) -> Result<Embedding> {
         let names = self.spec.family.tensor_names();
         let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
         // A fresh binding per run: outputs bound to a device are reused by later runs of the same
@@ -148,7 +166,10 @@ impl Encoder {
         for name in names {
             binding.bind_output_to_device(name, &self.output_memory)?;
         }
-        let mut outputs = session.run_binding(&binding)?;
+        let mut outputs = match run_options {
+            Some(options) => session.run_binding_with_options(&binding, options)?,
+            None => session.run_binding(&binding)?,
+        };
         let mut take = |name: &str| -> Result<EmbeddingTensor> {
             let value = outputs
                 .remove(name)

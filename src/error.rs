@@ -56,12 +56,60 @@ pub enum Error {
     #[error("ONNX Runtime: {0}")]
     OnnxRuntime(String),
 
+    /// A background encode was cancelled before it finished.
+    #[error("the encode was cancelled before it finished")]
+    Cancelled,
+
+    /// A wait ended before the work did; the work goes on.
+    #[error(
+        "the encode did not finish within {waited_ms} ms; it goes on (wait again, or cancel it)"
+    )]
+    Timeout { waited_ms: u64 },
+
+    /// The background queue holds as many requests as it may.
+    #[error(
+        "the background queue already holds {limit} encodes (the cache's queue_limit); \
+         wait for one to finish, or cancel some"
+    )]
+    QueueFull { limit: usize },
+
     /// A panic was caught at the C boundary.
     #[error("internal error (panic): {0}")]
     Panic(String),
 }
 
 impl Error {
+    /// The same error again, for every waiter of one background encode.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::NullArgument(name) => Error::NullArgument(name),
+            Error::InvalidArgument { name, reason } => Error::invalid(name, reason.clone()),
+            Error::BufferTooSmall { needed, given } => Error::BufferTooSmall {
+                needed: *needed,
+                given: *given,
+            },
+            Error::RuntimeNotFound(s) => Error::RuntimeNotFound(s.clone()),
+            Error::Model { path, reason } => Error::model(path.clone(), reason.clone()),
+            Error::Io { context, source } => Error::io(
+                context.clone(),
+                std::io::Error::new(source.kind(), source.to_string()),
+            ),
+            Error::EmbeddingNotSerializable { allocator } => Error::EmbeddingNotSerializable {
+                allocator: allocator.clone(),
+            },
+            Error::EmbeddingFormat(s) => Error::EmbeddingFormat(s.clone()),
+            Error::ModelMismatch(s) => Error::ModelMismatch(s.clone()),
+            Error::EnvironmentConfiguration(s) => Error::EnvironmentConfiguration(s.clone()),
+            Error::OnnxRuntime(s) => Error::OnnxRuntime(s.clone()),
+            Error::Cancelled => Error::Cancelled,
+            Error::Timeout { waited_ms } => Error::Timeout {
+                waited_ms: *waited_ms,
+            },
+            Error::QueueFull { limit } => Error::QueueFull { limit: *limit },
+            Error::Panic(s) => Error::Panic(s.clone()),
+        }
+    }
+
     pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             name,

@@ -2,6 +2,7 @@
 //!
 //! The safe core lives in this crate's modules; the C ABI (the product) is under [`ffi`].
 
+pub mod cache;
 pub mod contract;
 pub mod device;
 pub mod embedding;
@@ -19,6 +20,7 @@ pub mod runtime;
 pub mod session;
 pub mod weights;
 
+pub use cache::{CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Source};
 pub use contract::{Contract, EncoderFamily};
 pub use device::{DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest};
 pub use embedding::{Embedding, Location};

@@ -32,7 +32,8 @@ pub const SAM2_OUTPUT_HOST: u32 = 1;
 /// An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
 /// Thread-safe: `sam2_encode` may be called from several threads at once.
 pub struct sam2_encoder {
-    pub(crate) inner: Encoder,
+    /// Shared with the caches and background encodes that use it.
+    pub(crate) inner: Arc<Encoder>,
 }
 
 /// Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
@@ -110,6 +111,28 @@ pub(crate) fn parse_pixel_format(value: u32) -> Result<PixelFormat, Error> {
     })
 }
 
+/// The pixel arguments shared by the encode functions, checked against each other.
+pub(crate) fn image_arg<'a>(
+    pixels: *const u8,
+    pixels_len: usize,
+    width: u32,
+    height: u32,
+    stride: usize,
+    pixel_format: u32,
+) -> Result<ImageView<'a>, Error> {
+    if pixels.is_null() {
+        return Err(Error::NullArgument("pixels"));
+    }
+    let format = parse_pixel_format(pixel_format)?;
+    let data = arg_slice(pixels, pixels_len, "pixels")?;
+    let stride = if stride == 0 {
+        (width as usize).saturating_mul(format.channels())
+    } else {
+        stride
+    };
+    ImageView::new(data, width as usize, height as usize, stride, format)
+}
+
 fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Error> {
     let output_target = match options.output_target {
         SAM2_OUTPUT_DEVICE => OutputTarget::Device,
@@ -162,7 +185,9 @@ pub extern "C" fn sam2_encoder_new(
         )?;
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
-        *out = Box::into_raw(Box::new(sam2_encoder { inner: encoder }));
+        *out = Box::into_raw(Box::new(sam2_encoder {
+            inner: Arc::new(encoder),
+        }));
         Ok(())
     })
 }
@@ -193,18 +218,8 @@ pub extern "C" fn sam2_encode(
 ) -> sam2_status {
     guard(|| {
         let encoder = arg_ref(encoder, "encoder")?;
-        if pixels.is_null() {
-            return Err(Error::NullArgument("pixels"));
-        }
+        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let out = arg_out(out, "out")?;
-        let format = parse_pixel_format(pixel_format)?;
-        let data = arg_slice(pixels, pixels_len, "pixels")?;
-        let stride = if stride == 0 {
-            (width as usize).saturating_mul(format.channels())
-        } else {
-            stride
-        };
-        let image = ImageView::new(data, width as usize, height as usize, stride, format)?;
         let embedding = encoder.inner.encode(&image)?;
         *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(embedding))));
         Ok(())

@@ -13,6 +13,7 @@ use std::ffi::{c_char, CStr};
 
 use crate::error::Error;
 
+pub mod cache;
 pub mod device;
 pub mod embedding;
 pub mod encoder;
@@ -50,6 +51,12 @@ pub enum sam2_status {
     SAM2_ERR_ONNXRUNTIME = 11,
     /// An internal error (a caught panic). The library stays usable.
     SAM2_ERR_PANIC = 12,
+    /// A wait ended before the work did; the work goes on (wait again, or cancel it).
+    SAM2_ERR_TIMEOUT = 13,
+    /// The work was cancelled before it finished.
+    SAM2_ERR_CANCELLED = 14,
+    /// A bounded queue is full; wait for work to finish, or cancel some.
+    SAM2_ERR_QUEUE_FULL = 15,
 }
 
 impl sam2_status {
@@ -68,6 +75,9 @@ impl sam2_status {
             Error::EnvironmentConfiguration(_) => SAM2_ERR_ENVIRONMENT_CONFIGURATION,
             Error::OnnxRuntime(_) => SAM2_ERR_ONNXRUNTIME,
             Error::Panic(_) => SAM2_ERR_PANIC,
+            Error::Timeout { .. } => SAM2_ERR_TIMEOUT,
+            Error::Cancelled => SAM2_ERR_CANCELLED,
+            Error::QueueFull { .. } => SAM2_ERR_QUEUE_FULL,
         }
     }
 
@@ -91,6 +101,9 @@ impl sam2_status {
             }
             SAM2_ERR_ONNXRUNTIME => c"SAM2_ERR_ONNXRUNTIME: ONNX Runtime reported an error",
             SAM2_ERR_PANIC => c"SAM2_ERR_PANIC: internal error",
+            SAM2_ERR_TIMEOUT => c"SAM2_ERR_TIMEOUT: the wait ended before the work did",
+            SAM2_ERR_CANCELLED => c"SAM2_ERR_CANCELLED: the work was cancelled",
+            SAM2_ERR_QUEUE_FULL => c"SAM2_ERR_QUEUE_FULL: the queue is full",
         }
     }
 }

@@ -59,6 +59,9 @@ pub extern "C" fn sam2_status_str(status: u32) -> *const c_char {
         sam2_status::SAM2_ERR_ENVIRONMENT_CONFIGURATION,
         sam2_status::SAM2_ERR_ONNXRUNTIME,
         sam2_status::SAM2_ERR_PANIC,
+        sam2_status::SAM2_ERR_TIMEOUT,
+        sam2_status::SAM2_ERR_CANCELLED,
+        sam2_status::SAM2_ERR_QUEUE_FULL,
     ];
     known
         .iter()

@@ -67,6 +67,9 @@ const char *test_status_name(sam2_status status) {
     case SAM2_ERR_ENVIRONMENT_CONFIGURATION: return "SAM2_ERR_ENVIRONMENT_CONFIGURATION";
     case SAM2_ERR_ONNXRUNTIME: return "SAM2_ERR_ONNXRUNTIME";
     case SAM2_ERR_PANIC: return "SAM2_ERR_PANIC";
+    case SAM2_ERR_TIMEOUT: return "SAM2_ERR_TIMEOUT";
+    case SAM2_ERR_CANCELLED: return "SAM2_ERR_CANCELLED";
+    case SAM2_ERR_QUEUE_FULL: return "SAM2_ERR_QUEUE_FULL";
     default: return "unknown";
     }
 }
