@@ -231,11 +231,19 @@ impl Task {
         }
     }
 
-    /// Waits for the task to end, at most `timeout` (None: as long as it takes).
-    fn wait(&self, timeout: Option<Duration>) -> Result<Arc<Embedding>> {
+    /// Waits for the task to end, at most `timeout` (None: as long as it takes), or until
+    /// `withdrawn` (a job's own cancellation, signalled through `done`) is set.
+    fn wait(
+        &self,
+        timeout: Option<Duration>,
+        withdrawn: Option<&AtomicBool>,
+    ) -> Result<Arc<Embedding>> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut outcome = self.outcome();
         loop {
+            if withdrawn.is_some_and(|w| w.load(Ordering::Relaxed)) {
+                return Err(Error::Cancelled);
+            }
             match &*outcome {
                 Outcome::Done(embedding) => return Ok(Arc::clone(embedding)),
                 Outcome::Failed(error) => return Err(error.duplicate()),
@@ -615,7 +623,7 @@ impl EmbeddingCache {
         state.promote(&task);
         self.shared.work.notify_one();
         drop(state);
-        let result = task.wait(None);
+        let result = task.wait(None, None);
         let _state = self.shared.state();
         task.foreground.fetch_sub(1, Ordering::Relaxed);
         task.interest.fetch_sub(1, Ordering::Relaxed);
@@ -754,10 +762,7 @@ impl Job {
     /// [`Error::Timeout`] (the encode goes on; wait again), [`Error::Cancelled`], or the error of
     /// the encode itself.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<Arc<Embedding>> {
-        if self.cancelled.load(Ordering::Relaxed) {
-            return Err(Error::Cancelled);
-        }
-        self.task.wait(timeout)
+        self.task.wait(timeout, Some(&self.cancelled))
     }
 
     /// Withdraws this job's request. The encode stops (dropped from the queue, or terminated in
@@ -770,5 +775,10 @@ impl Job {
         if self.task.interest.fetch_sub(1, Ordering::Relaxed) == 1 {
             state.cancel(&self.task);
         }
+        drop(state);
+        // Wake this job's waiters even when the encode goes on for another request. Taking the
+        // lock orders this after a waiter's check of the flag.
+        let _outcome = self.task.outcome();
+        self.task.done.notify_all();
     }
 }

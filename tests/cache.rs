@@ -236,7 +236,10 @@ fn background_encodes_land_in_the_cache_and_requests_for_one_image_share_an_enco
     ));
     let stats = cache.stats();
     // The second requests joined the encodes, or found them kept if they had already ended.
-    assert_eq!((stats.misses, stats.joins + stats.hits, stats.entries), (4, 2, 4));
+    assert_eq!(
+        (stats.misses, stats.joins + stats.hits, stats.entries),
+        (4, 2, 4)
+    );
     // Opening a pre-encoded image is a hit.
     assert_eq!(
         cache.encode(&encoder, &view(&image(2))).unwrap().1,
@@ -400,4 +403,31 @@ fn many_threads_share_one_cache() {
     let stats = cache.stats();
     assert_eq!(stats.misses, 4, "each image is encoded once: {stats:?}");
     assert_eq!(stats.hits + stats.joins, 48 - 4);
+}
+
+#[test]
+fn cancelling_a_job_wakes_its_waiter_while_the_encode_goes_on_for_another() {
+    let encoder = encoder("bench_a");
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    let mine = cache.encode_async(&encoder, &view(&image(1))).unwrap();
+    let theirs = cache.encode_async(&encoder, &view(&image(1))).unwrap();
+    wait_until("the encode to start", || mine.state() == JobState::Running);
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let start = Instant::now();
+            let result = mine.wait(None);
+            (result, start.elapsed())
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        mine.cancel();
+        let (result, _) = waiter.join().unwrap();
+        assert!(matches!(result, Err(Error::Cancelled)));
+        assert_eq!(
+            theirs.state(),
+            JobState::Running,
+            "the other request keeps it going"
+        );
+    });
+    assert_eq!(theirs.wait(None).unwrap().image_size(), (512, 384));
+    assert_eq!(cache.stats().cancelled, 0);
 }
