@@ -33,6 +33,17 @@
 #define SAM2_CACHE_MISS 2
 
 /**
+ * `sam2_cache_encode_async` priority: pre-encoding (the back of the bounded queue).
+ */
+#define SAM2_PRIORITY_BACKGROUND 0
+
+/**
+ * `sam2_cache_encode_async` priority: an image the user opened (ahead of background requests,
+ * interrupting a background encode in flight, never refused for a full queue).
+ */
+#define SAM2_PRIORITY_FOREGROUND 1
+
+/**
  * Job state: waiting in the cache's queue.
  */
 #define SAM2_JOB_QUEUED 0
@@ -322,7 +333,7 @@ typedef struct sam2_cache sam2_cache;
 typedef struct sam2_embedding sam2_embedding;
 
 /**
- * A background encode made by `sam2_cache_encode_async`. Opaque; release with
+ * An encode requested by `sam2_cache_encode_async`. Opaque; release with
  * `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
  */
 typedef struct sam2_encode_job sam2_encode_job;
@@ -643,16 +654,21 @@ sam2_status sam2_cache_encode(const struct sam2_cache *cache,
                               uint32_t *out_source);
 
 /**
- * Requests the embedding of an image in the background (pre-encoding the next images of a
- * folder) and returns at once: the pixels are hashed and preprocessed during the call, so the
- * buffer may be released afterwards. A kept embedding gives a job that is already done; a
- * request for an image already queued or running joins that encode.
+ * Requests the embedding of an image and returns at once with a job that hands it over: the
+ * pixels are hashed and preprocessed during the call, so the buffer may be released afterwards.
+ * A kept embedding gives a job that is already done; a request for an image already queued or
+ * running joins that encode.
+ *
+ * `priority`: `SAM2_PRIORITY_BACKGROUND` (pre-encoding the next images of a folder: the back of
+ * the queue, `SAM2_ERR_QUEUE_FULL` when it holds `queue_limit` requests) or
+ * `SAM2_PRIORITY_FOREGROUND` (an image the user opened, waited for without blocking a UI
+ * thread: ahead of background requests, interrupting a background encode in flight, which runs
+ * again afterwards; never refused for a full queue).
  *
  * On success `*out` receives a new job owned by the caller (`sam2_encode_job_free`; freeing it
  * does not cancel the encode, whose result still lands in the cache). Errors: those of
- * `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL` (the queue holds `queue_limit`
- * requests), `SAM2_ERR_CANCELLED` when the cache is being freed. Errors of the encode itself are
- * reported by `sam2_encode_job_wait`.
+ * `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`, `SAM2_ERR_CANCELLED` when the cache
+ * is being freed. Errors of the encode itself are reported by `sam2_encode_job_wait`.
  */
 sam2_status sam2_cache_encode_async(const struct sam2_cache *cache,
                                     const struct sam2_encoder *encoder,
@@ -662,6 +678,7 @@ sam2_status sam2_cache_encode_async(const struct sam2_cache *cache,
                                     uint32_t height,
                                     size_t stride,
                                     uint32_t pixel_format,
+                                    uint32_t priority,
                                     struct sam2_encode_job **out);
 
 /**

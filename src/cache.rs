@@ -105,6 +105,17 @@ pub enum Source {
     Encoded,
 }
 
+/// How urgent a request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Priority {
+    /// Pre-encoding: the back of the bounded queue.
+    #[default]
+    Background,
+    /// An image the user opened: ahead of background work, interrupting it, never refused for a
+    /// full queue.
+    Foreground,
+}
+
 /// Where a background encode is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum JobState {
@@ -447,40 +458,26 @@ impl EmbeddingCache {
         encoder: &Arc<Encoder>,
         image: &ImageView<'_>,
     ) -> Result<(Arc<Embedding>, Source)> {
-        let key = Key::of(encoder, image);
-        let (task, source) = match self.find(&key)? {
-            Found::Kept(embedding) => return Ok((embedding, Source::Cache)),
-            Found::InFlight(task, mut state) => {
-                state.stats.joins += 1;
-                (self.wait_for(task, state), Source::Joined)
-            }
-            Found::Nothing(state) => {
-                drop(state);
-                let input = encoder.prepare_input(image)?;
-                match self.find(&key)? {
-                    Found::Kept(embedding) => return Ok((embedding, Source::Cache)),
-                    Found::InFlight(task, mut state) => {
-                        state.stats.joins += 1;
-                        (self.wait_for(task, state), Source::Joined)
-                    }
-                    Found::Nothing(mut state) => {
-                        let task =
-                            Arc::new(Task::new(key, Arc::clone(encoder), Some(input), image)?);
-                        state.stats.misses += 1;
-                        state.in_flight.insert(task.key.clone(), Arc::clone(&task));
-                        state.queue.push_back(Arc::clone(&task));
-                        (self.wait_for(task, state), Source::Encoded)
-                    }
-                }
-            }
-        };
-        task.map(|embedding| (embedding, source))
+        let job = self.encode_async(encoder, image, Priority::Foreground)?;
+        let embedding = job.wait(None)?;
+        Ok((embedding, job.source))
     }
 
-    /// Queues `image` for encoding in the background and returns at once. The pixels are read
-    /// (hashed and preprocessed) during the call only. The result lands in the cache and is also
-    /// handed over by the returned job. Fails with [`Error::QueueFull`] when the queue is full.
-    pub fn encode_async(&self, encoder: &Arc<Encoder>, image: &ImageView<'_>) -> Result<Job> {
+    /// Requests the embedding of `image` and returns at once with a job that hands it over. The
+    /// pixels are read (hashed and preprocessed) during the call only. A kept embedding gives a
+    /// job that is already done; a request for an image already queued or running joins that
+    /// encode. The result lands in the cache.
+    ///
+    /// [`Priority::Background`] requests join the back of the queue and fail with
+    /// [`Error::QueueFull`] when it holds `queue_limit` requests. [`Priority::Foreground`]
+    /// requests (an image the user opened) are not limited, go ahead of background ones, and
+    /// interrupt a background encode in flight, which runs again after them.
+    pub fn encode_async(
+        &self,
+        encoder: &Arc<Encoder>,
+        image: &ImageView<'_>,
+        priority: Priority,
+    ) -> Result<Job> {
         let key = Key::of(encoder, image);
         let mut input = None;
         loop {
@@ -488,15 +485,15 @@ impl EmbeddingCache {
                 Found::Kept(embedding) => {
                     let task = Task::new(key, Arc::clone(encoder), None, image)?;
                     *task.outcome() = Outcome::Done(embedding);
-                    return Ok(self.job(Arc::new(task), None));
+                    return Ok(self.job(Arc::new(task), None, priority, Source::Cache));
                 }
                 Found::InFlight(task, mut state) => {
                     state.stats.joins += 1;
-                    return Ok(self.job(task, Some(state)));
+                    return Ok(self.job(task, Some(state), priority, Source::Joined));
                 }
                 Found::Nothing(mut state) => {
                     let limit = self.shared.options.queue_limit;
-                    if state.queue.len() >= limit {
+                    if priority == Priority::Background && state.queue.len() >= limit {
                         return Err(Error::QueueFull { limit });
                     }
                     let Some(input) = input.take() else {
@@ -509,8 +506,7 @@ impl EmbeddingCache {
                     state.stats.misses += 1;
                     state.in_flight.insert(task.key.clone(), Arc::clone(&task));
                     state.queue.push_back(Arc::clone(&task));
-                    self.shared.work.notify_one();
-                    return Ok(self.job(task, Some(state)));
+                    return Ok(self.job(task, Some(state), priority, Source::Encoded));
                 }
             }
         }
@@ -612,30 +608,27 @@ impl EmbeddingCache {
         }
     }
 
-    /// Registers the calling thread's interest in `task`, puts it first, and waits for it.
-    fn wait_for(
+    /// A job's request for `task`: counted as interest, and for a foreground request, moved first.
+    fn job(
         &self,
         task: Arc<Task>,
-        mut state: MutexGuard<'_, State>,
-    ) -> Result<Arc<Embedding>> {
-        task.interest.fetch_add(1, Ordering::Relaxed);
-        task.foreground.fetch_add(1, Ordering::Relaxed);
-        state.promote(&task);
-        self.shared.work.notify_one();
-        drop(state);
-        let result = task.wait(None, None);
-        let _state = self.shared.state();
-        task.foreground.fetch_sub(1, Ordering::Relaxed);
-        task.interest.fetch_sub(1, Ordering::Relaxed);
-        result
-    }
-
-    fn job(&self, task: Arc<Task>, state: Option<MutexGuard<'_, State>>) -> Job {
-        task.interest.fetch_add(1, Ordering::Relaxed);
-        drop(state);
+        state: Option<MutexGuard<'_, State>>,
+        priority: Priority,
+        source: Source,
+    ) -> Job {
+        if let Some(mut state) = state {
+            task.interest.fetch_add(1, Ordering::Relaxed);
+            if priority == Priority::Foreground {
+                task.foreground.fetch_add(1, Ordering::Relaxed);
+                state.promote(&task);
+            }
+            self.shared.work.notify_one();
+        }
         Job {
             shared: Arc::clone(&self.shared),
             task,
+            priority,
+            source,
             cancelled: AtomicBool::new(false),
         }
     }
@@ -735,11 +728,13 @@ fn work(shared: &Shared) {
     }
 }
 
-/// A background encode requested by [`EmbeddingCache::encode_async`]. Dropping the job does not
-/// cancel the encode (its result still lands in the cache); [`Job::cancel`] does.
+/// An encode requested by [`EmbeddingCache::encode_async`]. Dropping the job does not cancel the
+/// encode (its result still lands in the cache); [`Job::cancel`] does.
 pub struct Job {
     shared: Arc<Shared>,
     task: Arc<Task>,
+    priority: Priority,
+    source: Source,
     cancelled: AtomicBool,
 }
 
@@ -750,6 +745,11 @@ impl std::fmt::Debug for Job {
 }
 
 impl Job {
+    /// Whether the request found a kept embedding, joined an encode, or started one.
+    pub fn source(&self) -> Source {
+        self.source
+    }
+
     /// Where the encode is; `Cancelled` once this job was cancelled.
     pub fn state(&self) -> JobState {
         if self.cancelled.load(Ordering::Relaxed) {
@@ -768,10 +768,14 @@ impl Job {
     /// Withdraws this job's request. The encode stops (dropped from the queue, or terminated in
     /// flight) when no other request wants it. Idempotent; a finished encode stays finished.
     pub fn cancel(&self) {
-        if self.cancelled.swap(true, Ordering::Relaxed) {
+        // A job that was done from the start counted nothing and has nobody to wake.
+        if self.cancelled.swap(true, Ordering::Relaxed) || self.source == Source::Cache {
             return;
         }
         let mut state = self.shared.state();
+        if self.priority == Priority::Foreground {
+            self.task.foreground.fetch_sub(1, Ordering::Relaxed);
+        }
         if self.task.interest.fetch_sub(1, Ordering::Relaxed) == 1 {
             state.cancel(&self.task);
         }

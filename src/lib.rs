@@ -20,7 +20,7 @@ pub mod runtime;
 pub mod session;
 pub mod weights;
 
-pub use cache::{CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Source};
+pub use cache::{CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Priority, Source};
 pub use contract::{Contract, EncoderFamily};
 pub use device::{DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest};
 pub use embedding::{Embedding, Location};

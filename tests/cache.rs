@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use sam2::{
-    CacheOptions, EmbeddingCache, Encoder, Error, ImageView, JobState, PixelFormat, Source,
+    CacheOptions, EmbeddingCache, Encoder, Error, ImageView, JobState, PixelFormat, Priority,
+    Source,
 };
 
 fn encoder(pair: &str) -> Arc<Encoder> {
@@ -211,12 +212,20 @@ fn background_encodes_land_in_the_cache_and_requests_for_one_image_share_an_enco
     let encoder = encoder("tiny_a");
     let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
     let jobs: Vec<_> = (0..4u8)
-        .map(|v| cache.encode_async(&encoder, &view(&image(v))).unwrap())
+        .map(|v| {
+            cache
+                .encode_async(&encoder, &view(&image(v)), Priority::Background)
+                .unwrap()
+        })
         .collect();
     // A second request for image 3, and a cancelled one for image 2 (image 2 is still wanted by
     // its first job, so it is encoded anyway).
-    let twin = cache.encode_async(&encoder, &view(&image(3))).unwrap();
-    let withdrawn = cache.encode_async(&encoder, &view(&image(2))).unwrap();
+    let twin = cache
+        .encode_async(&encoder, &view(&image(3)), Priority::Background)
+        .unwrap();
+    let withdrawn = cache
+        .encode_async(&encoder, &view(&image(2)), Priority::Background)
+        .unwrap();
     withdrawn.cancel();
     assert_eq!(withdrawn.state(), JobState::Cancelled);
     assert!(matches!(withdrawn.wait(None), Err(Error::Cancelled)));
@@ -246,7 +255,9 @@ fn background_encodes_land_in_the_cache_and_requests_for_one_image_share_an_enco
         Source::Cache
     );
     // A request for a kept image gives a job that is already done.
-    let kept = cache.encode_async(&encoder, &view(&image(1))).unwrap();
+    let kept = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
     assert_eq!(kept.state(), JobState::Done);
     assert_eq!(
         kept.wait(Some(Duration::ZERO)).unwrap().image_size(),
@@ -269,14 +280,20 @@ fn the_queue_is_bounded_and_cancelling_stops_an_encode_in_flight() {
     encoder.encode(&view(&image(0))).unwrap();
     let encode_time = start.elapsed();
 
-    let running = cache.encode_async(&encoder, &view(&image(1))).unwrap();
+    let running = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
     wait_until("the first job to start", || {
         running.state() == JobState::Running
     });
     let queued: Vec<_> = (2..4u8)
-        .map(|v| cache.encode_async(&encoder, &view(&image(v))).unwrap())
+        .map(|v| {
+            cache
+                .encode_async(&encoder, &view(&image(v)), Priority::Background)
+                .unwrap()
+        })
         .collect();
-    match cache.encode_async(&encoder, &view(&image(4))) {
+    match cache.encode_async(&encoder, &view(&image(4)), Priority::Background) {
         Err(Error::QueueFull { limit: 2 }) => {}
         other => panic!("expected QueueFull, got {other:?}"),
     }
@@ -306,7 +323,9 @@ fn the_queue_is_bounded_and_cancelling_stops_an_encode_in_flight() {
     assert_eq!((stats.cancelled, stats.entries, stats.queued), (3, 0, 0));
 
     // The worker is usable afterwards, and the cancelled image encodes normally.
-    let job = cache.encode_async(&encoder, &view(&image(1))).unwrap();
+    let job = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
     assert_eq!(job.wait(None).unwrap().image_size(), (512, 384));
 }
 
@@ -314,8 +333,12 @@ fn the_queue_is_bounded_and_cancelling_stops_an_encode_in_flight() {
 fn a_waited_for_encode_goes_ahead_of_background_work() {
     let encoder = encoder("bench_a");
     let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
-    let background = cache.encode_async(&encoder, &view(&image(1))).unwrap();
-    let queued = cache.encode_async(&encoder, &view(&image(2))).unwrap();
+    let background = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
+    let queued = cache
+        .encode_async(&encoder, &view(&image(2)), Priority::Background)
+        .unwrap();
     wait_until("the background encode to start", || {
         background.state() == JobState::Running
     });
@@ -354,8 +377,12 @@ fn dropping_the_cache_cancels_its_work_without_finishing_it() {
     let encode_time = start.elapsed();
 
     let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
-    let running = cache.encode_async(&encoder, &view(&image(1))).unwrap();
-    let queued = cache.encode_async(&encoder, &view(&image(2))).unwrap();
+    let running = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
+    let queued = cache
+        .encode_async(&encoder, &view(&image(2)), Priority::Background)
+        .unwrap();
     wait_until("the encode to start", || {
         running.state() == JobState::Running
     });
@@ -390,7 +417,7 @@ fn many_threads_share_one_cache() {
                         cache.encode(encoder, &view(&img)).unwrap().0
                     } else {
                         cache
-                            .encode_async(encoder, &view(&img))
+                            .encode_async(encoder, &view(&img), Priority::Background)
                             .unwrap()
                             .wait(None)
                             .unwrap()
@@ -409,8 +436,12 @@ fn many_threads_share_one_cache() {
 fn cancelling_a_job_wakes_its_waiter_while_the_encode_goes_on_for_another() {
     let encoder = encoder("bench_a");
     let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
-    let mine = cache.encode_async(&encoder, &view(&image(1))).unwrap();
-    let theirs = cache.encode_async(&encoder, &view(&image(1))).unwrap();
+    let mine = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
+    let theirs = cache
+        .encode_async(&encoder, &view(&image(1)), Priority::Background)
+        .unwrap();
     wait_until("the encode to start", || mine.state() == JobState::Running);
     std::thread::scope(|s| {
         let waiter = s.spawn(|| {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
 use super::{arg_out, arg_ref, guard, read_options, sam2_status};
-use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Source};
+use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
 use crate::error::Error;
 
 /// `sam2_cache_encode` found the embedding kept in the cache.
@@ -16,6 +16,12 @@ pub const SAM2_CACHE_HIT: u32 = 0;
 pub const SAM2_CACHE_JOINED: u32 = 1;
 /// `sam2_cache_encode` ran the encoder.
 pub const SAM2_CACHE_MISS: u32 = 2;
+
+/// `sam2_cache_encode_async` priority: pre-encoding (the back of the bounded queue).
+pub const SAM2_PRIORITY_BACKGROUND: u32 = 0;
+/// `sam2_cache_encode_async` priority: an image the user opened (ahead of background requests,
+/// interrupting a background encode in flight, never refused for a full queue).
+pub const SAM2_PRIORITY_FOREGROUND: u32 = 1;
 
 /// Job state: waiting in the cache's queue.
 pub const SAM2_JOB_QUEUED: u32 = 0;
@@ -42,7 +48,7 @@ pub struct sam2_cache {
     pub(crate) inner: EmbeddingCache,
 }
 
-/// A background encode made by `sam2_cache_encode_async`. Opaque; release with
+/// An encode requested by `sam2_cache_encode_async`. Opaque; release with
 /// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
 pub struct sam2_encode_job {
     pub(crate) inner: Job,
@@ -204,16 +210,21 @@ pub extern "C" fn sam2_cache_encode(
     })
 }
 
-/// Requests the embedding of an image in the background (pre-encoding the next images of a
-/// folder) and returns at once: the pixels are hashed and preprocessed during the call, so the
-/// buffer may be released afterwards. A kept embedding gives a job that is already done; a
-/// request for an image already queued or running joins that encode.
+/// Requests the embedding of an image and returns at once with a job that hands it over: the
+/// pixels are hashed and preprocessed during the call, so the buffer may be released afterwards.
+/// A kept embedding gives a job that is already done; a request for an image already queued or
+/// running joins that encode.
+///
+/// `priority`: `SAM2_PRIORITY_BACKGROUND` (pre-encoding the next images of a folder: the back of
+/// the queue, `SAM2_ERR_QUEUE_FULL` when it holds `queue_limit` requests) or
+/// `SAM2_PRIORITY_FOREGROUND` (an image the user opened, waited for without blocking a UI
+/// thread: ahead of background requests, interrupting a background encode in flight, which runs
+/// again afterwards; never refused for a full queue).
 ///
 /// On success `*out` receives a new job owned by the caller (`sam2_encode_job_free`; freeing it
 /// does not cancel the encode, whose result still lands in the cache). Errors: those of
-/// `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL` (the queue holds `queue_limit`
-/// requests), `SAM2_ERR_CANCELLED` when the cache is being freed. Errors of the encode itself are
-/// reported by `sam2_encode_job_wait`.
+/// `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`, `SAM2_ERR_CANCELLED` when the cache
+/// is being freed. Errors of the encode itself are reported by `sam2_encode_job_wait`.
 #[no_mangle]
 pub extern "C" fn sam2_cache_encode_async(
     cache: *const sam2_cache,
@@ -224,14 +235,27 @@ pub extern "C" fn sam2_cache_encode_async(
     height: u32,
     stride: usize,
     pixel_format: u32,
+    priority: u32,
     out: *mut *mut sam2_encode_job,
 ) -> sam2_status {
     guard(|| {
         let cache = arg_ref(cache, "cache")?;
         let encoder = arg_ref(encoder, "encoder")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+        let priority = match priority {
+            SAM2_PRIORITY_BACKGROUND => Priority::Background,
+            SAM2_PRIORITY_FOREGROUND => Priority::Foreground,
+            other => {
+                return Err(Error::invalid(
+                    "priority",
+                    format!(
+                        "must be SAM2_PRIORITY_BACKGROUND (0) or SAM2_PRIORITY_FOREGROUND (1), got {other}"
+                    ),
+                ))
+            }
+        };
         let out = arg_out(out, "out")?;
-        let job = cache.inner.encode_async(&encoder.inner, &image)?;
+        let job = cache.inner.encode_async(&encoder.inner, &image, priority)?;
         *out = Box::into_raw(Box::new(sam2_encode_job { inner: job }));
         Ok(())
     })

@@ -114,7 +114,7 @@ static void background_encoding(const test_image *img, const test_truth *truth) 
     for (unsigned i = 0; i < N; i++) {
         pixels p = variant_of(img, i + 1);
         CHECK_OK(sam2_cache_encode_async(cache, encoder, p.data, p.len, p.width, p.height, 0,
-                                         SAM2_PIXEL_BGR, &jobs[i]));
+                                         SAM2_PIXEL_BGR, SAM2_PRIORITY_BACKGROUND, &jobs[i]));
         memset(p.data, 0, p.len);
         free(p.data);
     }
@@ -122,7 +122,7 @@ static void background_encoding(const test_image *img, const test_truth *truth) 
     pixels p1 = variant_of(img, 1);
     sam2_encode_job *twin = NULL;
     CHECK_OK(sam2_cache_encode_async(cache, encoder, p1.data, p1.len, p1.width, p1.height, 0,
-                                     SAM2_PIXEL_BGR, &twin));
+                                     SAM2_PIXEL_BGR, SAM2_PRIORITY_BACKGROUND, &twin));
     for (unsigned i = 0; i < N; i++) {
         sam2_embedding *e = NULL;
         CHECK_OK(sam2_encode_job_wait(jobs[i], SAM2_WAIT_FOREVER, &e));
@@ -207,16 +207,27 @@ static void limits_and_refusals(const test_image *img) {
     CHECK_OK(sam2_cache_new(&o, &cache));
     sam2_encode_job *job = NULL;
     CHECK_FAILS(sam2_cache_encode_async(cache, encoder, img->data, len, img->width, img->height,
-                                        0, SAM2_PIXEL_RGB, &job),
+                                        0, SAM2_PIXEL_RGB, SAM2_PRIORITY_BACKGROUND, &job),
                 SAM2_ERR_QUEUE_FULL, "queue_limit");
     CHECK(job == NULL);
+    CHECK_FAILS(sam2_cache_encode_async(cache, encoder, img->data, len, img->width, img->height,
+                                        0, SAM2_PIXEL_RGB, 2, &job),
+                SAM2_ERR_INVALID_ARGUMENT, "priority");
+    /* An image the user opened is never refused for a full queue. */
+    CHECK_OK(sam2_cache_encode_async(cache, encoder, img->data, len, img->width, img->height, 0,
+                                     SAM2_PIXEL_RGB, SAM2_PRIORITY_FOREGROUND, &job));
+    sam2_embedding *opened = NULL;
+    CHECK_OK(sam2_encode_job_wait(job, SAM2_WAIT_FOREVER, &opened));
+    sam2_embedding_free(opened);
+    sam2_encode_job_free(job);
+    job = NULL;
     sam2_embedding *e = NULL;
     uint32_t source = 99;
     CHECK_OK(sam2_cache_encode(cache, encoder, img->data, len, img->width, img->height, 0,
                                SAM2_PIXEL_RGB, &e, &source));
     CHECK(source == SAM2_CACHE_MISS);
     sam2_cache_stats s = stats_of(cache);
-    CHECK(s.entries == 0 && s.rejected == 1 && s.host_bytes == 0);
+    CHECK(s.entries == 0 && s.rejected == 2 && s.host_bytes == 0); /* both encodes were handed over, not kept */
 
     /* Stats need their struct_size. */
     sam2_cache_stats wrong;
@@ -236,7 +247,7 @@ static void limits_and_refusals(const test_image *img) {
                                   SAM2_PIXEL_RGB, &e, NULL),
                 SAM2_ERR_INVALID_ARGUMENT, "pixels");
     CHECK_FAILS(sam2_cache_encode_async(cache, encoder, img->data, len, img->width, img->height,
-                                        0, 9, &job),
+                                        0, 9, 0, &job),
                 SAM2_ERR_INVALID_ARGUMENT, "pixel_format");
 
     sam2_embedding_free(foreign);
@@ -268,13 +279,13 @@ static void null_arguments(const test_image *img) {
                 SAM2_ERR_NULL_ARGUMENT, "pixels");
     CHECK_FAILS(sam2_cache_encode(cache, encoder, px, len, w, h, 0, 0, NULL, NULL),
                 SAM2_ERR_NULL_ARGUMENT, "out");
-    CHECK_FAILS(sam2_cache_encode_async(NULL, encoder, px, len, w, h, 0, 0, &job),
+    CHECK_FAILS(sam2_cache_encode_async(NULL, encoder, px, len, w, h, 0, 0, 0, &job),
                 SAM2_ERR_NULL_ARGUMENT, "cache");
-    CHECK_FAILS(sam2_cache_encode_async(cache, NULL, px, len, w, h, 0, 0, &job),
+    CHECK_FAILS(sam2_cache_encode_async(cache, NULL, px, len, w, h, 0, 0, 0, &job),
                 SAM2_ERR_NULL_ARGUMENT, "encoder");
-    CHECK_FAILS(sam2_cache_encode_async(cache, encoder, NULL, len, w, h, 0, 0, &job),
+    CHECK_FAILS(sam2_cache_encode_async(cache, encoder, NULL, len, w, h, 0, 0, 0, &job),
                 SAM2_ERR_NULL_ARGUMENT, "pixels");
-    CHECK_FAILS(sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, NULL),
+    CHECK_FAILS(sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, 0, NULL),
                 SAM2_ERR_NULL_ARGUMENT, "out");
     CHECK_FAILS(sam2_cache_put(NULL, encoder, px, len, w, h, 0, 0, some), SAM2_ERR_NULL_ARGUMENT,
                 "cache");
@@ -294,7 +305,7 @@ static void null_arguments(const test_image *img) {
     CHECK_FAILS(sam2_encode_job_wait(NULL, 0, &e), SAM2_ERR_NULL_ARGUMENT, "job");
     CHECK_FAILS(sam2_encode_job_state(NULL, &state), SAM2_ERR_NULL_ARGUMENT, "job");
     CHECK_FAILS(sam2_encode_job_cancel(NULL), SAM2_ERR_NULL_ARGUMENT, "job");
-    CHECK_OK(sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, &job));
+    CHECK_OK(sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, 0, &job));
     CHECK_FAILS(sam2_encode_job_wait(job, 0, NULL), SAM2_ERR_NULL_ARGUMENT, "out");
     CHECK_FAILS(sam2_encode_job_state(job, NULL), SAM2_ERR_NULL_ARGUMENT, "out_state");
     sam2_cache_free(NULL);
