@@ -58,6 +58,17 @@ namespace Sam2
         internal const uint SAM2_LOG_INFO = 1;
         internal const uint SAM2_LOG_WARNING = 2;
         internal const uint SAM2_LOG_ERROR = 3;
+        internal const uint SAM2_CACHE_HIT = 0;
+        internal const uint SAM2_CACHE_JOINED = 1;
+        internal const uint SAM2_CACHE_MISS = 2;
+        internal const uint SAM2_PRIORITY_BACKGROUND = 0;
+        internal const uint SAM2_PRIORITY_FOREGROUND = 1;
+        internal const uint SAM2_JOB_QUEUED = 0;
+        internal const uint SAM2_JOB_RUNNING = 1;
+        internal const uint SAM2_JOB_DONE = 2;
+        internal const uint SAM2_JOB_FAILED = 3;
+        internal const uint SAM2_JOB_CANCELLED = 4;
+        internal const uint SAM2_WAIT_FOREVER = 0xFFFFFFFF;
 
         // ---- structs --------------------------------------------------------------------------
 
@@ -129,8 +140,80 @@ namespace Sam2
             public UIntPtr mask_input_len;
         }
 
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_cache_options
+        {
+            public uint struct_size;
+            public uint queue_limit;
+            public ulong host_budget_bytes;
+            public ulong device_budget_bytes;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_cache_stats
+        {
+            public uint struct_size;
+            public uint running;
+            public ulong hits;
+            public ulong joins;
+            public ulong misses;
+            public ulong evictions;
+            public ulong rejected;
+            public ulong cancelled;
+            public ulong preempted;
+            public ulong entries;
+            public ulong host_bytes;
+            public ulong device_bytes;
+            public ulong queued;
+        }
+
         [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
         internal delegate void sam2_log_callback(uint level, IntPtr message, IntPtr user_data);
+
+        // ---- cache and encode jobs ------------------------------------------------------------
+
+        /// <summary>Writes the library's sizeof(sam2_cache_options) bytes: call through NativeOptions.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_options_init(IntPtr options, UIntPtr struct_size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_new(ref sam2_cache_options options, out CacheHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_cache_free(IntPtr cache);
+
+        /// <summary>Blocks until the embedding is there.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_encode(CacheHandle cache, EncoderHandle encoder, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, out EmbeddingHandle @out, out uint out_source);
+
+        /// <summary>The pixels are only read during the call.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_encode_async(CacheHandle cache, EncoderHandle encoder, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, uint priority, out EncodeJobHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_put(CacheHandle cache, EncoderHandle encoder, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, EmbeddingHandle embedding);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_clear(CacheHandle cache);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_cancel_all(CacheHandle cache, out UIntPtr out_cancelled);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_cache_get_stats(CacheHandle cache, ref sam2_cache_stats @out);
+
+        /// <summary>Blocks up to timeout_ms (SAM2_WAIT_FOREVER: no limit).</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encode_job_wait(EncodeJobHandle job, uint timeout_ms, out EmbeddingHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encode_job_state(EncodeJobHandle job, out uint out_state);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encode_job_cancel(EncodeJobHandle job);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_encode_job_free(IntPtr job);
 
         // ---- embedding ------------------------------------------------------------------------
 

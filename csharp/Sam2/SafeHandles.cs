@@ -20,6 +20,32 @@ namespace Sam2
         }
     }
 
+    /// <summary>Owns a <c>sam2_cache*</c>; released with <c>sam2_cache_free</c> (which cancels its work).</summary>
+    internal sealed class CacheHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        /// <summary>Used by the marshaller for out-params.</summary>
+        public CacheHandle() : base(true) { }
+
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.sam2_cache_free(handle);
+            return true;
+        }
+    }
+
+    /// <summary>Owns a <c>sam2_encode_job*</c>; released with <c>sam2_encode_job_free</c> (which does not cancel the encode).</summary>
+    internal sealed class EncodeJobHandle : SafeHandleZeroOrMinusOneIsInvalid
+    {
+        /// <summary>Used by the marshaller for out-params.</summary>
+        public EncodeJobHandle() : base(true) { }
+
+        protected override bool ReleaseHandle()
+        {
+            NativeMethods.sam2_encode_job_free(handle);
+            return true;
+        }
+    }
+
     /// <summary>Owns a <c>sam2_embedding*</c>; released with <c>sam2_embedding_free</c>.</summary>
     internal sealed class EmbeddingHandle : SafeHandleZeroOrMinusOneIsInvalid
     {

@@ -55,6 +55,10 @@ namespace Sam2
                     return new ArgumentException(message, ArgumentName(message));
                 case Sam2Status.EnvironmentConfiguration:
                     return new Sam2EnvironmentConfigurationException(message);
+                case Sam2Status.Timeout:
+                    return new TimeoutException(message);
+                case Sam2Status.Cancelled:
+                    return new OperationCanceledException(message);
                 default:
                     return new Sam2Exception(status, message);
             }

@@ -32,5 +32,11 @@ namespace Sam2
         OnnxRuntime = 11,
         /// <summary>SAM2_ERR_PANIC: an internal error (a caught panic); the library stays usable.</summary>
         Panic = 12,
+        /// <summary>SAM2_ERR_TIMEOUT: a wait ended before the work did; the work goes on.</summary>
+        Timeout = 13,
+        /// <summary>SAM2_ERR_CANCELLED: the work was cancelled before it finished.</summary>
+        Cancelled = 14,
+        /// <summary>SAM2_ERR_QUEUE_FULL: the cache's background queue is full.</summary>
+        QueueFull = 15,
     }
 }
