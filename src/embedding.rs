@@ -1,5 +1,6 @@
 //! An image embedding: the encoder's three tensors, where they live, and what made them.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use ort::memory::MemoryInfo;
@@ -59,6 +60,23 @@ pub struct EmbeddingTensor {
     pub(crate) location: Location,
     /// Keeps alive memory the value borrows (test-support device stand-ins only).
     pub(crate) _backing: Option<Arc<Embedding>>,
+    /// Bytes this tensor owns, counted in [`live_bytes`] while it lives (0 for views).
+    owned_bytes: usize,
+}
+
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Bytes held by the embedding tensors alive in this process (host or device memory; views of
+/// another embedding's memory are not counted). A diagnostic: it shows, for instance, that an
+/// embedding cache stays within its budget.
+pub fn live_bytes() -> usize {
+    LIVE_BYTES.load(Ordering::Relaxed)
+}
+
+impl Drop for EmbeddingTensor {
+    fn drop(&mut self) {
+        LIVE_BYTES.fetch_sub(self.owned_bytes, Ordering::Relaxed);
+    }
 }
 
 impl EmbeddingTensor {
@@ -81,12 +99,21 @@ impl EmbeddingTensor {
                 )))
             }
         };
+        let owned_bytes = match value {
+            TensorValue::Owned(_) => {
+                let elems: i64 = shape.iter().product();
+                elems.max(0) as usize * element_size(dtype)
+            }
+            TensorValue::View(_) => 0,
+        };
+        LIVE_BYTES.fetch_add(owned_bytes, Ordering::Relaxed);
         Ok(EmbeddingTensor {
             value,
             shape,
             dtype,
             location,
             _backing: None,
+            owned_bytes,
         })
     }
 
