@@ -462,3 +462,42 @@ fn cancelling_a_job_wakes_its_waiter_while_the_encode_goes_on_for_another() {
     assert_eq!(theirs.wait(None).unwrap().image_size(), (512, 384));
     assert_eq!(cache.stats().cancelled, 0);
 }
+
+#[test]
+fn a_failed_background_encode_reports_its_error_and_the_worker_goes_on() {
+    let faulty = encoder("faulty_a");
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    // The faulty encoder fails inside ONNX Runtime on an almost white image.
+    let white = vec![255u8; 64 * 48 * 3];
+    let white_view = ImageView::packed(&white, 64, 48, PixelFormat::Rgb).unwrap();
+    let failing = cache
+        .encode_async(&faulty, &white_view, Priority::Background)
+        .unwrap();
+    let fine = cache
+        .encode_async(&faulty, &view(&image(0)), Priority::Background)
+        .unwrap();
+    let twin = cache
+        .encode_async(&faulty, &white_view, Priority::Background)
+        .unwrap();
+    for job in [&failing, &twin] {
+        match job.wait(None) {
+            Err(Error::OnnxRuntime(message)) => {
+                assert!(message.contains("Reshape"), "{message}")
+            }
+            other => panic!("expected the run's error, got {other:?}"),
+        }
+        assert_eq!(job.state(), JobState::Failed);
+    }
+    assert_eq!(fine.wait(None).unwrap().image_size(), (512, 384));
+    // A failure is not kept: asking again runs the encoder again (and fails again).
+    assert!(matches!(
+        cache.encode(&faulty, &white_view),
+        Err(Error::OnnxRuntime(_))
+    ));
+    let stats = cache.stats();
+    // The twin joined the failing encode, or came after it had failed and ran it again.
+    assert_eq!(
+        (stats.entries, stats.misses + stats.joins, stats.hits),
+        (1, 4, 0)
+    );
+}

@@ -18,6 +18,7 @@ Pairs written (all weights inline, opset 17, IR version 8):
   tiny_a_fp16              tiny_a with a float16 `image` input (cast to f32 in-graph)
   bench_a                  contract A with compute/weights of the order of SAM2-tiny
                            (encoder ~100 MB of fp32 weights); behaves like tiny_a
+Also faulty_a_encoder.onnx: tiny_a's encoder whose runs fail on an almost white image.
 
 Everything is seeded: two runs write byte-identical files. models/manifest.json
 lists the pairs: [{name, contract, encoder, decoder, image_dtype, kind}].
@@ -320,6 +321,30 @@ def build_encoder(contract, tw, fp16=False, bench=False):
     return g.model(doc, {"sam2.synthetic": kind, "sam2.contract": contract})
 
 
+def build_faulty_encoder(tw):
+    """tiny_a's encoder, except that a run on an almost white image fails inside ONNX Runtime
+    (a Reshape to a shape computed from the pixels), as a real model fails at run time (out of
+    memory, say): the background-encoding tests need an encode that fails after it started."""
+    g = Graph("sam2_image_encoder")
+    x = g.input("image", TensorProto.FLOAT, [1, 3, 1024, 1024])
+    f0, f1, f2 = tiny_encoder_body(g, x, tw)
+    # k = 5 when every normalised value exceeds 1.5 (white: >= 2.25), else 2; six elements
+    # reshape to [-1, 2] but not to [-1, 5].
+    bright = g.cast(g.op("Greater", [g.op("ReduceMin", [x], keepdims=0), g.const(1.5)]),
+                    TensorProto.INT64, hint="bright")
+    k = g.op("Add", [g.op("Mul", [bright, g.const(3, np.int64)]), g.const(2, np.int64)])
+    shape = g.op("Concat", [g.const([-1], np.int64), g.reshape(k, [1])],
+                 axis=0)
+    probe = g.op("Reshape", [g.const(np.ones(6, np.float32)), shape], hint="probe")
+    zero = g.mul(g.op("ReduceSum", [probe], keepdims=0), g.const(0.0))
+    feats = (f0, f1, g.add(f2, zero))
+    for f, name, shape_ in zip(feats, ENC_NAMES["A"], FEAT_SHAPES):
+        g.op("Identity", [f], name_out=name)
+        g.output(name, TensorProto.FLOAT, shape_)
+    doc = "Synthetic SAM2 image encoder (contract A) whose runs fail on an almost white image."
+    return g.model(doc, {"sam2.synthetic": "faulty", "sam2.contract": "A"})
+
+
 # ---------------------------------------------------------------------------
 # Decoders
 # ---------------------------------------------------------------------------
@@ -603,6 +628,8 @@ def main():
             "image_dtype": "float16" if fp16 else "float32",
             "kind": kind,
         })
+    data = save(build_faulty_encoder(tw), os.path.join(args.out, "faulty_a_encoder.onnx"))
+    print("%-28s contract A faulty (fails on a white image) %d bytes" % ("faulty_a_encoder.onnx", len(data)))
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")

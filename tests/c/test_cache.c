@@ -318,6 +318,31 @@ static void null_arguments(const test_image *img) {
     sam2_encoder_free(encoder);
 }
 
+/* An encode that fails inside ONNX Runtime reports its status and message to the job's waiter. */
+static void background_failure(void) {
+    sam2_encoder *faulty = test_open_encoder("faulty_a"); /* fails on an almost white image */
+    sam2_cache *cache = NULL;
+    CHECK_OK(sam2_cache_new(NULL, &cache));
+    uint8_t white[32 * 24 * 3];
+    memset(white, 255, sizeof white);
+    sam2_encode_job *job = NULL;
+    CHECK_OK(sam2_cache_encode_async(cache, faulty, white, sizeof white, 32, 24, 0, SAM2_PIXEL_RGB,
+                                     SAM2_PRIORITY_BACKGROUND, &job));
+    sam2_embedding *e = NULL;
+    CHECK_FAILS(sam2_encode_job_wait(job, SAM2_WAIT_FOREVER, &e), SAM2_ERR_ONNXRUNTIME, "Reshape");
+    CHECK(e == NULL);
+    uint32_t state = 99;
+    CHECK_OK(sam2_encode_job_state(job, &state));
+    CHECK(state == SAM2_JOB_FAILED);
+    CHECK_FAILS(sam2_cache_encode(cache, faulty, white, sizeof white, 32, 24, 0, SAM2_PIXEL_RGB,
+                                  &e, NULL),
+                SAM2_ERR_ONNXRUNTIME, "Reshape");
+    CHECK(stats_of(cache).entries == 0);
+    sam2_encode_job_free(job);
+    sam2_cache_free(cache);
+    sam2_encoder_free(faulty);
+}
+
 int main(void) {
     test_default_environment();
     test_init_runtime();
@@ -328,6 +353,7 @@ int main(void) {
     background_encoding(&img, &truth);
     limits_and_refusals(&img);
     null_arguments(&img);
+    background_failure();
 
     test_truth_free(&truth);
     test_image_free(&img);
