@@ -19,13 +19,13 @@ fi
 [ -f "$LIB" ] || { echo "pack-nuget: $LIB does not exist" >&2; exit 1; }
 
 version="$(awk -F'"' '/^\[/{section=$0} section=="[package]" && /^version *=/{print $2; exit}' "$ROOT/Cargo.toml")"
-work="$OUT/obj"
-rm -rf "$work"
-mkdir -p "$work"
+work="$(mktemp -d "${TMPDIR:-/tmp}/sam2-nuget.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
 # The assembly carries the package's version, as the .NET SDK would write it from <Version>.
+numeric="${version%%[-+]*}"
 cat >"$work/Version.cs" <<EOF
-[assembly: System.Reflection.AssemblyVersion("$version.0")]
-[assembly: System.Reflection.AssemblyFileVersion("$version.0")]
+[assembly: System.Reflection.AssemblyVersion("$numeric.0")]
+[assembly: System.Reflection.AssemblyFileVersion("$numeric.0")]
 [assembly: System.Reflection.AssemblyInformationalVersion("$version")]
 [assembly: System.Reflection.AssemblyProduct("sam2")]
 [assembly: System.Reflection.AssemblyTitle("Sam2")]
@@ -36,7 +36,6 @@ mcs -langversion:7 -warn:4 -warnaserror+ -nologo -optimize+ -r:System.dll -r:Sys
 
 python3 "$ROOT/tools/nupkg.py" pack --dll "$work/Sam2.dll" --xml "$work/Sam2.xml" --native "$LIB" \
     --cargo "$ROOT/Cargo.toml" --out "$OUT" >/dev/null
-rm -rf "$work"
 package="$OUT/Sam2.$version.nupkg"
 python3 "$ROOT/tools/nupkg.py" check "$package" --cargo "$ROOT/Cargo.toml" --csproj "$ROOT/csharp/Sam2/Sam2.csproj"
 echo "$package"

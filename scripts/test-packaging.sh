@@ -71,7 +71,7 @@ say "ok: DESTDIR staging (files under DESTDIR, paths of the real prefix)"
 
 # ---- 2. Consumers ----------------------------------------------------------------------------
 # shellcheck disable=SC2046
-cc -std=c99 -Wall -Wextra -Wpedantic -Werror -o "$T/consumer" tests/packaging/consumer.c \
+"${CC:-cc}" -std=c99 -Wall -Wextra -Wpedantic -Werror -o "$T/consumer" tests/packaging/consumer.c \
     $(pkg-config --cflags --libs sam2)
 [ "$(needed_of "$T/consumer")" = "libsam2.so.$abi" ] || fail "the pkg-config program needs '$(needed_of "$T/consumer")'"
 [ "$(runpath_of "$T/consumer")" = "$L" ] || fail "the pkg-config program's RUNPATH is '$(runpath_of "$T/consumer")', not $L"
