@@ -12,9 +12,10 @@ say() { printf '[setup] %s\n' "$*" >&2; }
 # ONNX Runtime 1.31 keeps telemetry ids under ~/.cache unless told not to; keep the user's home clean.
 export ORT_DISABLE_TELEMETRY=1
 
-# 1. System packages (cmake for the C tests, Mono for the C# tests).
+# 1. System packages (cmake for the C tests, Mono for the C# tests, pkg-config for the packaging test).
 need_apt=()
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 command -v mcs >/dev/null 2>&1 || need_apt+=(mono-mcs)
 command -v mono >/dev/null 2>&1 || need_apt+=(mono-runtime)
 if ((${#need_apt[@]})); then

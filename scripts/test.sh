@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: Rust (unit, integration, header check), the Python reference check, the C
-# suite under ctest (and once more under valgrind), the C# suite under Mono, and format/lint checks.
+# suite under ctest (and once more under valgrind), the C# suite under Mono, the packaging test
+# (scripts/test-packaging.sh), and format/lint checks.
 # Does its own set-up (scripts/setup.sh) and is safe to run again: nothing is downloaded twice.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,5 +41,8 @@ if [ -x scripts/test-csharp.sh ]; then
     step "C# tests under Mono"
     scripts/test-csharp.sh
 fi
+
+step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
+scripts/test-packaging.sh
 
 step "all tests passed"

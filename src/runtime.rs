@@ -2,9 +2,15 @@
 //!
 //! Discovery order (the first that loads wins):
 //! 1. the path given to [`init`] by the host (`sam2_runtime_init`); when given, nothing else is tried;
-//! 2. the `SAM2_ONNXRUNTIME_PATH` environment variable, then ONNX Runtime's own `ORT_DYLIB_PATH`;
-//! 3. `libonnxruntime.so` (and `.so.1`) in the directory that holds `libsam2.so`;
+//! 2. the `SAM2_ONNXRUNTIME_PATH` environment variable, then ONNX Runtime's own `ORT_DYLIB_PATH`,
+//!    each naming the library or a directory that holds it;
+//! 3. the directory that holds `libsam2.so`;
 //! 4. the system's default search (`dlopen("libonnxruntime.so.1")`, then `libonnxruntime.so`).
+//!
+//! In a directory, the names tried are those of the layouts ONNX Runtime ships in (see
+//! [`library_files_in`]): `libonnxruntime.so` (the NuGet package's `runtimes/<rid>/native/`, a
+//! release archive's or a system's `lib/`), `libonnxruntime.so.1`, and fully versioned files
+//! such as the PyPI wheel's `onnxruntime/capi/libonnxruntime.so.1.31.1`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -54,17 +60,16 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
     }
 
     disable_telemetry();
-    let candidates = candidates(explicit);
     let mut tried = Vec::new();
-    if explicit.is_none() && !candidates.iter().any(|c| c.source == "beside libsam2") {
-        if let Some(dir) = own_directory() {
+    for candidate in &candidates(explicit) {
+        if let Some(why) = &candidate.absent {
             tried.push(format!(
-                "{} (beside libsam2): not present",
-                dir.join("libonnxruntime.so").display()
+                "{} ({}): {why}",
+                candidate.path.display(),
+                candidate.source
             ));
+            continue;
         }
-    }
-    for candidate in &candidates {
         // Check the library before handing it to ort, which keeps whatever it loaded and panics
         // on a library that cannot give the API it needs.
         let version = match probe(&candidate.path) {
@@ -118,7 +123,8 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
     }
     Err(Error::RuntimeNotFound(format!(
         "no usable ONNX Runtime (1.{MIN_ORT_MINOR} or newer) was found; tried {}. \
-         Set {ENV_VAR} to the full path of libonnxruntime.so, or call sam2_runtime_init with it.",
+         Set {ENV_VAR} to libonnxruntime.so or the directory that holds it, or call \
+         sam2_runtime_init with the library's path.",
         tried.join("; ")
     )))
 }
@@ -208,14 +214,23 @@ fn disable_telemetry() {
 struct Candidate {
     path: PathBuf,
     source: &'static str,
+    /// Set when a place to look holds nothing to load: why, for the error message.
+    absent: Option<&'static str>,
+}
+
+impl Candidate {
+    fn new(path: PathBuf, source: &'static str) -> Self {
+        Candidate {
+            path,
+            source,
+            absent: None,
+        }
+    }
 }
 
 fn candidates(explicit: Option<&Path>) -> Vec<Candidate> {
     if let Some(path) = explicit {
-        return vec![Candidate {
-            path: path.to_path_buf(),
-            source: "given by the host",
-        }];
+        return vec![Candidate::new(path.to_path_buf(), "given by the host")];
     }
     let mut out = Vec::new();
     for (var, source) in [
@@ -223,30 +238,71 @@ fn candidates(explicit: Option<&Path>) -> Vec<Candidate> {
         (ORT_ENV_VAR, "environment variable ORT_DYLIB_PATH"),
     ] {
         if let Some(value) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            out.push(Candidate {
-                path: PathBuf::from(value),
-                source,
-            });
-        }
-    }
-    if let Some(dir) = own_directory() {
-        for name in ["libonnxruntime.so", "libonnxruntime.so.1"] {
-            let path = dir.join(name);
-            if path.exists() {
-                out.push(Candidate {
-                    path,
-                    source: "beside libsam2",
-                });
+            let path = PathBuf::from(value);
+            if path.is_dir() {
+                let absent = "a directory without libonnxruntime.so, .so.1 or .so.1.*";
+                in_directory(&mut out, &path, path.clone(), source, absent);
+            } else {
+                out.push(Candidate::new(path, source));
             }
         }
     }
+    if let Some(dir) = own_directory() {
+        let shown = dir.join("libonnxruntime.so");
+        in_directory(&mut out, &dir, shown, "beside libsam2", "not present");
+    }
     for name in ["libonnxruntime.so.1", "libonnxruntime.so"] {
-        out.push(Candidate {
-            path: PathBuf::from(name),
-            source: "system library search",
-        });
+        out.push(Candidate::new(PathBuf::from(name), "system library search"));
     }
     out
+}
+
+/// Adds the ONNX Runtime files of `dir`, or a note (naming `shown`) that it holds none.
+fn in_directory(
+    out: &mut Vec<Candidate>,
+    dir: &Path,
+    shown: PathBuf,
+    source: &'static str,
+    absent: &'static str,
+) {
+    let files = library_files_in(dir);
+    if files.is_empty() {
+        out.push(Candidate {
+            path: shown,
+            source,
+            absent: Some(absent),
+        });
+    }
+    out.extend(files.into_iter().map(|path| Candidate::new(path, source)));
+}
+
+/// The ONNX Runtime library files in `dir`, in the order they are tried: `libonnxruntime.so`
+/// (all a NuGet package's `runtimes/<rid>/native/` has), `libonnxruntime.so.1` (the SONAME),
+/// then fully versioned files, newest first (all the PyPI wheel's `capi/` has).
+fn library_files_in(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = ["libonnxruntime.so", "libonnxruntime.so.1"]
+        .iter()
+        .map(|name| dir.join(name))
+        .filter(|path| path.is_file())
+        .collect();
+    let mut versioned: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let version = name.to_str()?.strip_prefix("libonnxruntime.so.1.")?;
+            let numbers = version
+                .split('.')
+                .map(|part| part.parse().ok())
+                .collect::<Option<Vec<u32>>>()?;
+            Some((numbers, entry.path()))
+        })
+        .filter(|(_, path)| path.is_file())
+        .collect();
+    versioned.sort_by(|a, b| b.0.cmp(&a.0));
+    files.extend(versioned.into_iter().map(|(_, path)| path));
+    files
 }
 
 /// The directory of the binary that holds this code (`libsam2.so`, or an executable linking it statically).
@@ -348,4 +404,103 @@ fn forward_ort_log(
         level,
         &format!("onnxruntime [{category}] {message} ({location})"),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory holding empty files (and links) with the given names.
+    fn layout(name: &str, files: &[&str], links: &[(&str, &str)]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sam2-layout-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for file in files {
+            std::fs::write(dir.join(file), b"").unwrap();
+        }
+        for (link, target) in links {
+            std::os::unix::fs::symlink(target, dir.join(link)).unwrap();
+        }
+        dir
+    }
+
+    fn names(files: Vec<PathBuf>) -> Vec<String> {
+        files
+            .iter()
+            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn finds_the_library_in_each_layout_onnx_runtime_ships_in() {
+        // The PyPI wheel's onnxruntime/capi/: only the fully versioned file.
+        let wheel = layout(
+            "wheel",
+            &[
+                "libonnxruntime.so.1.31.1",
+                "libonnxruntime_providers_shared.so",
+                "onnxruntime_pybind11_state.cpython-311-x86_64-linux-gnu.so",
+            ],
+            &[],
+        );
+        assert_eq!(
+            names(library_files_in(&wheel)),
+            ["libonnxruntime.so.1.31.1"]
+        );
+        // The Microsoft.ML.OnnxRuntime NuGet package's runtimes/linux-x64/native/.
+        let nuget = layout(
+            "nuget",
+            &["libonnxruntime.so", "libonnxruntime_providers_shared.so"],
+            &[],
+        );
+        assert_eq!(names(library_files_in(&nuget)), ["libonnxruntime.so"]);
+        // A release archive's or a system's lib/: the chain of links, the link first.
+        let system = layout(
+            "system",
+            &["libonnxruntime.so.1.31.1"],
+            &[
+                ("libonnxruntime.so.1", "libonnxruntime.so.1.31.1"),
+                ("libonnxruntime.so", "libonnxruntime.so.1"),
+            ],
+        );
+        assert_eq!(
+            names(library_files_in(&system)),
+            [
+                "libonnxruntime.so",
+                "libonnxruntime.so.1",
+                "libonnxruntime.so.1.31.1"
+            ]
+        );
+        for dir in [wheel, nuget, system] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
+    #[test]
+    fn versioned_files_newest_first_and_nothing_else() {
+        let dir = layout(
+            "versions",
+            &[
+                "libonnxruntime.so.1.9.0",
+                "libonnxruntime.so.1.31.1",
+                "libonnxruntime.so.1.31.0",
+                "libonnxruntime.so.1.32.0.dbg",
+                "libonnxruntime.so.2.0.0",
+                "libonnxruntime_providers_cuda.so",
+            ],
+            &[("libonnxruntime.so", "missing-target")],
+        );
+        std::fs::create_dir(dir.join("libonnxruntime.so.1")).unwrap();
+        assert_eq!(
+            names(library_files_in(&dir)),
+            [
+                "libonnxruntime.so.1.31.1",
+                "libonnxruntime.so.1.31.0",
+                "libonnxruntime.so.1.9.0"
+            ],
+            "a dangling link, a directory, ONNX Runtime 2 and non-numeric suffixes are skipped"
+        );
+        assert!(library_files_in(&dir.join("absent")).is_empty());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
