@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmark of issue 9, in one command (not part of the test run):
+# The benchmarks of issues 9 and 12, in one command (not part of the test run):
 #
 #     ./scripts/bench.sh [--quick]
 #
@@ -26,8 +26,8 @@ if [ ! -f "$ROOT/.venv/.sam2-bench-req-$req_hash" ]; then
     touch "$ROOT/.venv/.sam2-bench-req-$req_hash"
 fi
 
-say "building the release bench"
-cargo build --release --example bench --quiet
+say "building the release benches"
+cargo build --release --example bench --example bench_session --quiet
 
 # The process-wide allocation counter (LD_PRELOAD), which sees ONNX Runtime's allocations too.
 shim="$ROOT/target/release/libbench_alloc_count.so"
@@ -46,3 +46,9 @@ mkdir -p "$ROOT/out"
 export MPLCONFIGDIR="$ROOT/build/matplotlib"
 say "running (uptime: $(uptime))"
 LD_PRELOAD="$preload" "$ROOT/target/release/examples/bench" --out "$ROOT/out" "$@"
+
+# The simulated annotation session (issue 12): first-mask latency without and with pre-encoding.
+session_args=()
+for a in "$@"; do [ "$a" = "--quick" ] && session_args=(--images 8); done
+say "annotation session (uptime: $(uptime))"
+"$ROOT/target/release/examples/bench_session" --out "$ROOT/out" "${session_args[@]}"
