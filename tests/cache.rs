@@ -501,3 +501,48 @@ fn a_failed_background_encode_reports_its_error_and_the_worker_goes_on() {
         (1, 4, 0)
     );
 }
+
+/// Nice values of this process's threads whose name starts with `prefix` (Linux).
+#[cfg(target_os = "linux")]
+fn nice_of_threads(prefix: &str) -> Vec<i64> {
+    let mut nice = Vec::new();
+    for task in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if !comm.trim_end().starts_with(prefix) {
+            continue;
+        }
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap();
+        // Fields after the parenthesised name: state is field 3, nice is field 19.
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        nice.push(after.split(' ').nth(16).unwrap().parse().unwrap());
+    }
+    nice
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn background_work_runs_behind_normal_threads() {
+    init_runtime();
+    let mut options = sam2::EncoderOptions::default();
+    options.session.background_threads = true;
+    options.session.intra_threads = Some(2); // one pool thread besides the caller
+    let encoder = Arc::new(Encoder::new(model("tiny_a_encoder.onnx"), &options).unwrap());
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    cache.encode(&encoder, &view(&image(0))).unwrap();
+    let pool = nice_of_threads("sam2-ort-bg");
+    assert!(
+        !pool.is_empty(),
+        "ONNX Runtime's pool threads were made by the library"
+    );
+    assert!(
+        pool.iter().all(|&n| n == 10),
+        "pool threads at nice 10: {pool:?}"
+    );
+    let workers = nice_of_threads("sam2-encode"); // other tests' caches may be alive too
+    assert!(
+        !workers.is_empty() && workers.iter().all(|&n| n == 10),
+        "workers: {workers:?}"
+    );
+    // The calling thread, and the threads of a normal encoder, keep their priority.
+    assert_eq!(unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) }, 0);
+}
