@@ -3,10 +3,6 @@
 //! with pre-encoding of the next images through the embedding cache. Run by `scripts/bench.sh`
 //! (or alone: `cargo run --release --example bench_session -- [--images N] [--think-ms T]`).
 //!
-//! Three sessions: without pre-encoding; pre-encoding the next images with the encoder's threads at
-//! normal priority; and with them at background priority (`background_threads`), which keeps
-//! clicks fast while the next image encodes on the same cores.
-//!
 //! Goal: with pre-encoding, once the queue has warmed up, the median first-mask latency is at most
 //! the decoder's latency plus 10 ms. The decoder's latency is measured in the same run, on an
 //! idle machine, just before the sessions.
@@ -15,8 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use sam2::{
-    CacheOptions, EmbeddingCache, Encoder, EncoderOptions, ImageView, PixelFormat, Point,
-    PredictOptions, Predictor, PredictorOptions, Priority, Prompt,
+    CacheOptions, EmbeddingCache, Encoder, ImageView, PixelFormat, Point, PredictOptions,
+    Predictor, PredictorOptions, Priority, Prompt,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -177,14 +173,6 @@ fn main() -> Res<()> {
         models.join("bench_a_encoder.onnx"),
         &Default::default(),
     )?);
-    // The same model (sharing its weights) with its threads behind predicts: what a host that
-    // pre-encodes would open.
-    let mut background = EncoderOptions::default();
-    background.session.background_threads = true;
-    let background = Arc::new(Encoder::new(
-        models.join("bench_a_encoder.onnx"),
-        &background,
-    )?);
     let predictor = Predictor::new(
         models.join("bench_a_decoder.onnx"),
         &PredictorOptions {
@@ -221,15 +209,13 @@ fn main() -> Res<()> {
         decode_ms
     );
     let plain = session(&encoder, &predictor, &images, args.think, 0)?;
-    let ahead_normal = session(&encoder, &predictor, &images, args.think, args.lookahead)?;
-    let ahead = session(&background, &predictor, &images, args.think, args.lookahead)?;
+    let ahead = session(&encoder, &predictor, &images, args.think, args.lookahead)?;
 
     // "Once the queue has warmed up": from the second image on (the first is never pre-encoded).
     let warm = |r: &SessionResult| r.first_mask_ms[1..].to_vec();
     let rows = [
         ("no pre-encoding", &plain),
-        ("pre-encoding, normal threads", &ahead_normal),
-        ("pre-encoding, background", &ahead),
+        ("pre-encoding next images", &ahead),
     ];
     println!(
         "{:<28} {:>14} {:>10} {:>10} {:>14} {:>10}",
@@ -276,11 +262,6 @@ fn main() -> Res<()> {
                 "first_mask_ms": plain.first_mask_ms,
                 "second_click_ms": plain.second_mask_ms,
                 "session_s": plain.total_s,
-            },
-            "with_preencoding_normal_threads": {
-                "first_mask_ms": ahead_normal.first_mask_ms,
-                "second_click_ms": ahead_normal.second_mask_ms,
-                "session_s": ahead_normal.total_s,
             },
             "with_preencoding": {
                 "first_mask_ms": ahead.first_mask_ms,

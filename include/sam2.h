@@ -193,16 +193,6 @@
 #define SAM2_OUTPUT_HOST 1
 
 /**
- * `thread_priority`: the encoder's threads run at normal priority.
- */
-#define SAM2_THREADS_NORMAL 0
-
-/**
- * `thread_priority`: the encoder's threads run behind normal threads.
- */
-#define SAM2_THREADS_BACKGROUND 1
-
-/**
  * Point label: include what is under the point.
  */
 #define SAM2_POINT_POSITIVE 1
@@ -507,13 +497,6 @@ typedef struct sam2_encoder_options {
    * `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
    */
   uint32_t graph_optimization;
-  /**
-   * `SAM2_THREADS_NORMAL` (default) or `SAM2_THREADS_BACKGROUND`: run the encoder's ONNX Runtime
-   * threads at a lower OS priority (nice 10 on Linux), so predicts and the host's UI go first
-   * while it encodes: for an encoder whose work is mostly pre-encoding through a `sam2_cache`.
-   * The thread that calls `sam2_encode` keeps its priority (a cache's worker lowers its own).
-   */
-  uint32_t thread_priority;
 } sam2_encoder_options;
 
 /**

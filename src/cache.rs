@@ -663,10 +663,8 @@ impl Drop for EmbeddingCache {
     }
 }
 
-/// The worker: runs queued tasks one at a time until the cache is dropped, at background OS
-/// priority, so that predicts and the host's UI threads go first.
+/// The worker: runs queued tasks one at a time until the cache is dropped.
 fn work(shared: &Shared) {
-    crate::session::lower_thread_priority();
     let mut state = shared.state();
     loop {
         if state.shutdown {

@@ -21,56 +21,6 @@ pub struct SessionOptions {
     pub weights: WeightSharing,
     /// Graph optimisations ONNX Runtime applies when building the session.
     pub optimization: Optimization,
-    /// Runs the session's intra-op threads at a lower OS priority (see [`lower_thread_priority`]),
-    /// so that other work (predicts, the host's UI) goes first while it runs: for an encoder that
-    /// pre-encodes in the background.
-    pub background_threads: bool,
-}
-
-/// The nice value of background threads: well behind normal threads (nice 0 weighs about ten
-/// times as much as nice 10 on Linux), still ahead of idle work.
-const BACKGROUND_NICE: i32 = 10;
-
-/// Lowers the calling thread's OS scheduling priority to background (nice 10 on Linux; nothing
-/// elsewhere). Irreversible for an unprivileged process, so only for threads that only ever do
-/// background work. Returns whether it took effect.
-pub(crate) fn lower_thread_priority() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: plain system calls on the calling thread (a thread id is a valid `who` for
-        // PRIO_PROCESS on Linux, where nice values are per thread).
-        unsafe {
-            let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
-            libc::setpriority(libc::PRIO_PROCESS, tid, BACKGROUND_NICE) == 0
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
-}
-
-/// ONNX Runtime's intra-op threads of a background session: ordinary threads that lower their
-/// own priority before they start working.
-struct BackgroundThreads;
-
-impl ort::environment::ThreadManager for BackgroundThreads {
-    type Thread = std::thread::JoinHandle<()>;
-
-    fn create(&self, work: impl FnOnce() + Send + 'static) -> ort::Result<Self::Thread> {
-        std::thread::Builder::new()
-            .name("sam2-ort-bg".into())
-            .spawn(move || {
-                lower_thread_priority();
-                work();
-            })
-            .map_err(|e| ort::Error::new(format!("cannot start a thread: {e}")))
-    }
-
-    fn join(thread: Self::Thread) -> ort::Result<()> {
-        let _ = thread.join();
-        Ok(())
-    }
 }
 
 /// How far ONNX Runtime optimises the graph.
@@ -124,9 +74,6 @@ pub(crate) fn build(
         .with_log_id(format!("sam2:{file_name}"))?;
     if let Some(n) = options.intra_threads {
         builder = builder.with_intra_threads(n)?;
-    }
-    if options.background_threads {
-        builder = builder.with_thread_manager(BackgroundThreads)?;
     }
     if runtime::shared_arena() {
         builder = builder.with_env_allocators()?;

@@ -58,8 +58,6 @@ namespace Sam2
         internal const uint SAM2_LOG_INFO = 1;
         internal const uint SAM2_LOG_WARNING = 2;
         internal const uint SAM2_LOG_ERROR = 3;
-        internal const uint SAM2_THREADS_NORMAL = 0;
-        internal const uint SAM2_THREADS_BACKGROUND = 1;
         internal const uint SAM2_CACHE_HIT = 0;
         internal const uint SAM2_CACHE_JOINED = 1;
         internal const uint SAM2_CACHE_MISS = 2;
@@ -95,7 +93,6 @@ namespace Sam2
             public uint on_device_mismatch;
             public uint weight_sharing;
             public uint graph_optimization;
-            public uint thread_priority;
         }
 
         [StructLayout(LayoutKind.Sequential)]

@@ -19,15 +19,7 @@ namespace Sam2
             OnDeviceMismatch = (DeviceMismatchPolicy)defaults.on_device_mismatch;
             WeightSharing = (WeightSharing)defaults.weight_sharing;
             GraphOptimization = (GraphOptimization)defaults.graph_optimization;
-            ThreadPriority = (EncoderThreadPriority)defaults.thread_priority;
         }
-
-        /// <summary>
-        /// Background runs the encoder's ONNX Runtime threads at a lower OS priority, so predicts
-        /// and the UI go first while it encodes: for an encoder that mostly pre-encodes through a
-        /// <see cref="Sam2Cache"/>.
-        /// </summary>
-        public EncoderThreadPriority ThreadPriority { get; set; }
 
         /// <summary>Shared weights (default: one copy for every session of the model) or an explicit copy.</summary>
         public WeightSharing WeightSharing { get; set; }
@@ -65,7 +57,6 @@ namespace Sam2
             var native = NativeOptions.Defaults<NativeMethods.sam2_encoder_options>(NativeMethods.sam2_encoder_options_init);
             native.output_target = (uint)OutputTarget;
             native.intra_threads = (uint)_intraThreads;
-            native.thread_priority = (uint)ThreadPriority;
             Sam2ProviderRequest.Pin(_providers, pins, out native.providers, out native.provider_count);
             native.on_device_mismatch = (uint)OnDeviceMismatch;
             native.weight_sharing = (uint)WeightSharing;

@@ -15,15 +15,6 @@ namespace Sam2
         Miss = 2,
     }
 
-    /// <summary>OS priority of an encoder's threads (<see cref="Sam2EncoderOptions.ThreadPriority"/>).</summary>
-    public enum EncoderThreadPriority
-    {
-        /// <summary>Normal priority (default).</summary>
-        Normal = 0,
-        /// <summary>Behind normal threads (nice 10 on Linux): for pre-encoding.</summary>
-        Background = 1,
-    }
-
     /// <summary>How urgent an encode request is.</summary>
     public enum EncodePriority
     {

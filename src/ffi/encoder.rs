@@ -57,17 +57,7 @@ pub struct sam2_encoder_options {
     pub weight_sharing: u32,
     /// `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
     pub graph_optimization: u32,
-    /// `SAM2_THREADS_NORMAL` (default) or `SAM2_THREADS_BACKGROUND`: run the encoder's ONNX Runtime
-    /// threads at a lower OS priority (nice 10 on Linux), so predicts and the host's UI go first
-    /// while it encodes: for an encoder whose work is mostly pre-encoding through a `sam2_cache`.
-    /// The thread that calls `sam2_encode` keeps its priority (a cache's worker lowers its own).
-    pub thread_priority: u32,
 }
-
-/// `thread_priority`: the encoder's threads run at normal priority.
-pub const SAM2_THREADS_NORMAL: u32 = 0;
-/// `thread_priority`: the encoder's threads run behind normal threads.
-pub const SAM2_THREADS_BACKGROUND: u32 = 1;
 
 /// Sizes of earlier versions of `sam2_encoder_options` (the first layout: 12 bytes).
 const ENCODER_OPTIONS_VERSIONS: &[usize] = &[12];
@@ -83,7 +73,6 @@ impl Default for sam2_encoder_options {
             on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
             weight_sharing: SAM2_WEIGHTS_SHARED,
             graph_optimization: SAM2_OPTIMIZATION_BASIC,
-            thread_priority: SAM2_THREADS_NORMAL,
         }
     }
 }
@@ -167,18 +156,6 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
     )?;
     (out.session.weights, out.session.optimization) =
         weights_and_optimization(options.weight_sharing, options.graph_optimization)?;
-    out.session.background_threads = match options.thread_priority {
-        SAM2_THREADS_NORMAL => false,
-        SAM2_THREADS_BACKGROUND => true,
-        other => {
-            return Err(Error::invalid(
-                "options.thread_priority",
-                format!(
-                    "must be SAM2_THREADS_NORMAL (0) or SAM2_THREADS_BACKGROUND (1), got {other}"
-                ),
-            ))
-        }
-    };
     Ok(out)
 }
 

@@ -318,37 +318,6 @@ static void null_arguments(const test_image *img) {
     sam2_encoder_free(encoder);
 }
 
-/* An encoder for pre-encoding: its threads run behind normal ones; it encodes the same. */
-static void background_encoder(const test_image *img) {
-    char path[TEST_PATH_MAX];
-    sam2_encoder_options o;
-    CHECK_OK(sam2_encoder_options_init(&o, sizeof o));
-    CHECK(o.thread_priority == SAM2_THREADS_NORMAL);
-    o.thread_priority = 7;
-    sam2_encoder *encoder = NULL;
-    CHECK_FAILS(sam2_encoder_new(test_model_path(path, "tiny_a_encoder.onnx"), &o, &encoder),
-                SAM2_ERR_INVALID_ARGUMENT, "options.thread_priority");
-    o.thread_priority = SAM2_THREADS_BACKGROUND;
-    CHECK_OK(sam2_encoder_new(test_model_path(path, "tiny_a_encoder.onnx"), &o, &encoder));
-    sam2_encoder *normal = test_open_encoder("tiny_a");
-    sam2_cache *cache = NULL;
-    CHECK_OK(sam2_cache_new(NULL, &cache));
-    size_t len = (size_t)img->width * img->height * 3;
-    sam2_embedding *a = NULL, *b = NULL;
-    CHECK_OK(sam2_cache_encode(cache, encoder, img->data, len, img->width, img->height, 0,
-                               SAM2_PIXEL_RGB, &a, NULL));
-    uint32_t source = 99;
-    /* Same model, same memory: the normal encoder finds the background one's embedding. */
-    CHECK_OK(sam2_cache_encode(cache, normal, img->data, len, img->width, img->height, 0,
-                               SAM2_PIXEL_RGB, &b, &source));
-    CHECK(source == SAM2_CACHE_HIT);
-    sam2_embedding_free(a);
-    sam2_embedding_free(b);
-    sam2_cache_free(cache);
-    sam2_encoder_free(normal);
-    sam2_encoder_free(encoder);
-}
-
 /* An encode that fails inside ONNX Runtime reports its status and message to the job's waiter. */
 static void background_failure(void) {
     sam2_encoder *faulty = test_open_encoder("faulty_a"); /* fails on an almost white image */
@@ -385,7 +354,6 @@ int main(void) {
     limits_and_refusals(&img);
     null_arguments(&img);
     background_failure();
-    background_encoder(&img);
 
     test_truth_free(&truth);
     test_image_free(&img);
