@@ -299,16 +299,7 @@ namespace Sam2
         {
             if (encoder == null)
                 throw new ArgumentNullException("encoder");
-            if (pixels == null)
-                throw new ArgumentNullException("pixels");
-            if (pixels.Length == 0)
-                throw new ArgumentException("invalid argument `pixels`: the buffer is empty", "pixels");
-            if (width < 0)
-                throw new ArgumentOutOfRangeException("width", width, "must not be negative");
-            if (height < 0)
-                throw new ArgumentOutOfRangeException("height", height, "must not be negative");
-            if (stride < 0)
-                throw new ArgumentOutOfRangeException("stride", stride, "must not be negative");
+            Sam2Encoder.CheckPixels(pixels, width, height, stride);
         }
 
         /// <summary>

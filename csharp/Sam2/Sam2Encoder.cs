@@ -98,11 +98,7 @@ namespace Sam2
         /// <exception cref="ArgumentException">A size, stride or format the library refuses; ParamName is the native argument's name ("width", "stride", "pixels", "pixel_format").</exception>
         public Sam2Embedding Encode(byte[] pixels, int width, int height, int stride, PixelFormat format)
         {
-            if (pixels == null)
-                throw new ArgumentNullException("pixels");
-            if (pixels.Length == 0)
-                throw new ArgumentException("invalid argument `pixels`: the buffer is empty", "pixels");
-            CheckSizes(width, height, stride);
+            CheckPixels(pixels, width, height, stride);
             EmbeddingHandle result;
             Sam2Status status = NativeMethods.sam2_encode(Handle, pixels, (UIntPtr)pixels.Length, (uint)width, (uint)height,
                 (UIntPtr)stride, (uint)format, out result);
@@ -130,6 +126,16 @@ namespace Sam2
             Sam2Status status = NativeMethods.sam2_encode_ptr(Handle, pixels, (UIntPtr)(ulong)length, (uint)width, (uint)height,
                 (UIntPtr)stride, (uint)format, out result);
             return new Sam2Embedding(Sam2Error.CheckNew(status, result));
+        }
+
+        /// <summary>The checks of a managed pixel buffer that come before the native ones.</summary>
+        internal static void CheckPixels(byte[] pixels, int width, int height, int stride)
+        {
+            if (pixels == null)
+                throw new ArgumentNullException("pixels");
+            if (pixels.Length == 0)
+                throw new ArgumentException("invalid argument `pixels`: the buffer is empty", "pixels");
+            CheckSizes(width, height, stride);
         }
 
         private static void CheckSizes(int width, int height, int stride)

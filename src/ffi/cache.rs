@@ -9,6 +9,7 @@ use super::encoder::{image_arg, sam2_encoder};
 use super::{arg_out, arg_ref, guard, read_options, sam2_status};
 use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
 use crate::error::Error;
+use crate::image::ImageView;
 
 /// `sam2_cache_encode` found the embedding kept in the cache.
 pub const SAM2_CACHE_HIT: u32 = 0;
@@ -115,6 +116,22 @@ pub struct sam2_cache_stats {
     pub queued: u64,
 }
 
+/// The pixel arguments of the encode functions: `(pixels, pixels_len, width, height, stride,
+/// pixel_format)`.
+type PixelArgs = (*const u8, usize, u32, u32, usize, u32);
+
+/// The arguments every request to a cache starts with, checked.
+fn request<'a>(
+    cache: *const sam2_cache,
+    encoder: *const sam2_encoder,
+    (pixels, pixels_len, width, height, stride, pixel_format): PixelArgs,
+) -> Result<(&'a sam2_cache, &'a sam2_encoder, ImageView<'a>), Error> {
+    let cache = arg_ref(cache, "cache")?;
+    let encoder = arg_ref(encoder, "encoder")?;
+    let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+    Ok((cache, encoder, image))
+}
+
 /// Fills `options` with the defaults and sets its `struct_size` (pass `sizeof(sam2_cache_options)`).
 #[no_mangle]
 pub extern "C" fn sam2_cache_options_init(
@@ -190,9 +207,11 @@ pub extern "C" fn sam2_cache_encode(
     out_source: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let cache = arg_ref(cache, "cache")?;
-        let encoder = arg_ref(encoder, "encoder")?;
-        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+        let (cache, encoder, image) = request(
+            cache,
+            encoder,
+            (pixels, pixels_len, width, height, stride, pixel_format),
+        )?;
         let out = arg_out(out, "out")?;
         let (embedding, source) = cache.inner.encode(&encoder.inner, &image)?;
         if !out_source.is_null() {
@@ -239,9 +258,11 @@ pub extern "C" fn sam2_cache_encode_async(
     out: *mut *mut sam2_encode_job,
 ) -> sam2_status {
     guard(|| {
-        let cache = arg_ref(cache, "cache")?;
-        let encoder = arg_ref(encoder, "encoder")?;
-        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+        let (cache, encoder, image) = request(
+            cache,
+            encoder,
+            (pixels, pixels_len, width, height, stride, pixel_format),
+        )?;
         let priority = match priority {
             SAM2_PRIORITY_BACKGROUND => Priority::Background,
             SAM2_PRIORITY_FOREGROUND => Priority::Foreground,
@@ -278,9 +299,11 @@ pub extern "C" fn sam2_cache_put(
     embedding: *const sam2_embedding,
 ) -> sam2_status {
     guard(|| {
-        let cache = arg_ref(cache, "cache")?;
-        let encoder = arg_ref(encoder, "encoder")?;
-        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+        let (cache, encoder, image) = request(
+            cache,
+            encoder,
+            (pixels, pixels_len, width, height, stride, pixel_format),
+        )?;
         let embedding = arg_ref(embedding, "embedding")?;
         cache
             .inner
