@@ -9,7 +9,10 @@ use super::device::{
 use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
-use super::{arg_out, arg_ref, arg_slice, arg_str, guard, read_options, sam2_status};
+use super::{
+    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, opt_handle_ref, read_options,
+    sam2_status, HandleTag,
+};
 use crate::error::Error;
 use crate::fingerprint::Fingerprint;
 use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
@@ -21,9 +24,12 @@ pub const SAM2_POINT_NEGATIVE: i32 = 0;
 
 /// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
 /// Thread-safe: `sam2_predict` may be called from several threads at once.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_predictor {
+    tag: HandleTag,
     pub(crate) inner: Predictor,
 }
+impl_handle!(sam2_predictor, b"sam2_prd");
 
 /// Options of `sam2_predictor_new`. Initialise with `sam2_predictor_options_init`.
 #[repr(C)]
@@ -214,8 +220,8 @@ pub extern "C" fn sam2_predictor_new(
             })?;
             opts.encoder_fingerprint = Some(fp);
         }
-        // SAFETY: NULL or a live encoder (documented).
-        if let Some(encoder) = unsafe { encoder.as_ref() } {
+        let encoder = opt_handle_ref(encoder, "encoder")?;
+        if let Some(encoder) = encoder {
             let fp = encoder.inner.fingerprint();
             if let Some(given) = opts.encoder_fingerprint {
                 if given != fp {
@@ -228,15 +234,20 @@ pub extern "C" fn sam2_predictor_new(
             opts.encoder_fingerprint = Some(fp);
         }
         let predictor = Predictor::new(path, &opts)?;
-        *out = Box::into_raw(Box::new(sam2_predictor { inner: predictor }));
+        *out = Box::into_raw(Box::new(sam2_predictor {
+            tag: HandleTag::new::<sam2_predictor>(),
+            inner: predictor,
+        }));
         Ok(())
     })
 }
 
 /// Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
+/// A pointer that is not a live predictor (already freed, another handle type) is detected where
+/// possible and ignored with a warning through the log callback: best effort, not a licence.
 #[no_mangle]
 pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
-    super::free_box(predictor);
+    super::free_handle(predictor, "predictor");
 }
 
 fn convert_prompt(p: &sam2_prompt) -> Result<Prompt, Error> {
@@ -304,8 +315,8 @@ pub extern "C" fn sam2_predict(
     out: *mut *mut sam2_masks,
 ) -> sam2_status {
     guard(|| {
-        let predictor = arg_ref(predictor, "predictor")?;
-        let embedding = arg_ref(embedding, "embedding")?;
+        let predictor = handle_ref(predictor, "predictor")?;
+        let embedding = handle_ref(embedding, "embedding")?;
         if prompts.is_null() {
             return Err(Error::NullArgument("prompts"));
         }
@@ -329,7 +340,7 @@ pub extern "C" fn sam2_predict(
             predictor
                 .inner
                 .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
-        *out = Box::into_raw(Box::new(sam2_masks { inner: prediction }));
+        *out = Box::into_raw(Box::new(sam2_masks::new(prediction)));
         Ok(())
     })
 }
@@ -343,7 +354,7 @@ pub extern "C" fn sam2_predictor_device(
     out_fell_back: *mut i32,
 ) -> sam2_status {
     guard(|| {
-        let p = arg_ref(predictor, "predictor")?;
+        let p = handle_ref(predictor, "predictor")?;
         super::device::write_device(p.inner.device(), out_provider, out_device_id, out_fell_back)
     })
 }
@@ -358,7 +369,7 @@ pub extern "C" fn sam2_predictor_providers(
     needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let p = arg_ref(predictor, "predictor")?;
+        let p = handle_ref(predictor, "predictor")?;
         super::device::write_providers(p.inner.device(), buf, buf_len, needed)
     })
 }
