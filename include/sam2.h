@@ -689,7 +689,8 @@ sam2_status sam2_predict_options_init(struct sam2_predict_options *options, size
  * `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
  * `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
  * receives a new predictor owned by the caller (release with `sam2_predictor_free`).
- * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+ * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
+ * than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
  * `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
  * not available, with `SAM2_ON_MISMATCH_FAIL`).
  */

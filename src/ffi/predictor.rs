@@ -170,7 +170,8 @@ pub extern "C" fn sam2_predict_options_init(
 /// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
 /// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
 /// receives a new predictor owned by the caller (release with `sam2_predictor_free`).
-/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
+/// than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
 /// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
 /// not available, with `SAM2_ON_MISMATCH_FAIL`).
 #[no_mangle]
@@ -234,6 +235,9 @@ pub extern "C" fn sam2_predictor_new(
             opts.encoder_fingerprint = Some(fp);
         }
         let predictor = Predictor::new(path, &opts)?;
+        if let Some(encoder) = encoder {
+            predictor.check_encoder(&encoder.inner)?;
+        }
         *out = Box::into_raw(Box::new(sam2_predictor {
             tag: HandleTag::new::<sam2_predictor>(),
             inner: predictor,
@@ -250,7 +254,28 @@ pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
     super::free_handle(predictor, "predictor");
 }
 
-fn convert_prompt(p: &sam2_prompt) -> Result<Prompt, Error> {
+/// Reads one C prompt. Counts and lengths are checked against what the model takes before any
+/// array is read, so a wrong count cannot make the library read past the caller's arrays.
+fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
+    if p.point_count > crate::predictor::MAX_POINTS {
+        return Err(Error::invalid(
+            "prompt.point_count",
+            format!(
+                "at most {} points per object, got {}",
+                crate::predictor::MAX_POINTS,
+                p.point_count
+            ),
+        ));
+    }
+    if !p.mask_input.is_null() && p.mask_input_len != mask_len {
+        return Err(Error::invalid(
+            "prompt.mask_input_len",
+            format!(
+                "must be {mask_len} (the model's low-res mask, as sam2_masks_low_res gives it), got {}",
+                p.mask_input_len
+            ),
+        ));
+    }
     let points = arg_slice(p.points, p.point_count, "prompt.points")?;
     let points = points
         .iter()
@@ -324,6 +349,15 @@ pub extern "C" fn sam2_predict(
         if prompt_count == 0 {
             return Err(Error::invalid("prompt_count", "must be at least 1"));
         }
+        if prompt_count > crate::predictor::MAX_OBJECTS {
+            return Err(Error::invalid(
+                "prompt_count",
+                format!(
+                    "at most {} objects per call, got {prompt_count}",
+                    crate::predictor::MAX_OBJECTS
+                ),
+            ));
+        }
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
         let opts = read_options(
             options,
@@ -332,9 +366,10 @@ pub extern "C" fn sam2_predict(
             "options",
         )?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
+        let low_res = predictor.inner.spec().low_res_size;
         let prompts = raw
             .iter()
-            .map(convert_prompt)
+            .map(|p| convert_prompt(p, low_res * low_res))
             .collect::<Result<Vec<_>, Error>>()?;
         let prediction =
             predictor
