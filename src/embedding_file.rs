@@ -344,7 +344,12 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
 fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
     let mut file = File::open(path).map_err(io)?;
-    let file_len = file.metadata().map_err(io)?.len();
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        // Opening a directory succeeds; say so instead of calling it a truncated file.
+        return Err(io(std::io::Error::other("not a regular file")));
+    }
+    let file_len = metadata.len();
     if file_len < 8 {
         return Err(format_error(format!(
             "{file_len} bytes is too short for an embedding file"

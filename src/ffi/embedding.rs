@@ -166,6 +166,9 @@ pub extern "C" fn sam2_embedding_load(
 ) -> sam2_status {
     guard(|| {
         let path = super::arg_str(path, "path")?;
+        if path.is_empty() {
+            return Err(crate::Error::invalid("path", "is empty"));
+        }
         let out = arg_out(out, "out")?;
         let predictor = opt_handle_ref(predictor, "predictor")?;
         match placement {
