@@ -747,12 +747,15 @@ void sam2_encode_job_free(struct sam2_encode_job *job);
 
 /**
  * Releases an embedding. NULL is a no-op. Do not free twice, nor while another thread uses it.
+ * A pointer that is not a live embedding (already freed, another handle type) is detected where
+ * possible and ignored with a warning through the log callback: best effort, not a licence.
  */
 void sam2_embedding_free(struct sam2_embedding *embedding);
 
 /**
  * Returns 1 when the embedding is in host-readable memory (it can be saved), 0 when it is in
- * device memory, and 0 for NULL.
+ * device memory, and 0 for NULL or a pointer that is not a live embedding (whose reason is then
+ * the thread's last error message).
  */
 int32_t sam2_embedding_is_serializable(const struct sam2_embedding *embedding);
 
@@ -761,7 +764,8 @@ int32_t sam2_embedding_is_serializable(const struct sam2_embedding *embedding);
  * "CudaPinned", "DML", …): the one that makes it non-serializable, if any.
  *
  * The string is owned by the embedding and valid until `sam2_embedding_free`; do not free it.
- * Returns NULL for a NULL embedding.
+ * Returns NULL for NULL or a pointer that is not a live embedding (whose reason is then the
+ * thread's last error message).
  */
 const char *sam2_embedding_allocator_name(const struct sam2_embedding *embedding);
 
@@ -863,6 +867,8 @@ sam2_status sam2_encoder_new(const char *model_path,
 /**
  * Releases an encoder. NULL is a no-op. Embeddings it made stay valid. Do not free twice, and
  * do not free while another thread is using it.
+ * A pointer that is not a live encoder (already freed, another handle type) is detected where
+ * possible and ignored with a warning through the log callback: best effort, not a licence.
  */
 void sam2_encoder_free(struct sam2_encoder *encoder);
 
@@ -914,6 +920,8 @@ sam2_status sam2_encoder_providers(const struct sam2_encoder *encoder,
 
 /**
  * Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+ * A pointer that is not a live result (already freed, another handle type) is detected where
+ * possible and ignored with a warning through the log callback: best effort, not a licence.
  */
 void sam2_masks_free(struct sam2_masks *masks);
 
@@ -984,7 +992,8 @@ sam2_status sam2_predict_options_init(struct sam2_predict_options *options, size
  * `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
  * `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
  * receives a new predictor owned by the caller (release with `sam2_predictor_free`).
- * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+ * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
+ * than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
  * `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
  * not available, with `SAM2_ON_MISMATCH_FAIL`).
  */
@@ -995,6 +1004,8 @@ sam2_status sam2_predictor_new(const struct sam2_encoder *encoder,
 
 /**
  * Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
+ * A pointer that is not a live predictor (already freed, another handle type) is detected where
+ * possible and ignored with a warning through the log callback: best effort, not a licence.
  */
 void sam2_predictor_free(struct sam2_predictor *predictor);
 

@@ -273,17 +273,99 @@ pub fn validate_bytes(bytes: &[u8]) -> Result<Header> {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Suffix of the temporary files of saves in progress: `.<name>.<pid>-<n>.sam2tmp`.
+const TEMP_SUFFIX: &str = ".sam2tmp";
+
+/// How long a temporary file must have been left unchanged, with its process gone, before a
+/// later save removes it as abandoned.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 fn temp_path(path: &Path) -> Result<PathBuf> {
     let name = path
         .file_name()
         .ok_or_else(|| Error::invalid("path", format!("`{}` names no file", path.display())))?;
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
     let tmp = format!(
-        ".{}.{}-{n}.sam2tmp",
+        ".{}.{}-{n}{TEMP_SUFFIX}",
         name.to_string_lossy(),
         std::process::id()
     );
     Ok(path.with_file_name(tmp))
+}
+
+/// The process id in a temporary file name made by [`temp_path`], if it is one.
+fn temp_owner(file_name: &str) -> Option<i32> {
+    let stem = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
+    let (_, tail) = stem.rsplit_once('.')?;
+    let (pid, n) = tail.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse::<i32>().ok().filter(|p| *p > 0)
+}
+
+/// Whether a process exists (including one another user owns).
+fn process_exists(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Removes the temporary files that saves killed mid-write left in `dir` (a killed process
+/// cannot clean up, and each is the size of an embedding). A file is removed only when its name
+/// is exactly ours, the process that wrote it no longer exists, and it has not changed for 15
+/// minutes: a save in progress, even by a process in another PID namespace sharing
+/// the directory, keeps writing and is left alone. Done once per directory per process, after a
+/// successful save; failures are ignored (this is housekeeping, never a reason to fail a save).
+/// Returns the number of files removed.
+pub fn remove_abandoned_temps(dir: &Path) -> usize {
+    let own = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        if pid == own || process_exists(pid) {
+            continue;
+        }
+        let idle = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok());
+        if idle.is_some_and(|idle| idle >= ABANDONED_AFTER)
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Runs [`remove_abandoned_temps`] the first time this process saves into `dir`.
+fn clean_once(dir: &Path) {
+    static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    {
+        let mut cleaned = CLEANED.lock().unwrap_or_else(|p| p.into_inner());
+        if cleaned.contains(&key) {
+            return;
+        }
+        cleaned.push(key);
+    }
+    let removed = remove_abandoned_temps(dir);
+    if removed > 0 {
+        crate::log::emit(
+            crate::log::LogLevel::Info,
+            &format!(
+                "removed {removed} temporary file(s) of interrupted saves from {}",
+                dir.display()
+            ),
+        );
+    }
 }
 
 /// Writes an embedding atomically: a temporary file in the same directory, fsync, rename, fsync
@@ -327,7 +409,10 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         Error::io(format!("saving the embedding to {}", path.display()), e)
-    })
+    })?;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    clean_once(dir.unwrap_or(Path::new(".")));
+    Ok(())
 }
 
 /// Reads an embedding file onto the host. `expected` (a predictor's encoder fingerprint) turns a
@@ -344,7 +429,12 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
 fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
     let mut file = File::open(path).map_err(io)?;
-    let file_len = file.metadata().map_err(io)?.len();
+    let metadata = file.metadata().map_err(io)?;
+    if !metadata.is_file() {
+        // Opening a directory succeeds; say so instead of calling it a truncated file.
+        return Err(io(std::io::Error::other("not a regular file")));
+    }
+    let file_len = metadata.len();
     if file_len < 8 {
         return Err(format_error(format!(
             "{file_len} bytes is too short for an embedding file"

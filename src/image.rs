@@ -89,7 +89,20 @@ impl<'a> ImageView<'a> {
                 ),
             ));
         }
-        let needed = stride * (height - 1) + row_bytes;
+        // A stride from C can be anything: the product is checked, never wrapped, so a huge stride
+        // is refused here instead of reaching the row arithmetic of preprocessing.
+        let Some(needed) = stride
+            .checked_mul(height - 1)
+            .and_then(|n| n.checked_add(row_bytes))
+        else {
+            return Err(Error::invalid(
+                "stride",
+                format!(
+                    "{stride} bytes × {} rows overflows the address space",
+                    height - 1
+                ),
+            ));
+        };
         if data.len() < needed {
             return Err(Error::invalid(
                 "pixels",
@@ -106,5 +119,29 @@ impl<'a> ImageView<'a> {
             stride,
             format,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stride_whose_rows_overflow_is_refused_naming_the_stride() {
+        let data = [0u8; 64];
+        for stride in [usize::MAX, usize::MAX / 2 + 1, usize::MAX / 3 + 1] {
+            match ImageView::new(&data, 4, 3, stride, PixelFormat::Rgb) {
+                Err(Error::InvalidArgument { name, .. }) => {
+                    assert!(name == "stride" || name == "pixels", "{stride}: {name}")
+                }
+                other => panic!("stride {stride}: expected an invalid argument, got {other:?}"),
+            }
+        }
+        // The wrapping case proper: stride × 2 is 0 modulo 2^64, which would "fit" 64 bytes.
+        assert!(matches!(
+            ImageView::new(&data, 4, 3, usize::MAX / 2 + 1, PixelFormat::Rgb),
+            Err(Error::InvalidArgument { name: "stride", .. })
+        ));
+        ImageView::new(&data, 4, 3, 16, PixelFormat::Rgb).unwrap();
     }
 }

@@ -225,6 +225,25 @@ impl Predictor {
         &self.path
     }
 
+    /// Refuses an encoder whose embeddings this decoder cannot take (another export family),
+    /// so a mismatched pair fails when it is put together rather than at the first predict.
+    pub fn check_encoder(&self, encoder: &crate::Encoder) -> Result<()> {
+        let made = encoder.spec().family;
+        if made != self.spec.family {
+            return Err(Error::ModelMismatch(format!(
+                "encoder {} is a {} export, but decoder {} (contract {}) takes embeddings of {} \
+                 encoders ({}); pair it with the encoder of the same export",
+                encoder.path().display(),
+                made.name(),
+                self.path.display(),
+                self.spec.contract.name(),
+                self.spec.family.name(),
+                self.spec.family.tensor_names().join(", ")
+            )));
+        }
+        Ok(())
+    }
+
     /// Refuses an embedding this decoder cannot use, before ONNX Runtime sees it.
     pub fn check_embedding(&self, embedding: &Embedding) -> Result<()> {
         if let Some(expected) = self.expected {

@@ -242,13 +242,37 @@ fn child_saving_forever() {
     }
 }
 
-#[test]
-fn kill_during_save_leaves_a_valid_file() {
-    let dir = scratch("kill");
+/// A small deterministic generator for kill moments (xorshift64*).
+struct Moments(u64);
+
+impl Moments {
+    fn next_micros(&mut self, below: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % below
+    }
+}
+
+/// What a run of kill trials found.
+#[derive(Default)]
+struct KillOutcome {
+    trials: usize,
+    /// Kills after which the target was neither complete embedding, or was missing.
+    lost: usize,
+    /// Kills that landed inside a save (its temporary file was left behind).
+    mid_write: usize,
+    failures: Vec<String>,
+}
+
+/// Kills a child that saves two embeddings alternately to `path` at `trials` moments spread
+/// over its save cycle, and checks each time that `path` holds one of the two complete files.
+fn kill_trials(dir: &Path, trials: usize, seed: u64, expected: &[Vec<u8>; 2]) -> KillOutcome {
     let path = dir.join("e.sam2");
-    let (_, _, first) = setup("tiny_a");
-    embedding_file::save(&first, &path).unwrap();
-    for round in 0..6u64 {
+    let mut moments = Moments(seed);
+    let mut outcome = KillOutcome::default();
+    for trial in 0..trials {
+        let temps_before = temp_files(dir).len();
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args([
                 "--ignored",
@@ -261,7 +285,7 @@ fn kill_during_save_leaves_a_valid_file() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // Wait until it is saving, then kill it at a varying moment.
+        // Wait until it is saving, then kill it at a moment within about two save cycles.
         let mut out = child.stdout.take().unwrap();
         let mut buf = [0u8; 256];
         let mut seen = String::new();
@@ -270,22 +294,191 @@ fn kill_during_save_leaves_a_valid_file() {
             assert!(n > 0, "child exited before saving");
             seen.push_str(&String::from_utf8_lossy(&buf[..n]));
         }
-        std::thread::sleep(std::time::Duration::from_millis(20 + 37 * round));
+        let delay = std::time::Duration::from_micros(moments.next_micros(60_000));
+        std::thread::sleep(delay);
         child.kill().unwrap();
         child.wait().unwrap();
-        let bytes = std::fs::read(&path).unwrap();
-        let header = embedding_file::validate_bytes(&bytes)
-            .unwrap_or_else(|e| panic!("round {round}: the file at the path is damaged: {e}"));
-        assert!(header.image_width == 512 || header.image_width == 800);
-        embedding_file::load(&path, None).unwrap();
+        outcome.trials += 1;
+        if temp_files(dir).len() > temps_before {
+            outcome.mid_write += 1;
+        }
+        match std::fs::read(&path) {
+            Ok(bytes) if bytes == expected[0] || bytes == expected[1] => {}
+            Ok(bytes) => {
+                outcome.lost += 1;
+                outcome.failures.push(format!(
+                    "trial {trial} (killed {delay:?} after ready): {} bytes, not a complete file",
+                    bytes.len()
+                ));
+            }
+            Err(e) => {
+                outcome.lost += 1;
+                outcome.failures.push(format!("trial {trial}: {e}"));
+            }
+        }
     }
-    // The kills really landed inside saves: their temporary files are still there (a killed
-    // process cannot clean up), next to the intact target.
-    let temps = std::fs::read_dir(&dir)
+    outcome
+}
+
+fn temp_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
         .unwrap()
         .flatten()
-        .filter(|e| e.file_name().to_string_lossy().ends_with(".sam2tmp"))
-        .count();
-    assert!(temps >= 1, "no kill interrupted a save");
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with(".sam2tmp"))
+        .collect()
+}
+
+/// Kill during save, many times: the target is always the complete old file or the complete new
+/// one. `SAM2_KILL_TRIALS` sets the number of kills (default 40), run in two lanes at once;
+/// with `SAM2_REPORT_DIR` set the figures go to kill_during_save.tsv for the reliability report.
+#[test]
+fn kill_during_save_leaves_a_valid_file() {
+    let trials: usize = std::env::var("SAM2_KILL_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40);
+    let (encoder, _, a) = setup("tiny_a");
+    let img = read_pnm(&testdata("demo.ppm"));
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let b = encoder.encode(&view).unwrap();
+    // The two files the child writes, byte for byte.
+    let reference = scratch("kill-reference");
+    embedding_file::save(&a, &reference.join("a")).unwrap();
+    embedding_file::save(&b, &reference.join("b")).unwrap();
+    let expected = [
+        std::fs::read(reference.join("a")).unwrap(),
+        std::fs::read(reference.join("b")).unwrap(),
+    ];
+    assert_ne!(expected[0], expected[1]);
+    std::fs::remove_dir_all(&reference).unwrap();
+
+    let lanes = 2;
+    let outcomes: Vec<(PathBuf, KillOutcome)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..lanes)
+            .map(|lane| {
+                let expected = &expected;
+                let a = &a;
+                s.spawn(move || {
+                    let dir = scratch(&format!("kill-{lane}"));
+                    embedding_file::save(a, &dir.join("e.sam2")).unwrap();
+                    let share = trials / lanes + usize::from(lane < trials % lanes);
+                    let outcome = kill_trials(&dir, share, 0x5eed + lane as u64, expected);
+                    (dir, outcome)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let total = outcomes.iter().map(|(_, o)| o.trials).sum::<usize>();
+    let lost = outcomes.iter().map(|(_, o)| o.lost).sum::<usize>();
+    let mid_write = outcomes.iter().map(|(_, o)| o.mid_write).sum::<usize>();
+    println!("kill during save: {total} kills, {mid_write} inside a write, {lost} files lost");
+    if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
+        std::fs::write(
+            PathBuf::from(dir).join("kill_during_save.tsv"),
+            format!("trials\tmid_write\tlost\n{total}\t{mid_write}\t{lost}\n"),
+        )
+        .unwrap();
+    }
+    let failures: Vec<&String> = outcomes.iter().flat_map(|(_, o)| &o.failures).collect();
+    assert!(failures.is_empty(), "files lost: {failures:#?}");
+    assert_eq!(total, trials);
+    // The kills really landed inside saves, not only between them.
+    assert!(
+        mid_write * 4 >= total,
+        "only {mid_write} of {total} kills interrupted a write"
+    );
+
+    // The killed children's temporary files are removed by a later save once abandoned (their
+    // process gone, untouched for 15 minutes), and nothing else is.
+    let (dir, _) = &outcomes[0];
+    let left = temp_files(dir);
+    assert!(!left.is_empty());
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(16 * 60);
+    for t in &left {
+        std::fs::File::options()
+            .write(true)
+            .open(t)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+    }
+    // Kept: a recent file of a dead process (a save elsewhere may still be writing it), an old
+    // one of a live process (pid 1), and names that are not ours.
+    let dead_pid = left
+        .iter()
+        .find_map(|t| {
+            let name = t.file_name()?.to_str()?.to_string();
+            name.rsplit_once('.')?
+                .0
+                .rsplit_once('.')
+                .map(|(_, tail)| tail.split('-').next().unwrap_or("").to_string())
+        })
+        .unwrap();
+    let keep = [
+        dir.join(format!(".e.sam2.{dead_pid}-999999.sam2tmp")),
+        dir.join(".e.sam2.1-5.sam2tmp"),
+        dir.join("notes.sam2tmp"),
+        dir.join(format!(".e.sam2.{dead_pid}-x.sam2tmp")),
+    ];
+    for (i, k) in keep.iter().enumerate() {
+        std::fs::write(k, b"x").unwrap();
+        if i > 0 {
+            std::fs::File::options()
+                .write(true)
+                .open(k)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+    }
+    assert_eq!(
+        embedding_file::remove_abandoned_temps(dir),
+        left.len(),
+        "every abandoned temporary file, nothing else"
+    );
+    for k in &keep {
+        assert!(k.exists(), "{} was removed", k.display());
+    }
+    assert!(left.iter().all(|t| !t.exists()));
+    embedding_file::validate_bytes(&std::fs::read(dir.join("e.sam2")).unwrap()).unwrap();
+    for (dir, _) in &outcomes {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn a_save_removes_the_abandoned_temporary_files_of_its_directory_once() {
+    let (_, _, embedding) = setup("tiny_a");
+    let dir = scratch("abandoned");
+    // A process that has exited: its pid cannot be running.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let abandoned = dir.join(format!(".e.sam2.{dead}-0.sam2tmp"));
+    std::fs::write(&abandoned, vec![0u8; 1000]).unwrap();
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&abandoned)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    embedding_file::save(&embedding, &dir.join("e.sam2")).unwrap();
+    assert!(
+        !abandoned.exists(),
+        "the first save into the directory cleans it"
+    );
+    // Later saves in this process do not scan again.
+    std::fs::write(&abandoned, b"x").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&abandoned)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    embedding_file::save(&embedding, &dir.join("f.sam2")).unwrap();
+    assert!(abandoned.exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
-use super::{arg_out, arg_ref, guard, read_options, sam2_status};
+use super::{arg_out, guard, handle_ref, impl_handle, read_options, sam2_status, HandleTag};
 use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
 use crate::error::Error;
 use crate::image::ImageView;
@@ -45,15 +45,21 @@ const MAX_QUEUE_LIMIT: u32 = 65536;
 /// release with `sam2_cache_free`. Thread-safe: every function but `sam2_cache_free` may be
 /// called from several threads at once. One cache may serve several encoders (and models); its
 /// budgets are shared by all of them.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_cache {
+    tag: HandleTag,
     pub(crate) inner: EmbeddingCache,
 }
+impl_handle!(sam2_cache, b"sam2_cch");
 
 /// An encode requested by `sam2_cache_encode_async`. Opaque; release with
 /// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_encode_job {
+    tag: HandleTag,
     pub(crate) inner: Job,
 }
+impl_handle!(sam2_encode_job, b"sam2_job");
 
 /// Options of `sam2_cache_new`. Initialise with `sam2_cache_options_init`, then change fields.
 #[repr(C)]
@@ -126,8 +132,8 @@ fn request<'a>(
     encoder: *const sam2_encoder,
     (pixels, pixels_len, width, height, stride, pixel_format): PixelArgs,
 ) -> Result<(&'a sam2_cache, &'a sam2_encoder, ImageView<'a>), Error> {
-    let cache = arg_ref(cache, "cache")?;
-    let encoder = arg_ref(encoder, "encoder")?;
+    let cache = handle_ref(cache, "cache")?;
+    let encoder = handle_ref(encoder, "encoder")?;
     let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
     Ok((cache, encoder, image))
 }
@@ -168,7 +174,10 @@ pub extern "C" fn sam2_cache_new(
             device_budget: usize::try_from(options.device_budget_bytes).unwrap_or(usize::MAX),
             queue_limit: options.queue_limit as usize,
         })?;
-        *out = Box::into_raw(Box::new(sam2_cache { inner: cache }));
+        *out = Box::into_raw(Box::new(sam2_cache {
+            tag: HandleTag::new::<sam2_cache>(),
+            inner: cache,
+        }));
         Ok(())
     })
 }
@@ -180,7 +189,7 @@ pub extern "C" fn sam2_cache_new(
 /// another thread uses the cache.
 #[no_mangle]
 pub extern "C" fn sam2_cache_free(cache: *mut sam2_cache) {
-    super::free_box(cache);
+    super::free_handle(cache, "cache");
 }
 
 /// The embedding of an image: the kept one (no encode), the result of an encode of the same image
@@ -277,7 +286,10 @@ pub extern "C" fn sam2_cache_encode_async(
         };
         let out = arg_out(out, "out")?;
         let job = cache.inner.encode_async(&encoder.inner, &image, priority)?;
-        *out = Box::into_raw(Box::new(sam2_encode_job { inner: job }));
+        *out = Box::into_raw(Box::new(sam2_encode_job {
+            tag: HandleTag::new::<sam2_encode_job>(),
+            inner: job,
+        }));
         Ok(())
     })
 }
@@ -304,7 +316,7 @@ pub extern "C" fn sam2_cache_put(
             encoder,
             (pixels, pixels_len, width, height, stride, pixel_format),
         )?;
-        let embedding = arg_ref(embedding, "embedding")?;
+        let embedding = handle_ref(embedding, "embedding")?;
         cache
             .inner
             .put(&encoder.inner, &image, Arc::clone(&embedding.inner))
@@ -315,7 +327,7 @@ pub extern "C" fn sam2_cache_put(
 #[no_mangle]
 pub extern "C" fn sam2_cache_clear(cache: *const sam2_cache) -> sam2_status {
     guard(|| {
-        arg_ref(cache, "cache")?.inner.clear();
+        handle_ref(cache, "cache")?.inner.clear();
         Ok(())
     })
 }
@@ -329,7 +341,7 @@ pub extern "C" fn sam2_cache_cancel_all(
     out_cancelled: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let cancelled = arg_ref(cache, "cache")?.inner.cancel_all();
+        let cancelled = handle_ref(cache, "cache")?.inner.cancel_all();
         if !out_cancelled.is_null() {
             // SAFETY: checked non-NULL; the caller promises it is writable.
             unsafe { *out_cancelled = cancelled };
@@ -346,7 +358,7 @@ pub extern "C" fn sam2_cache_get_stats(
     out: *mut sam2_cache_stats,
 ) -> sam2_status {
     guard(|| {
-        let cache = arg_ref(cache, "cache")?;
+        let cache = handle_ref(cache, "cache")?;
         let out = arg_out(out, "out")?;
         let full = std::mem::size_of::<sam2_cache_stats>();
         if out.struct_size as usize != full {
@@ -390,7 +402,7 @@ pub extern "C" fn sam2_encode_job_wait(
     out: *mut *mut sam2_embedding,
 ) -> sam2_status {
     guard(|| {
-        let job = arg_ref(job, "job")?;
+        let job = handle_ref(job, "job")?;
         let out = arg_out(out, "out")?;
         let timeout =
             (timeout_ms != SAM2_WAIT_FOREVER).then(|| Duration::from_millis(u64::from(timeout_ms)));
@@ -407,7 +419,7 @@ pub extern "C" fn sam2_encode_job_state(
     out_state: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let job = arg_ref(job, "job")?;
+        let job = handle_ref(job, "job")?;
         let out = arg_out(out_state, "out_state")?;
         *out = match job.inner.state() {
             JobState::Queued => SAM2_JOB_QUEUED,
@@ -427,7 +439,7 @@ pub extern "C" fn sam2_encode_job_state(
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_cancel(job: *const sam2_encode_job) -> sam2_status {
     guard(|| {
-        arg_ref(job, "job")?.inner.cancel();
+        handle_ref(job, "job")?.inner.cancel();
         Ok(())
     })
 }
@@ -436,5 +448,5 @@ pub extern "C" fn sam2_encode_job_cancel(job: *const sam2_encode_job) -> sam2_st
 /// free twice, nor while another thread uses the job.
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_free(job: *mut sam2_encode_job) {
-    super::free_box(job);
+    super::free_handle(job, "job");
 }

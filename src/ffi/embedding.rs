@@ -3,19 +3,27 @@
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, OnceLock};
 
-use super::{arg_out, arg_ref, copy_out_str, guard, guard_value, sam2_status};
+use super::{
+    arg_out, copy_out_str, fail, guard, guard_value, handle_ref, impl_handle, opt_handle_ref,
+    sam2_status, HandleTag,
+};
 use crate::embedding::Embedding;
 
 /// An image embedding. Opaque and immutable: it may be read by several predictors on several
 /// threads at once. Release with `sam2_embedding_free`.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_embedding {
+    tag: HandleTag,
     pub(crate) inner: Arc<Embedding>,
     pub(crate) allocator_name: OnceLock<CString>,
 }
 
+impl_handle!(sam2_embedding, b"sam2_emb");
+
 impl sam2_embedding {
     pub(crate) fn new(inner: Arc<Embedding>) -> Self {
         sam2_embedding {
+            tag: HandleTag::new::<Self>(),
             inner,
             allocator_name: OnceLock::new(),
         }
@@ -23,18 +31,24 @@ impl sam2_embedding {
 }
 
 /// Releases an embedding. NULL is a no-op. Do not free twice, nor while another thread uses it.
+/// A pointer that is not a live embedding (already freed, another handle type) is detected where
+/// possible and ignored with a warning through the log callback: best effort, not a licence.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_free(embedding: *mut sam2_embedding) {
-    super::free_box(embedding);
+    super::free_handle(embedding, "embedding");
 }
 
 /// Returns 1 when the embedding is in host-readable memory (it can be saved), 0 when it is in
-/// device memory, and 0 for NULL.
+/// device memory, and 0 for NULL or a pointer that is not a live embedding (whose reason is then
+/// the thread's last error message).
 #[no_mangle]
 pub extern "C" fn sam2_embedding_is_serializable(embedding: *const sam2_embedding) -> i32 {
-    guard_value(0, || match arg_ref(embedding, "embedding") {
+    guard_value(0, || match handle_ref(embedding, "embedding") {
         Ok(e) => e.inner.is_serializable() as i32,
-        Err(_) => 0,
+        Err(e) => {
+            fail(e);
+            0
+        }
     })
 }
 
@@ -42,15 +56,21 @@ pub extern "C" fn sam2_embedding_is_serializable(embedding: *const sam2_embeddin
 /// "CudaPinned", "DML", …): the one that makes it non-serializable, if any.
 ///
 /// The string is owned by the embedding and valid until `sam2_embedding_free`; do not free it.
-/// Returns NULL for a NULL embedding.
+/// Returns NULL for NULL or a pointer that is not a live embedding (whose reason is then the
+/// thread's last error message).
 #[no_mangle]
 pub extern "C" fn sam2_embedding_allocator_name(embedding: *const sam2_embedding) -> *const c_char {
-    guard_value(std::ptr::null(), || match arg_ref(embedding, "embedding") {
-        Ok(e) => e
-            .allocator_name
-            .get_or_init(|| CString::new(e.inner.allocator_name()).unwrap_or_default())
-            .as_ptr(),
-        Err(_) => std::ptr::null(),
+    guard_value(std::ptr::null(), || {
+        match handle_ref(embedding, "embedding") {
+            Ok(e) => e
+                .allocator_name
+                .get_or_init(|| CString::new(e.inner.allocator_name()).unwrap_or_default())
+                .as_ptr(),
+            Err(e) => {
+                fail(e);
+                std::ptr::null()
+            }
+        }
     })
 }
 
@@ -61,7 +81,7 @@ pub extern "C" fn sam2_embedding_device_id(
     out_device_id: *mut i32,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(embedding, "embedding")?;
+        let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out_device_id, "out_device_id")?;
         *out = e.inner.device_id();
         Ok(())
@@ -76,7 +96,7 @@ pub extern "C" fn sam2_embedding_image_size(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(embedding, "embedding")?;
+        let e = handle_ref(embedding, "embedding")?;
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
         let (width, height) = e.inner.image_size();
@@ -96,7 +116,7 @@ pub extern "C" fn sam2_embedding_fingerprint(
     needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(embedding, "embedding")?;
+        let e = handle_ref(embedding, "embedding")?;
         copy_out_str(&e.inner.fingerprint().to_string(), buf, buf_len, needed)
     })
 }
@@ -120,7 +140,7 @@ pub extern "C" fn sam2_embedding_save(
     path: *const c_char,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(embedding, "embedding")?;
+        let e = handle_ref(embedding, "embedding")?;
         let path = super::arg_str(path, "path")?;
         if path.is_empty() {
             return Err(crate::Error::invalid("path", "is empty"));
@@ -146,9 +166,11 @@ pub extern "C" fn sam2_embedding_load(
 ) -> sam2_status {
     guard(|| {
         let path = super::arg_str(path, "path")?;
+        if path.is_empty() {
+            return Err(crate::Error::invalid("path", "is empty"));
+        }
         let out = arg_out(out, "out")?;
-        // SAFETY: NULL or a live predictor (documented).
-        let predictor = unsafe { predictor.as_ref() };
+        let predictor = opt_handle_ref(predictor, "predictor")?;
         match placement {
             SAM2_PLACE_HOST => {}
             SAM2_PLACE_DEVICE if predictor.is_some() => {}
@@ -193,7 +215,7 @@ pub extern "C" fn sam2_embedding_to_host(
     out: *mut *mut sam2_embedding,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(embedding, "embedding")?;
+        let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out, "out")?;
         let host = e.inner.to_host()?;
         *out = Box::into_raw(Box::new(sam2_embedding::new(host)));
@@ -215,7 +237,7 @@ pub extern "C" fn sam2_test_embedding_simulate_device(
     out: *mut *mut sam2_embedding,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(host_embedding, "host_embedding")?;
+        let e = handle_ref(host_embedding, "host_embedding")?;
         let name = super::arg_str(allocator_name, "allocator_name")?;
         let out = arg_out(out, "out")?;
         let sim = Embedding::simulate_device(&e.inner, name, device_id)?;

@@ -8,7 +8,10 @@ use super::device::{
     SAM2_OPTIMIZATION_BASIC, SAM2_WEIGHTS_SHARED,
 };
 use super::embedding::sam2_embedding;
-use super::{arg_out, arg_ref, arg_slice, arg_str, copy_out_str, guard, read_options, sam2_status};
+use super::{
+    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, read_options,
+    sam2_status, HandleTag,
+};
 use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
 use crate::error::Error;
 use crate::image::{ImageView, PixelFormat};
@@ -31,10 +34,13 @@ pub const SAM2_OUTPUT_HOST: u32 = 1;
 
 /// An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
 /// Thread-safe: `sam2_encode` may be called from several threads at once.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_encoder {
+    tag: HandleTag,
     /// Shared with the caches and background encodes that use it.
     pub(crate) inner: Arc<Encoder>,
 }
+impl_handle!(sam2_encoder, b"sam2_enc");
 
 /// Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
 #[repr(C)]
@@ -186,6 +192,7 @@ pub extern "C" fn sam2_encoder_new(
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
         *out = Box::into_raw(Box::new(sam2_encoder {
+            tag: HandleTag::new::<sam2_encoder>(),
             inner: Arc::new(encoder),
         }));
         Ok(())
@@ -194,9 +201,11 @@ pub extern "C" fn sam2_encoder_new(
 
 /// Releases an encoder. NULL is a no-op. Embeddings it made stay valid. Do not free twice, and
 /// do not free while another thread is using it.
+/// A pointer that is not a live encoder (already freed, another handle type) is detected where
+/// possible and ignored with a warning through the log callback: best effort, not a licence.
 #[no_mangle]
 pub extern "C" fn sam2_encoder_free(encoder: *mut sam2_encoder) {
-    super::free_box(encoder);
+    super::free_handle(encoder, "encoder");
 }
 
 /// Encodes one image.
@@ -217,9 +226,12 @@ pub extern "C" fn sam2_encode(
     out: *mut *mut sam2_embedding,
 ) -> sam2_status {
     guard(|| {
-        let encoder = arg_ref(encoder, "encoder")?;
-        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+        let encoder = handle_ref(encoder, "encoder")?;
+        if pixels.is_null() {
+            return Err(Error::NullArgument("pixels"));
+        }
         let out = arg_out(out, "out")?;
+        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let embedding = encoder.inner.encode(&image)?;
         *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(embedding))));
         Ok(())
@@ -236,7 +248,7 @@ pub extern "C" fn sam2_encoder_fingerprint(
     needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let encoder = arg_ref(encoder, "encoder")?;
+        let encoder = handle_ref(encoder, "encoder")?;
         copy_out_str(
             &encoder.inner.fingerprint().to_string(),
             buf,
@@ -257,7 +269,7 @@ pub extern "C" fn sam2_encoder_device(
     out_fell_back: *mut i32,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(encoder, "encoder")?;
+        let e = handle_ref(encoder, "encoder")?;
         super::device::write_device(e.inner.device(), out_provider, out_device_id, out_fell_back)
     })
 }
@@ -273,7 +285,7 @@ pub extern "C" fn sam2_encoder_providers(
     needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let e = arg_ref(encoder, "encoder")?;
+        let e = handle_ref(encoder, "encoder")?;
         super::device::write_providers(e.inner.device(), buf, buf_len, needed)
     })
 }

@@ -1,20 +1,34 @@
 //! `sam2_masks`: the result of one `sam2_predict`.
 
-use super::{arg_out, arg_ref, guard, sam2_status};
+use super::{arg_out, guard, handle_ref, impl_handle, sam2_status, HandleTag};
 use crate::error::Error;
 use crate::predictor::Prediction;
 
 /// A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
 /// `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands
 /// out stay valid until then.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_masks {
+    tag: HandleTag,
     pub(crate) inner: Prediction,
+}
+impl_handle!(sam2_masks, b"sam2_msk");
+
+impl sam2_masks {
+    pub(crate) fn new(inner: Prediction) -> Self {
+        sam2_masks {
+            tag: HandleTag::new::<Self>(),
+            inner,
+        }
+    }
 }
 
 /// Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+/// A pointer that is not a live result (already freed, another handle type) is detected where
+/// possible and ignored with a warning through the log callback: best effort, not a licence.
 #[no_mangle]
 pub extern "C" fn sam2_masks_free(masks: *mut sam2_masks) {
-    super::free_box(masks);
+    super::free_handle(masks, "masks");
 }
 
 fn check_index(m: &Prediction, i: usize) -> Result<(), Error> {
@@ -39,7 +53,7 @@ pub extern "C" fn sam2_masks_count(
     out_candidates: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &arg_ref(masks, "masks")?.inner;
+        let m = &handle_ref(masks, "masks")?.inner;
         let o = arg_out(out_objects, "out_objects")?;
         let c = arg_out(out_candidates, "out_candidates")?;
         *o = m.objects;
@@ -56,7 +70,7 @@ pub extern "C" fn sam2_masks_size(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let m = &arg_ref(masks, "masks")?.inner;
+        let m = &handle_ref(masks, "masks")?.inner;
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
         *w = m.width as u32;
@@ -75,7 +89,7 @@ pub extern "C" fn sam2_masks_mask(
     out_len: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &arg_ref(masks, "masks")?.inner;
+        let m = &handle_ref(masks, "masks")?.inner;
         let d = arg_out(out_data, "out_data")?;
         let l = arg_out(out_len, "out_len")?;
         check_index(m, index)?;
@@ -94,7 +108,7 @@ pub extern "C" fn sam2_masks_score(
     out_score: *mut f32,
 ) -> sam2_status {
     guard(|| {
-        let m = &arg_ref(masks, "masks")?.inner;
+        let m = &handle_ref(masks, "masks")?.inner;
         let s = arg_out(out_score, "out_score")?;
         check_index(m, index)?;
         *s = m.scores[index];
@@ -112,7 +126,7 @@ pub extern "C" fn sam2_masks_box(
     out_area: *mut u64,
 ) -> sam2_status {
     guard(|| {
-        let m = &arg_ref(masks, "masks")?.inner;
+        let m = &handle_ref(masks, "masks")?.inner;
         if out_box.is_null() {
             return Err(Error::NullArgument("out_box"));
         }
@@ -136,7 +150,7 @@ pub extern "C" fn sam2_masks_low_res(
     out_side: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let m = &arg_ref(masks, "masks")?.inner;
+        let m = &handle_ref(masks, "masks")?.inner;
         let d = arg_out(out_data, "out_data")?;
         let l = arg_out(out_len, "out_len")?;
         let s = arg_out(out_side, "out_side")?;

@@ -2,6 +2,36 @@
 //! module, one file per handle type. Conventions (see the README's "C API conventions"):
 //! inputs before out-params; out-params written only on success; NULL handles give
 //! `SAM2_ERR_NULL_ARGUMENT`; `_free(NULL)` is a no-op; panics never cross the boundary.
+//!
+//! # Handles and their type tags
+//!
+//! Every handle struct (`sam2_encoder`, `sam2_embedding`, …) starts with a [`HandleTag`]: eight
+//! bytes naming its type while it is alive, overwritten when it is freed. Exports never
+//! dereference a handle pointer themselves; they go through [`handle_ref`] (or
+//! [`opt_handle_ref`] where NULL is allowed), which checks the pointer is plausible (not in the
+//! first page, aligned) and that the tag is the expected type's, and [`free_handle`], which
+//! checks the tag, poisons it and releases the box. So a handle of the wrong type, a stray
+//! small integer, or a handle already freed (while its memory has not been reused) gives
+//! `SAM2_ERR_INVALID_ARGUMENT` naming the argument, and a double free is ignored (with a
+//! warning through the log callback) instead of corrupting the heap.
+//!
+//! Detection is best effort: freed memory may be handed out again, and a new handle of the same
+//! type at the same address is indistinguishable from the old one; a wild pointer into unmapped
+//! memory still faults. The tag turns the common host mistakes into errors; it is not a
+//! substitute for correct ownership.
+//!
+//! A new handle type takes three steps:
+//! ```ignore
+//! #[cfg_attr(all(), repr(C))] // see HandleTag: repr(C) puts the tag first, cbindgen keeps the type opaque
+//! pub struct sam2_thing {
+//!     tag: HandleTag,
+//!     pub(crate) inner: Thing,
+//! }
+//! impl_handle!(sam2_thing, b"sam2_thg");                      // the tag: 8 ASCII bytes, unique
+//! // create:  Box::into_raw(Box::new(sam2_thing { tag: HandleTag::new::<sam2_thing>(), inner }))
+//! // use:     let thing = handle_ref(ptr, "thing")?;
+//! // free:    free_handle(ptr, "thing");
+//! ```
 
 #![allow(non_camel_case_types)]
 // The exports take raw pointers from C by design; each dereference is NULL-checked and
@@ -153,10 +183,114 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
 }
 
-/// NULL-checked shared reference.
-pub(crate) fn arg_ref<'a, T>(ptr: *const T, name: &'static str) -> Result<&'a T, Error> {
-    // SAFETY: the caller promises a non-NULL pointer refers to a live object of this type.
-    unsafe { ptr.as_ref() }.ok_or(Error::NullArgument(name))
+/// A C handle type: a struct whose first field is a [`HandleTag`] holding `TAG` while it lives.
+/// Implement it with [`impl_handle!`], which also checks at compile time that the tag comes first.
+pub(crate) trait Handle: Sized {
+    /// Eight ASCII bytes, unique among the handle types, read as a little-endian `u64`.
+    const TAG: u64;
+    /// The C type name, for messages.
+    const NAME: &'static str;
+}
+
+/// Implements [`Handle`] for a handle struct: `impl_handle!(sam2_thing, b"sam2_thg");`.
+macro_rules! impl_handle {
+    ($ty:ident, $tag:literal) => {
+        impl $crate::ffi::Handle for $ty {
+            const TAG: u64 = u64::from_le_bytes(*$tag);
+            const NAME: &'static str = stringify!($ty);
+        }
+        // The tag is read at offset 0 whatever type a pointer really has, so it must come first.
+        const _: () = assert!(std::mem::offset_of!($ty, tag) == 0);
+    };
+}
+pub(crate) use impl_handle;
+
+/// The first field of every handle struct: its type's tag while alive, [`FREED_TAG`] once freed.
+///
+/// Handle structs are `#[repr(C)]` so that this field is at offset 0. They spell it
+/// `#[cfg_attr(all(), repr(C))]` (always true) because cbindgen reads only a plain `#[repr(C)]`:
+/// written this way, the header keeps declaring the handles as opaque types.
+#[repr(transparent)]
+pub(crate) struct HandleTag(u64);
+
+impl HandleTag {
+    pub(crate) const fn new<T: Handle>() -> Self {
+        HandleTag(T::TAG)
+    }
+}
+
+/// What `free_handle` writes over a tag before releasing the memory.
+const FREED_TAG: u64 = u64::from_le_bytes(*b"sam2free");
+
+/// The handle types this module knows, for messages about a pointer of the wrong type.
+fn handle_name(tag: u64) -> Option<&'static str> {
+    fn entry<T: Handle>() -> (u64, &'static str) {
+        (T::TAG, T::NAME)
+    }
+    [
+        entry::<encoder::sam2_encoder>(),
+        entry::<embedding::sam2_embedding>(),
+        entry::<predictor::sam2_predictor>(),
+        entry::<masks::sam2_masks>(),
+        entry::<cache::sam2_cache>(),
+        entry::<cache::sam2_encode_job>(),
+    ]
+    .into_iter()
+    .find(|(t, _)| *t == tag)
+    .map(|(_, name)| name)
+}
+
+/// Why a non-NULL pointer is not a live handle of type `T`, or `None` when it is (best effort).
+fn handle_problem<T: Handle>(ptr: *const T) -> Option<String> {
+    let addr = ptr as usize;
+    // Nothing is ever mapped in the first page; small integers passed as handles land there.
+    if addr < 4096 || addr % std::mem::align_of::<T>() != 0 {
+        return Some(format!(
+            "{addr:#x} is not a {} this library returned",
+            T::NAME
+        ));
+    }
+    // SAFETY: best effort, as documented: the pointer is aligned and outside the first page; a
+    // live handle of any type has at least these 8 bytes; freed memory of a small block stays
+    // mapped. A volatile read, so the check is never assumed away.
+    let tag = unsafe { std::ptr::read_volatile(ptr as *const u64) };
+    if tag == T::TAG {
+        return None;
+    }
+    Some(match handle_name(tag) {
+        Some(other) => format!("is a {other}, not a {}", T::NAME),
+        None if tag == FREED_TAG => format!("is a {} that was already freed", T::NAME),
+        None => format!(
+            "is not a live {} (already freed, or not a handle this library returned)",
+            T::NAME
+        ),
+    })
+}
+
+/// A handle argument: NULL gives `SAM2_ERR_NULL_ARGUMENT`; a pointer that is not a live handle
+/// of type `T` (by its tag: see the module documentation) gives `SAM2_ERR_INVALID_ARGUMENT`.
+pub(crate) fn handle_ref<'a, T: Handle>(ptr: *const T, name: &'static str) -> Result<&'a T, Error> {
+    if ptr.is_null() {
+        return Err(Error::NullArgument(name));
+    }
+    if let Some(problem) = handle_problem(ptr) {
+        return Err(Error::invalid(name, problem));
+    }
+    // SAFETY: non-NULL, and its tag says it is a live `T` (the caller promises no one frees it
+    // during the call).
+    Ok(unsafe { &*ptr })
+}
+
+/// An optional handle argument: NULL is `None`; otherwise as [`handle_ref`].
+pub(crate) fn opt_handle_ref<'a, T: Handle>(
+    ptr: *const T,
+    name: &'static str,
+) -> Result<Option<&'a T>, Error> {
+    if ptr.is_null() {
+        Ok(None)
+    } else {
+        handle_ref(ptr, name).map(Some)
+    }
 }
 
 /// NULL-checked out-param.
@@ -299,13 +433,29 @@ pub(crate) fn copy_out_str(
     Ok(())
 }
 
-/// Releases a handle made by `Box::into_raw`; NULL is a no-op; a panic in a destructor is contained.
-pub(crate) fn free_box<T>(ptr: *mut T) {
+/// Releases a handle made by `Box::into_raw`; NULL is a no-op; a panic in a destructor is
+/// contained. A pointer that is not a live `T` (a double free, the wrong `_free`) is not
+/// released: the call is ignored with a warning through the log callback, and the reason is
+/// recorded as the thread's last error.
+pub(crate) fn free_handle<T: Handle>(ptr: *mut T, name: &'static str) {
     if ptr.is_null() {
         return;
     }
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: the pointer came from this library's Box::into_raw and is freed once (documented).
-        drop(unsafe { Box::from_raw(ptr) });
+        if let Some(problem) = handle_problem(ptr as *const T) {
+            let error = Error::invalid(name, problem);
+            crate::log::emit(
+                crate::log::LogLevel::Warning,
+                &format!("{}_free ignored: {error}", T::NAME),
+            );
+            fail(error);
+            return;
+        }
+        // SAFETY: a live `T` (its tag says so) from this library's Box::into_raw. The tag is
+        // overwritten first, through a volatile write the compiler cannot drop as a dead store.
+        unsafe {
+            std::ptr::write_volatile(ptr as *mut u64, FREED_TAG);
+            drop(Box::from_raw(ptr));
+        }
     }));
 }

@@ -9,7 +9,10 @@ use super::device::{
 use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
-use super::{arg_out, arg_ref, arg_slice, arg_str, guard, read_options, sam2_status};
+use super::{
+    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, opt_handle_ref, read_options,
+    sam2_status, HandleTag,
+};
 use crate::error::Error;
 use crate::fingerprint::Fingerprint;
 use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
@@ -21,9 +24,12 @@ pub const SAM2_POINT_NEGATIVE: i32 = 0;
 
 /// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
 /// Thread-safe: `sam2_predict` may be called from several threads at once.
+#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_predictor {
+    tag: HandleTag,
     pub(crate) inner: Predictor,
 }
+impl_handle!(sam2_predictor, b"sam2_prd");
 
 /// Options of `sam2_predictor_new`. Initialise with `sam2_predictor_options_init`.
 #[repr(C)]
@@ -164,7 +170,8 @@ pub extern "C" fn sam2_predict_options_init(
 /// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
 /// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
 /// receives a new predictor owned by the caller (release with `sam2_predictor_free`).
-/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
+/// than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
 /// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
 /// not available, with `SAM2_ON_MISMATCH_FAIL`).
 #[no_mangle]
@@ -214,8 +221,8 @@ pub extern "C" fn sam2_predictor_new(
             })?;
             opts.encoder_fingerprint = Some(fp);
         }
-        // SAFETY: NULL or a live encoder (documented).
-        if let Some(encoder) = unsafe { encoder.as_ref() } {
+        let encoder = opt_handle_ref(encoder, "encoder")?;
+        if let Some(encoder) = encoder {
             let fp = encoder.inner.fingerprint();
             if let Some(given) = opts.encoder_fingerprint {
                 if given != fp {
@@ -228,18 +235,47 @@ pub extern "C" fn sam2_predictor_new(
             opts.encoder_fingerprint = Some(fp);
         }
         let predictor = Predictor::new(path, &opts)?;
-        *out = Box::into_raw(Box::new(sam2_predictor { inner: predictor }));
+        if let Some(encoder) = encoder {
+            predictor.check_encoder(&encoder.inner)?;
+        }
+        *out = Box::into_raw(Box::new(sam2_predictor {
+            tag: HandleTag::new::<sam2_predictor>(),
+            inner: predictor,
+        }));
         Ok(())
     })
 }
 
 /// Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
+/// A pointer that is not a live predictor (already freed, another handle type) is detected where
+/// possible and ignored with a warning through the log callback: best effort, not a licence.
 #[no_mangle]
 pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
-    super::free_box(predictor);
+    super::free_handle(predictor, "predictor");
 }
 
-fn convert_prompt(p: &sam2_prompt) -> Result<Prompt, Error> {
+/// Reads one C prompt. Counts and lengths are checked against what the model takes before any
+/// array is read, so a wrong count cannot make the library read past the caller's arrays.
+fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
+    if p.point_count > crate::predictor::MAX_POINTS {
+        return Err(Error::invalid(
+            "prompt.point_count",
+            format!(
+                "at most {} points per object, got {}",
+                crate::predictor::MAX_POINTS,
+                p.point_count
+            ),
+        ));
+    }
+    if !p.mask_input.is_null() && p.mask_input_len != mask_len {
+        return Err(Error::invalid(
+            "prompt.mask_input_len",
+            format!(
+                "must be {mask_len} (the model's low-res mask, as sam2_masks_low_res gives it), got {}",
+                p.mask_input_len
+            ),
+        ));
+    }
     let points = arg_slice(p.points, p.point_count, "prompt.points")?;
     let points = points
         .iter()
@@ -304,14 +340,23 @@ pub extern "C" fn sam2_predict(
     out: *mut *mut sam2_masks,
 ) -> sam2_status {
     guard(|| {
-        let predictor = arg_ref(predictor, "predictor")?;
-        let embedding = arg_ref(embedding, "embedding")?;
+        let predictor = handle_ref(predictor, "predictor")?;
+        let embedding = handle_ref(embedding, "embedding")?;
         if prompts.is_null() {
             return Err(Error::NullArgument("prompts"));
         }
         let out = arg_out(out, "out")?;
         if prompt_count == 0 {
             return Err(Error::invalid("prompt_count", "must be at least 1"));
+        }
+        if prompt_count > crate::predictor::MAX_OBJECTS {
+            return Err(Error::invalid(
+                "prompt_count",
+                format!(
+                    "at most {} objects per call, got {prompt_count}",
+                    crate::predictor::MAX_OBJECTS
+                ),
+            ));
         }
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
         let opts = read_options(
@@ -321,15 +366,16 @@ pub extern "C" fn sam2_predict(
             "options",
         )?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
+        let low_res = predictor.inner.spec().low_res_size;
         let prompts = raw
             .iter()
-            .map(convert_prompt)
+            .map(|p| convert_prompt(p, low_res * low_res))
             .collect::<Result<Vec<_>, Error>>()?;
         let prediction =
             predictor
                 .inner
                 .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
-        *out = Box::into_raw(Box::new(sam2_masks { inner: prediction }));
+        *out = Box::into_raw(Box::new(sam2_masks::new(prediction)));
         Ok(())
     })
 }
@@ -343,7 +389,7 @@ pub extern "C" fn sam2_predictor_device(
     out_fell_back: *mut i32,
 ) -> sam2_status {
     guard(|| {
-        let p = arg_ref(predictor, "predictor")?;
+        let p = handle_ref(predictor, "predictor")?;
         super::device::write_device(p.inner.device(), out_provider, out_device_id, out_fell_back)
     })
 }
@@ -358,7 +404,7 @@ pub extern "C" fn sam2_predictor_providers(
     needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let p = arg_ref(predictor, "predictor")?;
+        let p = handle_ref(predictor, "predictor")?;
         super::device::write_providers(p.inner.device(), buf, buf_len, needed)
     })
 }

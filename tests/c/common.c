@@ -127,6 +127,22 @@ void test_init_runtime(void) {
     CHECK_OK(sam2_runtime_init(NULL));
 }
 
+int test_under_valgrind(void) {
+    const char *v = getenv("SAM2_TEST_UNDER_VALGRIND");
+    return v != NULL && v[0] == '1';
+}
+
+FILE *test_report_file(const char *file) {
+    const char *dir = getenv("SAM2_REPORT_DIR");
+    if (dir == NULL || dir[0] == '\0') return NULL;
+    char path[TEST_PATH_MAX];
+    int n = snprintf(path, sizeof path, "%s/%s", dir, file);
+    CHECK(n > 0 && n < TEST_PATH_MAX);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) fprintf(stderr, "cannot write %s\n", path);
+    return f;
+}
+
 /* ---- Images ---- */
 
 static int read_field(FILE *f, unsigned long *value, char *magic) {

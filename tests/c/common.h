@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "sam2.h"
 
@@ -72,6 +73,16 @@ char *test_data_path(char *out, const char *file);
 char *test_scratch_template(char *out, const char *name);
 /* Initialises ONNX Runtime the way a host would (NULL: SAM2_ONNXRUNTIME_PATH) or exits. */
 void test_init_runtime(void);
+
+/* ---- Running under valgrind (scripts/test-valgrind.sh sets SAM2_TEST_UNDER_VALGRIND=1) ---- */
+
+/* 1 under valgrind: every code path still runs, with fewer repetitions (valgrind runs ONNX
+ * Runtime ~50x slower), and probes that read freed memory on purpose are skipped. */
+int test_under_valgrind(void);
+
+/* Opens "$SAM2_REPORT_DIR/<file>" for writing the figures scripts/reliability.sh prints, or
+ * returns NULL when SAM2_REPORT_DIR is not set. */
+FILE *test_report_file(const char *file);
 
 /* ---- Images ---- */
 

@@ -1,0 +1,1109 @@
+/*
+ * Bad input, everywhere: every exported function is called with every kind of bad argument a
+ * host can pass, and each call must give its documented status with a message naming the
+ * argument, leave its out-params untouched, and not crash (scripts/test-valgrind.sh also runs
+ * this program under valgrind: nothing may leak or touch invalid memory).
+ *
+ *   - handles: NULL, a small integer, a misaligned pointer, a live handle of another type, and
+ *     a handle already freed (type tags; skipped under valgrind, which would rightly report the
+ *     read of freed memory); double and wrong-type frees are ignored;
+ *   - out-params: NULL, each in turn;
+ *   - sizes: zero, "negative" (SIZE_MAX, INT32_MIN), width × height × stride that overflows,
+ *     a stride smaller than a row, buffers shorter than the image, counts beyond the limits;
+ *   - numbers: NaN, ±inf and out-of-image coordinates for every point and box coordinate;
+ *   - enums and flags: the first value past the last, UINT32_MAX;
+ *   - struct_size: 0, 1, between published versions, one more than the header's, SIZE_MAX;
+ *   - strings: NULL, empty, invalid UTF-8; paths that do not exist, are directories, are not
+ *     writable, or pass through a file;
+ *   - model files: truncated, corrupted, not ONNX, ONNX but not SAM2, an encoder paired with a
+ *     decoder of another export;
+ *   - ONNX Runtime libraries: missing, a directory, not a shared library, a library that is not
+ *     ONNX Runtime, one too old, one without the API; discovery through a bad variable.
+ *
+ * Every input is counted per entry point; the table is printed and, with SAM2_REPORT_DIR set,
+ * written to bad_input.tsv for scripts/reliability.sh. A mismatch does not stop the sweep: all
+ * are listed, then the program fails.
+ *
+ * Usage: test_bad_input <fake_ort.so (1.20.0)> <fake_ort_null_api.so>
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define SENTINEL_PTR ((void *)(uintptr_t)0x5a5a5a50U)
+
+/* ---- Counting ---- */
+
+typedef struct tally {
+    const char *entry;
+    int tried;
+    int handled;
+} tally;
+
+enum { MAX_ENTRIES = 64 };
+static tally tallies[MAX_ENTRIES];
+static int entry_count;
+static int mismatches;
+
+static tally *tally_of(const char *entry) {
+    for (int i = 0; i < entry_count; i++) {
+        if (strcmp(tallies[i].entry, entry) == 0) return &tallies[i];
+    }
+    CHECK(entry_count < MAX_ENTRIES);
+    tallies[entry_count].entry = entry;
+    return &tallies[entry_count++];
+}
+
+/* Whether the last error message names `needle`, or one of its '|'-separated alternatives. */
+static int names(const char *needle) {
+    char alternatives[256];
+    snprintf(alternatives, sizeof alternatives, "%s", needle);
+    char *save = NULL;
+    for (char *a = strtok_r(alternatives, "|", &save); a != NULL; a = strtok_r(NULL, "|", &save)) {
+        if (test_last_error_contains(a)) return 1;
+    }
+    return 0;
+}
+
+/* Records one input of `entry`: handled when the status is `want`, the message names `needle`
+ * (NULL: no message to check) and `untouched` holds (the out-params were left alone). */
+static void record(const char *entry, sam2_status got, sam2_status want, const char *needle,
+                   int untouched, int line, const char *call) {
+    tally *t = tally_of(entry);
+    t->tried++;
+    int named = needle == NULL || names(needle);
+    if (got == want && named && untouched) {
+        t->handled++;
+        return;
+    }
+    mismatches++;
+    fprintf(stderr, "test_bad_input.c:%d: %s\n  returned %s, expected %s%s%s%s\n  message: %s\n",
+            line, call, test_status_name(got), test_status_name(want),
+            named ? "" : "; the message does not name ", named ? "" : needle,
+            untouched ? "" : "; an out-param was written", test_last_error());
+}
+
+/* A call returning sam2_status; `untouched` is evaluated after the call. */
+#define TRY_IF(entry, call, want, needle, untouched)                                          \
+    do {                                                                                     \
+        sam2_status got_ = (call);                                                           \
+        record(entry, got_, want, needle, untouched, __LINE__, #call);                       \
+    } while (0)
+#define TRY(entry, call, want, needle) TRY_IF(entry, call, want, needle, 1)
+
+/* A function without a status (a value, or void): `ok` says it did what is documented. */
+#define TRY_VALUE(entry, call_then_ok, needle)                                                \
+    do {                                                                                     \
+        int ok_ = (call_then_ok);                                                            \
+        record(entry, ok_ ? SAM2_OK : SAM2_ERR_PANIC, SAM2_OK, needle, 1, __LINE__,          \
+               #call_then_ok);                                                               \
+    } while (0)
+
+/* ---- Fixtures ---- */
+
+static test_image image;
+static char dir[TEST_PATH_MAX];           /* scratch directory, removed at the end */
+static char enc_path[TEST_PATH_MAX], dec_path[TEST_PATH_MAX];
+static sam2_encoder *encoder;
+static sam2_predictor *predictor;
+static sam2_embedding *embedding;
+static sam2_masks *masks;
+static size_t image_len;
+
+static void scratch(char out[TEST_PATH_MAX], const char *name) {
+    CHECK(snprintf(out, TEST_PATH_MAX, "%s/%s", dir, name) < TEST_PATH_MAX);
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    CHECK(len == 0 || fwrite(data, 1, len, f) == len);
+    CHECK(fclose(f) == 0);
+}
+
+static uint8_t *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    CHECK(fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    CHECK(n > 0);
+    rewind(f);
+    uint8_t *data = malloc((size_t)n);
+    CHECK(data != NULL);
+    CHECK(fread(data, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return data;
+}
+
+static int exists(const char *path) {
+    return access(path, F_OK) == 0;
+}
+
+/* ---- Bad handles ---- */
+
+enum kind { ENCODER, PREDICTOR, EMBEDDING, MASKS, KINDS };
+static const char *const FREE_NAMES[KINDS] = {"sam2_encoder_free", "sam2_predictor_free",
+                                              "sam2_embedding_free", "sam2_masks_free"};
+
+static const void *live(enum kind k) {
+    switch (k) {
+    case ENCODER: return encoder;
+    case PREDICTOR: return predictor;
+    case EMBEDDING: return embedding;
+    default: return masks;
+    }
+}
+
+/* A handle of kind `k`, made and freed just now: the pointer is dangling, its block not yet
+ * reused by another handle of that kind. */
+static const void *freed(enum kind k) {
+    switch (k) {
+    case ENCODER: {
+        sam2_encoder *e = NULL;
+        CHECK_OK(sam2_encoder_new(enc_path, NULL, &e));
+        sam2_encoder_free(e);
+        return e;
+    }
+    case PREDICTOR: {
+        sam2_predictor_options o;
+        CHECK_OK(sam2_predictor_options_init(&o, sizeof o));
+        o.pool_size = 1;
+        sam2_predictor *p = NULL;
+        CHECK_OK(sam2_predictor_new(NULL, dec_path, &o, &p));
+        sam2_predictor_free(p);
+        return p;
+    }
+    case EMBEDDING: {
+        sam2_embedding *e = NULL;
+        CHECK_OK(sam2_embedding_to_host(embedding, &e));
+        sam2_embedding_free(e);
+        return e;
+    }
+    default: {
+        sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
+        sam2_prompt prompt = test_points_prompt(&pt, 1);
+        sam2_masks *m = test_predict1(predictor, embedding, &prompt);
+        sam2_masks_free(m);
+        return m;
+    }
+    }
+}
+
+/* Successive bad values for a handle argument of kind `kind`. */
+typedef struct bad_handle {
+    enum kind kind;
+    int step;
+    const void *ptr;
+    sam2_status want;
+} bad_handle;
+
+static int next_bad(bad_handle *b) {
+    for (;;) {
+        int step = b->step++;
+        b->want = SAM2_ERR_INVALID_ARGUMENT;
+        if (step == 0) {
+            b->ptr = NULL;
+            b->want = SAM2_ERR_NULL_ARGUMENT;
+            return 1;
+        }
+        if (step == 1) { b->ptr = (const void *)(uintptr_t)0x10; return 1; }
+        if (step == 2) { b->ptr = (const char *)live(b->kind) + 1; return 1; }
+        if (step >= 3 && step < 3 + KINDS) {
+            enum kind other = (enum kind)(step - 3);
+            if (other == b->kind) continue;
+            b->ptr = live(other);
+            return 1;
+        }
+        if (step == 3 + KINDS) {
+            if (test_under_valgrind()) continue;
+            b->ptr = freed(b->kind);
+            return 1;
+        }
+        return 0;
+    }
+}
+
+#define FOR_BAD(k, b) for (bad_handle b = {k, 0, NULL, SAM2_OK}; next_bad(&b);)
+
+/* ---- ONNX Runtime (first: nothing is loaded yet) ---- */
+
+static void runtime(const char *fake_old, const char *fake_null_api) {
+    const char *E = "sam2_runtime_init";
+    const char *real = getenv("SAM2_ONNXRUNTIME_PATH");
+    CHECK(real != NULL && real[0] != '\0');
+    TRY_VALUE("sam2_runtime_version", sam2_runtime_version() == NULL, NULL);
+
+    const char *missing = "/nonexistent/sam2/libonnxruntime.so.1.31.1";
+    TRY(E, sam2_runtime_init(missing), SAM2_ERR_RUNTIME_NOT_FOUND, missing);
+    TRY(E, sam2_runtime_init(dir), SAM2_ERR_RUNTIME_NOT_FOUND, dir);
+    char text[TEST_PATH_MAX];
+    scratch(text, "libonnxruntime.so");
+    write_file(text, "not a shared object\n", 20);
+    TRY(E, sam2_runtime_init(text), SAM2_ERR_RUNTIME_NOT_FOUND, text);
+    TRY(E, sam2_runtime_init("libm.so.6"), SAM2_ERR_RUNTIME_NOT_FOUND, "OrtGetApiBase");
+    TRY(E, sam2_runtime_init(fake_old), SAM2_ERR_RUNTIME_NOT_FOUND, "1.20.0");
+    TRY(E, sam2_runtime_init(fake_null_api), SAM2_ERR_RUNTIME_NOT_FOUND, fake_null_api);
+    TRY(E, sam2_runtime_init(""), SAM2_ERR_INVALID_ARGUMENT, "onnxruntime_path");
+    TRY(E, sam2_runtime_init("\xff\xfe.so"), SAM2_ERR_INVALID_ARGUMENT, "onnxruntime_path");
+    /* Discovery through a variable naming a missing file: every path tried is listed. */
+    char *saved = strdup(real);
+    CHECK(saved != NULL);
+    setenv("SAM2_ONNXRUNTIME_PATH", missing, 1);
+    unsetenv("ORT_DYLIB_PATH");
+    TRY(E, sam2_runtime_init(NULL), SAM2_ERR_RUNTIME_NOT_FOUND, missing);
+    CHECK_MESSAGE("SAM2_ONNXRUNTIME_PATH");
+    CHECK_MESSAGE("system library search");
+    setenv("SAM2_ONNXRUNTIME_PATH", saved, 1);
+    free(saved);
+    TRY_VALUE("sam2_runtime_version", sam2_runtime_version() == NULL, NULL);
+
+    CHECK_OK(sam2_runtime_init(NULL));
+    TRY(E, sam2_runtime_init(fake_old), SAM2_ERR_ENVIRONMENT_CONFIGURATION, fake_old);
+    unlink(text);
+}
+
+/* ---- Strings, errors, log callback, options_init ---- */
+
+static void library(void) {
+    const uint32_t unknown[] = {SAM2_ERR_PANIC + 1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
+        const char *s = sam2_status_str(unknown[i]);
+        TRY_VALUE("sam2_status_str", s != NULL && strstr(s, "unknown") != NULL, NULL);
+    }
+    const uint32_t levels[] = {SAM2_LOG_ERROR + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 2; i++) {
+        TRY("sam2_set_log_callback", sam2_set_log_callback(NULL, NULL, levels[i]),
+            SAM2_ERR_INVALID_ARGUMENT, "min_level");
+    }
+
+    /* (buf, len, needed): too small never writes the buffer, and keeps the message. */
+    const char *E = "sam2_last_error_message";
+    sam2_encoder *unused = NULL;
+    CHECK_STATUS(sam2_encoder_new("/nonexistent/for-the-message.onnx", NULL, &unused),
+                 SAM2_ERR_MODEL);
+    size_t needed = 0;
+    TRY_IF(E, sam2_last_error_message(NULL, 0, &needed), SAM2_ERR_BUFFER_TOO_SMALL, NULL,
+           needed > 20);
+    TRY(E, sam2_last_error_message(NULL, 4096, NULL), SAM2_ERR_BUFFER_TOO_SMALL, NULL);
+    char small[4] = {'Z', 'Z', 'Z', 'Z'};
+    TRY_IF(E, sam2_last_error_message(small, 0, NULL), SAM2_ERR_BUFFER_TOO_SMALL, NULL,
+           small[0] == 'Z');
+    TRY_IF(E, sam2_last_error_message(small, sizeof small, &needed), SAM2_ERR_BUFFER_TOO_SMALL,
+           "for-the-message", small[0] == 'Z' && small[3] == 'Z');
+
+    /* options_init: NULL, and every struct_size that is not a published one. */
+    const size_t sizes[] = {0, 1, 3, 20, 100, SIZE_MAX};
+    sam2_encoder_options eo;
+    sam2_predictor_options po;
+    sam2_predict_options qo;
+    TRY("sam2_encoder_options_init", sam2_encoder_options_init(NULL, sizeof eo),
+        SAM2_ERR_NULL_ARGUMENT, "`options`");
+    TRY("sam2_predictor_options_init", sam2_predictor_options_init(NULL, sizeof po),
+        SAM2_ERR_NULL_ARGUMENT, "`options`");
+    TRY("sam2_predict_options_init", sam2_predict_options_init(NULL, sizeof qo),
+        SAM2_ERR_NULL_ARGUMENT, "`options`");
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        memset(&eo, 0x77, sizeof eo);
+        memset(&po, 0x77, sizeof po);
+        memset(&qo, 0x77, sizeof qo);
+        TRY_IF("sam2_encoder_options_init", sam2_encoder_options_init(&eo, sizes[i]),
+               SAM2_ERR_INVALID_ARGUMENT, "struct_size", eo.struct_size == 0x77777777u);
+        TRY_IF("sam2_predictor_options_init", sam2_predictor_options_init(&po, sizes[i]),
+               SAM2_ERR_INVALID_ARGUMENT, "struct_size", po.struct_size == 0x77777777u);
+        TRY_IF("sam2_predict_options_init", sam2_predict_options_init(&qo, sizes[i]),
+               SAM2_ERR_INVALID_ARGUMENT, "struct_size", qo.struct_size == 0x77777777u);
+    }
+    TRY_IF("sam2_encoder_options_init", sam2_encoder_options_init(&eo, sizeof eo + 1),
+           SAM2_ERR_INVALID_ARGUMENT, "struct_size", eo.struct_size == 0x77777777u);
+}
+
+/* ---- Models ---- */
+
+static void encoder_fails(const char *path, const sam2_encoder_options *o, sam2_status want,
+                          const char *needle) {
+    sam2_encoder *out = SENTINEL_PTR;
+    TRY_IF("sam2_encoder_new", sam2_encoder_new(path, o, &out), want, needle, out == SENTINEL_PTR);
+}
+
+static void predictor_fails(const sam2_encoder *e, const char *path,
+                            const sam2_predictor_options *o, sam2_status want,
+                            const char *needle) {
+    sam2_predictor *out = SENTINEL_PTR;
+    TRY_IF("sam2_predictor_new", sam2_predictor_new(e, path, o, &out), want, needle,
+           out == SENTINEL_PTR);
+}
+
+/* A model file with some bytes changed: its load may fail (SAM2_ERR_MODEL) or, when only
+ * weights or names changed, succeed; either way nothing crashes, and a model that loads runs
+ * or fails cleanly. Counted as handled when the status is one of those. */
+static void corrupted_model(const char *path, int is_encoder) {
+    const char *E = is_encoder ? "sam2_encoder_new" : "sam2_predictor_new";
+    sam2_status got;
+    if (is_encoder) {
+        sam2_encoder *e = NULL;
+        got = sam2_encoder_new(path, NULL, &e);
+        if (got == SAM2_OK) {
+            sam2_embedding *out = NULL;
+            sam2_status s = sam2_encode(e, image.data, image_len, image.width, image.height, 0,
+                                        SAM2_PIXEL_RGB, &out);
+            if (s != SAM2_OK && s != SAM2_ERR_ONNXRUNTIME) got = s;
+            sam2_embedding_free(out);
+            sam2_encoder_free(e);
+        }
+    } else {
+        sam2_predictor *p = NULL;
+        got = sam2_predictor_new(NULL, path, NULL, &p);
+        if (got == SAM2_OK) {
+            sam2_point pt = {10, 10, SAM2_POINT_POSITIVE};
+            sam2_prompt prompt = test_points_prompt(&pt, 1);
+            sam2_masks *m = NULL;
+            sam2_status s = sam2_predict(p, embedding, &prompt, 1, NULL, &m);
+            if (s != SAM2_OK && s != SAM2_ERR_ONNXRUNTIME && s != SAM2_ERR_MODEL_MISMATCH) got = s;
+            sam2_masks_free(m);
+            sam2_predictor_free(p);
+        }
+    }
+    record(E, got == SAM2_ERR_MODEL ? SAM2_OK : got, SAM2_OK, NULL, 1, __LINE__,
+           "a corrupted model file (SAM2_OK or SAM2_ERR_MODEL)");
+}
+
+static void model_files(void) {
+    char path[TEST_PATH_MAX];
+    /* Paths. */
+    encoder_fails(NULL, NULL, SAM2_ERR_NULL_ARGUMENT, "`model_path`");
+    encoder_fails("", NULL, SAM2_ERR_MODEL, "cannot be read");
+    encoder_fails("/nonexistent/encoder.onnx", NULL, SAM2_ERR_MODEL, "/nonexistent/encoder.onnx");
+    encoder_fails(dir, NULL, SAM2_ERR_IO, dir);
+    encoder_fails("\xff\xfe.onnx", NULL, SAM2_ERR_INVALID_ARGUMENT, "model_path");
+    TRY("sam2_encoder_new", sam2_encoder_new(enc_path, NULL, NULL), SAM2_ERR_NULL_ARGUMENT,
+        "`out`");
+    predictor_fails(NULL, NULL, NULL, SAM2_ERR_NULL_ARGUMENT, "`decoder_path`");
+    predictor_fails(NULL, "/nonexistent/decoder.onnx", NULL, SAM2_ERR_MODEL, "/nonexistent");
+    predictor_fails(NULL, dir, NULL, SAM2_ERR_IO, dir);
+    predictor_fails(NULL, "\xff.onnx", NULL, SAM2_ERR_INVALID_ARGUMENT, "decoder_path");
+    TRY("sam2_predictor_new", sam2_predictor_new(NULL, dec_path, NULL, NULL),
+        SAM2_ERR_NULL_ARGUMENT, "`out`");
+
+    /* Not ONNX at all; ONNX that is not the SAM2 part expected (the message lists the names
+     * each contract expects); an encoder paired with a decoder of another export. */
+    test_data_path(path, "shapes.ppm");
+    encoder_fails(path, NULL, SAM2_ERR_MODEL, "not a readable ONNX model");
+    predictor_fails(NULL, path, NULL, SAM2_ERR_MODEL, "not a readable ONNX model");
+    encoder_fails(dec_path, NULL, SAM2_ERR_MODEL, "high_res_feats_0");
+    predictor_fails(NULL, enc_path, NULL, SAM2_ERR_MODEL, "point_coords");
+    sam2_encoder *encoder_c = test_open_encoder("tiny_c");
+    predictor_fails(encoder, test_model_path(path, "tiny_c_decoder.onnx"), NULL,
+                    SAM2_ERR_MODEL_MISMATCH, "image_features_0");
+    predictor_fails(encoder_c, dec_path, NULL, SAM2_ERR_MODEL_MISMATCH, "high_res_feats_0");
+    sam2_encoder_free(encoder_c);
+
+    /* Truncated and corrupted copies of both models. */
+    const char *sources[2] = {enc_path, dec_path};
+    for (int m = 0; m < 2; m++) {
+        size_t len = 0;
+        uint8_t *bytes = read_file(sources[m], &len);
+        char bad[TEST_PATH_MAX];
+        scratch(bad, m == 0 ? "bad_encoder.onnx" : "bad_decoder.onnx");
+        const size_t cuts[] = {0, 1, 16, 200, len / 3, len / 2, len - 100, len - 1};
+        for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+            write_file(bad, bytes, cuts[i]);
+            if (m == 0) {
+                encoder_fails(bad, NULL, SAM2_ERR_MODEL, bad);
+            } else {
+                predictor_fails(NULL, bad, NULL, SAM2_ERR_MODEL, bad);
+            }
+        }
+        /* Bytes overwritten at deterministic pseudo-random places (fewer under valgrind,
+         * where every model that still loads takes seconds). */
+        int trials = test_under_valgrind() ? 4 : 40;
+        uint32_t seed = 12345u + (uint32_t)m;
+        for (int t = 0; t < trials; t++) {
+            uint8_t *copy = malloc(len);
+            CHECK(copy != NULL);
+            memcpy(copy, bytes, len);
+            int changes = 1 + t % 8;
+            for (int c = 0; c < changes; c++) {
+                seed = seed * 1664525u + 1013904223u;
+                /* Mostly the structure (the first and last few KB), sometimes anywhere. */
+                size_t at = (t % 4 == 3) ? seed % len
+                            : (seed & 1) ? (seed >> 1) % (len < 4096 ? len : 4096)
+                                         : len - 1 - (seed >> 1) % (len < 4096 ? len : 4096);
+                seed = seed * 1664525u + 1013904223u;
+                copy[at] = (uint8_t)(seed >> 24);
+            }
+            write_file(bad, copy, len);
+            free(copy);
+            corrupted_model(bad, m == 0);
+        }
+        free(bytes);
+        unlink(bad);
+    }
+}
+
+/* ---- Options structs of sam2_encoder_new / sam2_predictor_new ---- */
+
+static void options(void) {
+    sam2_encoder_options eo;
+#define ENC_BAD(field, value, needle)                                                          \
+    do {                                                                                     \
+        CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));                                 \
+        eo.field = value;                                                                    \
+        encoder_fails(enc_path, &eo, SAM2_ERR_INVALID_ARGUMENT, needle);                     \
+    } while (0)
+    ENC_BAD(struct_size, 0, "struct_size");
+    ENC_BAD(struct_size, 8, "struct_size");
+    ENC_BAD(struct_size, 20, "struct_size");
+    ENC_BAD(struct_size, (uint32_t)sizeof eo + 8, "struct_size");
+    ENC_BAD(struct_size, 0xFFFFFFFFu, "struct_size");
+    ENC_BAD(output_target, SAM2_OUTPUT_HOST + 1, "output_target");
+    ENC_BAD(output_target, 0xFFFFFFFFu, "output_target");
+    ENC_BAD(intra_threads, 1025, "intra_threads");
+    ENC_BAD(intra_threads, 0xFFFFFFFFu, "intra_threads");
+    ENC_BAD(on_device_mismatch, SAM2_ON_MISMATCH_FAIL + 1, "on_device_mismatch");
+    ENC_BAD(weight_sharing, SAM2_WEIGHTS_COPY + 1, "weight_sharing");
+    ENC_BAD(graph_optimization, SAM2_OPTIMIZATION_ALL + 1, "graph_optimization");
+    ENC_BAD(graph_optimization, 0xFFFFFFFFu, "graph_optimization");
+    CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
+    eo.provider_count = 1; /* providers NULL */
+    encoder_fails(enc_path, &eo, SAM2_ERR_NULL_ARGUMENT, "`options.providers`");
+    sam2_provider many[17];
+    for (int i = 0; i < 17; i++) many[i] = (sam2_provider){SAM2_PROVIDER_CPU, 0, 0, 0};
+    eo.providers = many;
+    eo.provider_count = 17;
+    encoder_fails(enc_path, &eo, SAM2_ERR_INVALID_ARGUMENT, "provider_count");
+    eo.provider_count = SIZE_MAX;
+    encoder_fails(enc_path, &eo, SAM2_ERR_INVALID_ARGUMENT, "provider_count");
+    struct { uint32_t provider; int32_t device; uint32_t arena; const char *needle; } reqs[] = {
+        {SAM2_PROVIDER_COREML + 1, 0, 0, "provider"},
+        {0xFFFFFFFFu, 0, 0, "provider"},
+        {SAM2_PROVIDER_CUDA, -1, 0, "device_id"},
+        {SAM2_PROVIDER_CUDA, INT32_MIN, 0, "device_id"},
+        {SAM2_PROVIDER_CUDA, 0, SAM2_ARENA_SAME_AS_REQUESTED + 1, "arena_extend_strategy"},
+    };
+    sam2_predictor_options po;
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
+        sam2_provider p = {reqs[i].provider, reqs[i].device, 0, reqs[i].arena};
+        CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
+        eo.providers = &p;
+        eo.provider_count = 1;
+        encoder_fails(enc_path, &eo, SAM2_ERR_INVALID_ARGUMENT, reqs[i].needle);
+        CHECK_OK(sam2_predictor_options_init(&po, sizeof po));
+        po.providers = &p;
+        po.provider_count = 1;
+        predictor_fails(NULL, dec_path, &po, SAM2_ERR_INVALID_ARGUMENT, reqs[i].needle);
+    }
+
+#define PRED_BAD(field, value, needle)                                                         \
+    do {                                                                                     \
+        CHECK_OK(sam2_predictor_options_init(&po, sizeof po));                               \
+        po.field = value;                                                                    \
+        predictor_fails(NULL, dec_path, &po, SAM2_ERR_INVALID_ARGUMENT, needle);             \
+    } while (0)
+    PRED_BAD(struct_size, 0, "struct_size");
+    PRED_BAD(struct_size, 12, "struct_size");
+    PRED_BAD(struct_size, (uint32_t)sizeof po + 8, "struct_size");
+    PRED_BAD(struct_size, 0xFFFFFFFFu, "struct_size");
+    PRED_BAD(intra_threads, 1025, "intra_threads");
+    PRED_BAD(pool_size, 65, "pool_size");
+    PRED_BAD(pool_size, 0xFFFFFFFFu, "pool_size");
+    PRED_BAD(allow_embedding_copy, 2, "allow_embedding_copy");
+    PRED_BAD(on_device_mismatch, 2, "on_device_mismatch");
+    PRED_BAD(weight_sharing, 2, "weight_sharing");
+    PRED_BAD(graph_optimization, 3, "graph_optimization");
+    PRED_BAD(encoder_fingerprint, "", "encoder_fingerprint");
+    PRED_BAD(encoder_fingerprint, "not a fingerprint", "encoder_fingerprint");
+    PRED_BAD(encoder_fingerprint, "sam2fp1-0123456789abcdeg", "encoder_fingerprint");
+    PRED_BAD(encoder_fingerprint, "sam2fp1-0123456789abcdef0", "encoder_fingerprint");
+    PRED_BAD(encoder_fingerprint, "\xff\xfe", "encoder_fingerprint");
+    CHECK_OK(sam2_predictor_options_init(&po, sizeof po));
+    po.encoder_fingerprint = "sam2fp1-0123456789abcdef"; /* well-formed, not `encoder`'s */
+    predictor_fails(encoder, dec_path, &po, SAM2_ERR_INVALID_ARGUMENT, "contradicts");
+    CHECK_OK(sam2_predictor_options_init(&po, sizeof po));
+    po.provider_count = 2;
+    predictor_fails(NULL, dec_path, &po, SAM2_ERR_NULL_ARGUMENT, "`options.providers`");
+
+    /* The encoder argument of sam2_predictor_new (NULL is allowed there). */
+    FOR_BAD(ENCODER, b) {
+        if (b.ptr == NULL) continue;
+        predictor_fails(b.ptr, dec_path, NULL, b.want, "`encoder`");
+    }
+}
+
+/* ---- sam2_encode ---- */
+
+static void encode_fails(const void *e, const uint8_t *px, size_t len, uint32_t w, uint32_t h,
+                         size_t stride, uint32_t format, sam2_status want, const char *needle) {
+    sam2_embedding *out = SENTINEL_PTR;
+    TRY_IF("sam2_encode", sam2_encode(e, px, len, w, h, stride, format, &out), want, needle,
+           out == SENTINEL_PTR);
+}
+
+static void encode(void) {
+    const uint8_t *px = image.data;
+    uint32_t w = image.width, h = image.height;
+    size_t len = image_len, row = (size_t)w * 3;
+    FOR_BAD(ENCODER, b) encode_fails(b.ptr, px, len, w, h, 0, SAM2_PIXEL_RGB, b.want, "`encoder`");
+    encode_fails(encoder, NULL, len, w, h, 0, SAM2_PIXEL_RGB, SAM2_ERR_NULL_ARGUMENT, "`pixels`");
+    TRY("sam2_encode", sam2_encode(encoder, px, len, w, h, 0, SAM2_PIXEL_RGB, NULL),
+        SAM2_ERR_NULL_ARGUMENT, "`out`");
+    /* Sizes. */
+    encode_fails(encoder, px, 0, w, h, 0, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT, "pixels");
+    encode_fails(encoder, px, len - 1, w, h, 0, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT, "pixels");
+    encode_fails(encoder, px, len, 0, h, 0, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT, "width");
+    encode_fails(encoder, px, len, w, 0, 0, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT, "height");
+    encode_fails(encoder, px, len, 65537, h, 0, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT, "width");
+    encode_fails(encoder, px, len, w, 0xFFFFFFFFu, 0, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT,
+                 "height");
+    encode_fails(encoder, px, len, 0xFFFFFFFFu, 0xFFFFFFFFu, 0, SAM2_PIXEL_RGBA,
+                 SAM2_ERR_INVALID_ARGUMENT, "width");
+    /* width × height × 4 does not overflow 64 bits but is far beyond the buffer. */
+    encode_fails(encoder, px, len, 65536, 65536, 0, SAM2_PIXEL_RGBA, SAM2_ERR_INVALID_ARGUMENT,
+                 "pixels");
+    /* Strides: smaller than a row, and large enough that stride × (height − 1) overflows. */
+    encode_fails(encoder, px, len, w, h, 1, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT, "stride");
+    encode_fails(encoder, px, len, w, h, row - 1, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT,
+                 "stride");
+    encode_fails(encoder, px, len, w, h, row + 1, SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT,
+                 "pixels");
+    const size_t huge[] = {SIZE_MAX, SIZE_MAX / 2 + 1, SIZE_MAX / 3 + 1, SIZE_MAX / (h - 1) + 1,
+                           (size_t)1 << 62};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+        /* "stride" when the product overflows, "pixels" when it fits but exceeds the buffer. */
+        encode_fails(encoder, px, len, w, h, huge[i], SAM2_PIXEL_RGB, SAM2_ERR_INVALID_ARGUMENT,
+                     "`stride`|`pixels`");
+    }
+    /* A 1×1 image with any stride needs only one row. */
+    uint8_t one[4] = {1, 2, 3, 4};
+    sam2_embedding *ok = NULL;
+    CHECK_OK(sam2_encode(encoder, one, 3, 1, 1, SIZE_MAX, SAM2_PIXEL_RGB, &ok));
+    sam2_embedding_free(ok);
+    /* Formats. */
+    const uint32_t formats[] = {SAM2_PIXEL_GRAY + 1, 0x80000000u, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 3; i++) {
+        encode_fails(encoder, px, len, w, h, 0, formats[i], SAM2_ERR_INVALID_ARGUMENT,
+                     "pixel_format");
+    }
+    /* An RGB buffer declared as RGBA is 4/3 too short. */
+    encode_fails(encoder, px, len, w, h, 0, SAM2_PIXEL_RGBA, SAM2_ERR_INVALID_ARGUMENT, "pixels");
+}
+
+/* ---- Encoder, predictor and embedding queries ---- */
+
+static void queries(void) {
+    char buf[128];
+    uint32_t provider = 777, w = 777, h = 777;
+    int32_t device = 777, fell_back = 777;
+    size_t needed = 999;
+    const char *E;
+#define UNTOUCHED_DEVICE (provider == 777 && device == 777 && fell_back == 777)
+
+    E = "sam2_encoder_device";
+    FOR_BAD(ENCODER, b) TRY_IF(E, sam2_encoder_device(b.ptr, &provider, &device, &fell_back),
+                               b.want, "`encoder`", UNTOUCHED_DEVICE);
+    TRY(E, sam2_encoder_device(encoder, NULL, &device, &fell_back), SAM2_ERR_NULL_ARGUMENT,
+        "`out_provider`");
+    TRY(E, sam2_encoder_device(encoder, &provider, NULL, &fell_back), SAM2_ERR_NULL_ARGUMENT,
+        "`out_device_id`");
+    TRY_IF(E, sam2_encoder_device(encoder, &provider, &device, NULL), SAM2_ERR_NULL_ARGUMENT,
+           "`out_fell_back`", UNTOUCHED_DEVICE);
+    E = "sam2_predictor_device";
+    FOR_BAD(PREDICTOR, b) TRY_IF(E, sam2_predictor_device(b.ptr, &provider, &device, &fell_back),
+                                 b.want, "`predictor`", UNTOUCHED_DEVICE);
+    TRY(E, sam2_predictor_device(predictor, NULL, &device, &fell_back), SAM2_ERR_NULL_ARGUMENT,
+        "`out_provider`");
+    TRY(E, sam2_predictor_device(predictor, &provider, NULL, &fell_back), SAM2_ERR_NULL_ARGUMENT,
+        "`out_device_id`");
+    TRY_IF(E, sam2_predictor_device(predictor, &provider, &device, NULL), SAM2_ERR_NULL_ARGUMENT,
+           "`out_fell_back`", UNTOUCHED_DEVICE);
+
+    /* (buf, len, needed) strings: bad handles leave `needed` alone; a short buffer reports the
+     * size needed without writing the buffer. */
+#define STRING_QUERY(entry, fn, kind, arg)                                                     \
+    do {                                                                                     \
+        FOR_BAD(kind, b) {                                                                   \
+            needed = 999;                                                                    \
+            TRY_IF(entry, fn(b.ptr, buf, sizeof buf, &needed), b.want, "`" arg "`",          \
+                   needed == 999);                                                           \
+        }                                                                                    \
+        memset(buf, 'Z', sizeof buf);                                                        \
+        TRY_IF(entry, fn(live(kind), buf, 1, &needed), SAM2_ERR_BUFFER_TOO_SMALL, NULL,      \
+               buf[0] == 'Z' && needed > 1);                                                 \
+        TRY_IF(entry, fn(live(kind), NULL, sizeof buf, NULL), SAM2_ERR_BUFFER_TOO_SMALL, NULL, \
+               1);                                                                           \
+        TRY_IF(entry, fn(live(kind), buf, 0, NULL), SAM2_ERR_BUFFER_TOO_SMALL, NULL,         \
+               buf[0] == 'Z');                                                               \
+    } while (0)
+    STRING_QUERY("sam2_encoder_fingerprint", sam2_encoder_fingerprint, ENCODER, "encoder");
+    STRING_QUERY("sam2_encoder_providers", sam2_encoder_providers, ENCODER, "encoder");
+    STRING_QUERY("sam2_predictor_providers", sam2_predictor_providers, PREDICTOR, "predictor");
+    STRING_QUERY("sam2_embedding_fingerprint", sam2_embedding_fingerprint, EMBEDDING,
+                 "embedding");
+
+    E = "sam2_embedding_device_id";
+    FOR_BAD(EMBEDDING, b) TRY_IF(E, sam2_embedding_device_id(b.ptr, &device), b.want,
+                                 "`embedding`", device == 777);
+    TRY(E, sam2_embedding_device_id(embedding, NULL), SAM2_ERR_NULL_ARGUMENT, "`out_device_id`");
+    E = "sam2_embedding_image_size";
+    FOR_BAD(EMBEDDING, b) TRY_IF(E, sam2_embedding_image_size(b.ptr, &w, &h), b.want,
+                                 "`embedding`", w == 777 && h == 777);
+    TRY_IF(E, sam2_embedding_image_size(embedding, NULL, &h), SAM2_ERR_NULL_ARGUMENT,
+           "`out_width`", h == 777);
+    TRY_IF(E, sam2_embedding_image_size(embedding, &w, NULL), SAM2_ERR_NULL_ARGUMENT,
+           "`out_height`", w == 777);
+    /* Functions without a status: documented 0 / NULL; the reason is the last error. */
+    FOR_BAD(EMBEDDING, b) {
+        TRY_VALUE("sam2_embedding_is_serializable", sam2_embedding_is_serializable(b.ptr) == 0,
+                  b.ptr == NULL ? NULL : "`embedding`");
+        TRY_VALUE("sam2_embedding_allocator_name", sam2_embedding_allocator_name(b.ptr) == NULL,
+                  b.ptr == NULL ? NULL : "`embedding`");
+    }
+}
+
+/* ---- Embedding files, host copies, simulated devices ---- */
+
+static void load_fails(const char *path, const void *p, uint32_t placement, sam2_status want,
+                       const char *needle) {
+    sam2_embedding *out = SENTINEL_PTR;
+    TRY_IF("sam2_embedding_load", sam2_embedding_load(path, p, placement, &out), want, needle,
+           out == SENTINEL_PTR);
+}
+
+static void files(void) {
+    const char *E = "sam2_embedding_save";
+    char path[TEST_PATH_MAX], bad[TEST_PATH_MAX], sub[TEST_PATH_MAX];
+    scratch(path, "e.sam2");
+    FOR_BAD(EMBEDDING, b) TRY_IF(E, sam2_embedding_save(b.ptr, path), b.want, "`embedding`",
+                                 !exists(path));
+    TRY(E, sam2_embedding_save(embedding, NULL), SAM2_ERR_NULL_ARGUMENT, "`path`");
+    TRY(E, sam2_embedding_save(embedding, ""), SAM2_ERR_INVALID_ARGUMENT, "path");
+    TRY(E, sam2_embedding_save(embedding, "\xff\xfe.sam2"), SAM2_ERR_INVALID_ARGUMENT, "path");
+    /* Paths the OS refuses: a missing directory, a directory, through a file, a file system
+     * that takes no new files (not writable, even by root). None may leave a file behind. */
+    scratch(sub, "missing/e.sam2");
+    TRY_IF(E, sam2_embedding_save(embedding, sub), SAM2_ERR_IO, sub, !exists(sub));
+    TRY(E, sam2_embedding_save(embedding, dir), SAM2_ERR_IO, dir);
+    scratch(bad, "a_file");
+    write_file(bad, "x", 1);
+    scratch(sub, "a_file/e.sam2");
+    TRY(E, sam2_embedding_save(embedding, sub), SAM2_ERR_IO, sub);
+    TRY_IF(E, sam2_embedding_save(embedding, "/proc/sam2_not_writable.sam2"), SAM2_ERR_IO,
+           "/proc/sam2_not_writable.sam2", !exists("/proc/sam2_not_writable.sam2"));
+    /* A directory with no write permission (as root the OS allows it: then it is saved). */
+    scratch(sub, "readonly");
+    CHECK(mkdir(sub, 0500) == 0);
+    char ro_file[TEST_PATH_MAX + 16];
+    snprintf(ro_file, sizeof ro_file, "%s/e.sam2", sub);
+    if (geteuid() != 0) {
+        TRY_IF(E, sam2_embedding_save(embedding, ro_file), SAM2_ERR_IO, ro_file, !exists(ro_file));
+    }
+    unlink(ro_file);
+    rmdir(sub);
+    /* A device embedding: refused before anything is written. */
+    sam2_embedding *device = NULL;
+    CHECK_OK(sam2_test_embedding_simulate_device(embedding, "Cuda", 0, &device));
+    TRY_IF(E, sam2_embedding_save(device, path), SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE, "Cuda",
+           !exists(path));
+
+    E = "sam2_embedding_load";
+    CHECK_OK(sam2_embedding_save(embedding, path));
+    load_fails(NULL, NULL, SAM2_PLACE_HOST, SAM2_ERR_NULL_ARGUMENT, "`path`");
+    TRY(E, sam2_embedding_load(path, NULL, SAM2_PLACE_HOST, NULL), SAM2_ERR_NULL_ARGUMENT, "`out`");
+    load_fails("", NULL, SAM2_PLACE_HOST, SAM2_ERR_INVALID_ARGUMENT, "path");
+    load_fails("\xff.sam2", NULL, SAM2_PLACE_HOST, SAM2_ERR_INVALID_ARGUMENT, "path");
+    load_fails("/nonexistent/e.sam2", NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "/nonexistent/e.sam2");
+    load_fails(dir, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, dir);
+    const uint32_t places[] = {SAM2_PLACE_DEVICE + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 2; i++) {
+        load_fails(path, predictor, places[i], SAM2_ERR_INVALID_ARGUMENT, "placement");
+    }
+    load_fails(path, NULL, SAM2_PLACE_DEVICE, SAM2_ERR_INVALID_ARGUMENT, "placement");
+    FOR_BAD(PREDICTOR, b) {
+        if (b.ptr == NULL) continue; /* NULL: no predictor, allowed */
+        load_fails(path, b.ptr, SAM2_PLACE_HOST, b.want, "`predictor`");
+    }
+    /* Files that are not (whole, intact) embedding files. */
+    size_t len = 0;
+    uint8_t *bytes = read_file(path, &len);
+    scratch(bad, "bad.sam2");
+    const size_t cuts[] = {0, 7, 8, 9, 64, 300, len / 2, len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        write_file(bad, bytes, cuts[i]);
+        load_fails(bad, NULL, SAM2_PLACE_HOST, SAM2_ERR_EMBEDDING_FORMAT, bad);
+    }
+    const size_t flips[] = {0, 7, 20, 100, 400, len / 2, len - 1};
+    for (size_t i = 0; i < sizeof flips / sizeof flips[0]; i++) {
+        bytes[flips[i]] ^= 0x20;
+        write_file(bad, bytes, len);
+        bytes[flips[i]] ^= 0x20;
+        load_fails(bad, NULL, SAM2_PLACE_HOST, SAM2_ERR_EMBEDDING_FORMAT, bad);
+    }
+    free(bytes);
+    test_model_path(sub, "tiny_a_decoder.onnx");
+    load_fails(sub, NULL, SAM2_PLACE_HOST, SAM2_ERR_EMBEDDING_FORMAT, sub);
+    /* Made by another encoder than the predictor's. */
+    sam2_encoder *encoder_b = test_open_encoder("tiny_b");
+    sam2_predictor *predictor_b = test_open_predictor(encoder_b, "tiny_b");
+    load_fails(path, predictor_b, SAM2_PLACE_HOST, SAM2_ERR_MODEL_MISMATCH, path);
+    sam2_predictor_free(predictor_b);
+    sam2_encoder_free(encoder_b);
+    unlink(bad);
+    unlink(path);
+    scratch(bad, "a_file");
+    unlink(bad);
+
+    E = "sam2_embedding_to_host";
+    sam2_embedding *out = SENTINEL_PTR;
+    FOR_BAD(EMBEDDING, b) TRY_IF(E, sam2_embedding_to_host(b.ptr, &out), b.want, "`embedding`",
+                                 out == SENTINEL_PTR);
+    TRY(E, sam2_embedding_to_host(embedding, NULL), SAM2_ERR_NULL_ARGUMENT, "`out`");
+    TRY_IF(E, sam2_embedding_to_host(device, &out), SAM2_ERR_ENVIRONMENT_CONFIGURATION, "Cuda",
+           out == SENTINEL_PTR);
+
+    E = "sam2_test_embedding_simulate_device";
+    FOR_BAD(EMBEDDING, b) TRY_IF(E, sam2_test_embedding_simulate_device(b.ptr, "Cuda", 0, &out),
+                                 b.want, "embedding", out == SENTINEL_PTR);
+    TRY(E, sam2_test_embedding_simulate_device(embedding, NULL, 0, &out), SAM2_ERR_NULL_ARGUMENT,
+        "`allocator_name`");
+    TRY(E, sam2_test_embedding_simulate_device(embedding, "Cuda", 0, NULL),
+        SAM2_ERR_NULL_ARGUMENT, "`out`");
+    const char *names[] = {"", "Cu da", "\xff", "a_name_longer_than_sixty_four_bytes_is_not_"
+                                                "an_allocator_name_at_all"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        TRY_IF(E, sam2_test_embedding_simulate_device(embedding, names[i], 0, &out),
+               SAM2_ERR_INVALID_ARGUMENT, "allocator", out == SENTINEL_PTR);
+    }
+    TRY_IF(E, sam2_test_embedding_simulate_device(device, "DML", 0, &out),
+           SAM2_ERR_INVALID_ARGUMENT, "host embedding", out == SENTINEL_PTR);
+    sam2_embedding_free(device);
+}
+
+/* ---- sam2_predict ---- */
+
+static void predict_fails(const void *p, const void *e, const sam2_prompt *prompts, size_t count,
+                          const sam2_predict_options *o, sam2_status want, const char *needle) {
+    sam2_masks *out = SENTINEL_PTR;
+    TRY_IF("sam2_predict", sam2_predict(p, e, prompts, count, o, &out), want, needle,
+           out == SENTINEL_PTR);
+}
+
+static void point_fails(float x, float y, int32_t label, const char *needle) {
+    sam2_point pt = {x, y, label};
+    sam2_prompt prompt = test_points_prompt(&pt, 1);
+    predict_fails(predictor, embedding, &prompt, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, needle);
+}
+
+static void predict(void) {
+    float w = (float)image.width, h = (float)image.height;
+    sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
+    sam2_prompt good = test_points_prompt(&pt, 1);
+
+    FOR_BAD(PREDICTOR, b) predict_fails(b.ptr, embedding, &good, 1, NULL, b.want, "`predictor`");
+    FOR_BAD(EMBEDDING, b) predict_fails(predictor, b.ptr, &good, 1, NULL, b.want, "`embedding`");
+    predict_fails(predictor, embedding, NULL, 1, NULL, SAM2_ERR_NULL_ARGUMENT, "`prompts`");
+    TRY("sam2_predict", sam2_predict(predictor, embedding, &good, 1, NULL, NULL),
+        SAM2_ERR_NULL_ARGUMENT, "`out`");
+    /* Counts: checked before the prompts array is read (it holds one prompt here). */
+    const size_t counts[] = {0, 257, 100000, SIZE_MAX / sizeof(sam2_prompt) + 1, SIZE_MAX};
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        predict_fails(predictor, embedding, &good, counts[i], NULL, SAM2_ERR_INVALID_ARGUMENT,
+                      "prompt_count");
+    }
+    /* Options. */
+    sam2_predict_options o;
+    const uint32_t struct_sizes[] = {0, 4, (uint32_t)sizeof o + 4, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 4; i++) {
+        CHECK_OK(sam2_predict_options_init(&o, sizeof o));
+        o.struct_size = struct_sizes[i];
+        predict_fails(predictor, embedding, &good, 1, &o, SAM2_ERR_INVALID_ARGUMENT,
+                      "struct_size");
+    }
+    CHECK_OK(sam2_predict_options_init(&o, sizeof o));
+    o.multimask = 2;
+    predict_fails(predictor, embedding, &good, 1, &o, SAM2_ERR_INVALID_ARGUMENT, "multimask");
+    o.multimask = 0xFFFFFFFFu;
+    predict_fails(predictor, embedding, &good, 1, &o, SAM2_ERR_INVALID_ARGUMENT, "multimask");
+
+    /* Points: every bad value in each coordinate; labels. */
+    const float bad_values[] = {NAN, INFINITY, -INFINITY, -1.0f, -1e-3f, 1e30f, -1e30f};
+    for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
+        point_fails(bad_values[i], 10, SAM2_POINT_POSITIVE, "points");
+        point_fails(10, bad_values[i], SAM2_POINT_NEGATIVE, "points");
+    }
+    point_fails(w + 0.5f, 10, SAM2_POINT_POSITIVE, "outside");
+    point_fails(10, h + 0.5f, SAM2_POINT_POSITIVE, "outside");
+    const int32_t labels[] = {2, 3, -1, INT32_MIN, INT32_MAX};
+    for (size_t i = 0; i < sizeof labels / sizeof labels[0]; i++) {
+        point_fails(10, 10, labels[i], "label");
+    }
+    /* Point arrays: NULL with a count; a count past the limit (checked before reading). */
+    sam2_prompt p = good;
+    p.points = NULL;
+    predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_NULL_ARGUMENT, "`prompt.points`");
+    p = good;
+    const size_t point_counts[] = {1025, SIZE_MAX};
+    for (size_t i = 0; i < 2; i++) {
+        p.point_count = point_counts[i];
+        predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "point_count");
+    }
+    /* Boxes: each coordinate bad in turn, reversed, outside. */
+    for (int c = 0; c < 4; c++) {
+        for (size_t i = 0; i < 4; i++) {
+            sam2_prompt bx = test_box_prompt(10, 10, 100, 100);
+            bx.box[c] = bad_values[i];
+            predict_fails(predictor, embedding, &bx, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "box");
+        }
+    }
+    sam2_prompt bx = test_box_prompt(100, 10, 50, 100);
+    predict_fails(predictor, embedding, &bx, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "box");
+    bx = test_box_prompt(10, 100, 50, 10);
+    predict_fails(predictor, embedding, &bx, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "box");
+    bx = test_box_prompt(10, 10, w + 1, 50);
+    predict_fails(predictor, embedding, &bx, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "box");
+    /* Empty prompts, alone and inside a batch. */
+    sam2_prompt empty;
+    memset(&empty, 0, sizeof empty);
+    predict_fails(predictor, embedding, &empty, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "empty");
+    sam2_prompt batch[3] = {good, good, empty};
+    predict_fails(predictor, embedding, batch, 3, NULL, SAM2_ERR_INVALID_ARGUMENT, "prompt 2");
+    empty.point_count = 0;
+    empty.has_box = 0;
+    empty.points = &pt; /* points given, count 0: still empty */
+    predict_fails(predictor, embedding, &empty, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "empty");
+    /* Mask input: NULL with a length, lengths other than 256², non-finite values. */
+    static float logits[65536 + 1];
+    p = good;
+    p.mask_input = NULL;
+    p.mask_input_len = 65536;
+    predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_NULL_ARGUMENT, "`prompt.mask_input`");
+    p.mask_input = logits;
+    const size_t mask_lens[] = {0, 1, 65535, 65537, SIZE_MAX};
+    for (size_t i = 0; i < sizeof mask_lens / sizeof mask_lens[0]; i++) {
+        p.mask_input_len = mask_lens[i];
+        predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "mask_input");
+    }
+    p.mask_input_len = 65536;
+    for (size_t i = 0; i < 3; i++) {
+        logits[777] = bad_values[i];
+        predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "mask_input");
+    }
+    logits[777] = 0;
+    /* Embeddings this predictor must not run: another model's, a (simulated) device one. */
+    sam2_encoder *encoder_c = test_open_encoder("tiny_c");
+    sam2_embedding *embedding_c = test_encode(encoder_c, &image);
+    predict_fails(predictor, embedding_c, &good, 1, NULL, SAM2_ERR_MODEL_MISMATCH, "made by encoder");
+    sam2_embedding *device = NULL;
+    CHECK_OK(sam2_test_embedding_simulate_device(embedding, "Cuda", 0, &device));
+    predict_fails(predictor, device, &good, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "`embedding`");
+    sam2_embedding_free(device);
+    sam2_embedding_free(embedding_c);
+    sam2_encoder_free(encoder_c);
+}
+
+/* ---- Results ---- */
+
+static void results(void) {
+    const uint8_t *data = SENTINEL_PTR;
+    const float *logits = SENTINEL_PTR;
+    size_t len = 777, objects = 777, candidates = 777;
+    uint32_t w = 777, h = 777, side = 777, box[4] = {7, 7, 7, 7};
+    uint64_t area = 777;
+    float score = 7.0f;
+    const char *E = "sam2_masks_count";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_count(b.ptr, &objects, &candidates), b.want, "`masks`",
+                             objects == 777 && candidates == 777);
+    TRY(E, sam2_masks_count(masks, NULL, &candidates), SAM2_ERR_NULL_ARGUMENT, "`out_objects`");
+    TRY(E, sam2_masks_count(masks, &objects, NULL), SAM2_ERR_NULL_ARGUMENT, "`out_candidates`");
+    E = "sam2_masks_size";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_size(b.ptr, &w, &h), b.want, "`masks`",
+                             w == 777 && h == 777);
+    TRY(E, sam2_masks_size(masks, NULL, &h), SAM2_ERR_NULL_ARGUMENT, "`out_width`");
+    TRY(E, sam2_masks_size(masks, &w, NULL), SAM2_ERR_NULL_ARGUMENT, "`out_height`");
+
+    const size_t indices[] = {1, 2, 1000, SIZE_MAX};
+    E = "sam2_masks_mask";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_mask(b.ptr, 0, &data, &len), b.want, "`masks`",
+                             data == SENTINEL_PTR && len == 777);
+    TRY(E, sam2_masks_mask(masks, 0, NULL, &len), SAM2_ERR_NULL_ARGUMENT, "`out_data`");
+    TRY(E, sam2_masks_mask(masks, 0, &data, NULL), SAM2_ERR_NULL_ARGUMENT, "`out_len`");
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_masks_mask(masks, indices[i], &data, &len), SAM2_ERR_INVALID_ARGUMENT,
+               "`index`", data == SENTINEL_PTR && len == 777);
+    }
+    E = "sam2_masks_score";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_score(b.ptr, 0, &score), b.want, "`masks`",
+                             score == 7.0f);
+    TRY(E, sam2_masks_score(masks, 0, NULL), SAM2_ERR_NULL_ARGUMENT, "`out_score`");
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_masks_score(masks, indices[i], &score), SAM2_ERR_INVALID_ARGUMENT,
+               "`index`", score == 7.0f);
+    }
+    E = "sam2_masks_box";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_box(b.ptr, 0, box, &area), b.want, "`masks`",
+                             box[0] == 7 && area == 777);
+    TRY(E, sam2_masks_box(masks, 0, NULL, &area), SAM2_ERR_NULL_ARGUMENT, "`out_box`");
+    TRY(E, sam2_masks_box(masks, 0, box, NULL), SAM2_ERR_NULL_ARGUMENT, "`out_area`");
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_masks_box(masks, indices[i], box, &area), SAM2_ERR_INVALID_ARGUMENT,
+               "`index`", box[0] == 7 && box[3] == 7 && area == 777);
+    }
+    E = "sam2_masks_low_res";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_low_res(b.ptr, 0, &logits, &len, &side), b.want,
+                             "`masks`", logits == SENTINEL_PTR && side == 777);
+    TRY(E, sam2_masks_low_res(masks, 0, NULL, &len, &side), SAM2_ERR_NULL_ARGUMENT, "`out_data`");
+    TRY(E, sam2_masks_low_res(masks, 0, &logits, NULL, &side), SAM2_ERR_NULL_ARGUMENT, "`out_len`");
+    TRY(E, sam2_masks_low_res(masks, 0, &logits, &len, NULL), SAM2_ERR_NULL_ARGUMENT,
+        "`out_side`");
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_masks_low_res(masks, indices[i], &logits, &len, &side),
+               SAM2_ERR_INVALID_ARGUMENT, "`index`", logits == SENTINEL_PTR && side == 777);
+    }
+}
+
+/* ---- _free: NULL is a no-op; the wrong type and a second free are ignored ---- */
+
+static int warnings;
+static char last_warning[1024];
+
+static void on_log(uint32_t level, const char *message, void *user_data) {
+    (void)user_data;
+    if (level == SAM2_LOG_WARNING) {
+        warnings++;
+        snprintf(last_warning, sizeof last_warning, "%s", message);
+    }
+}
+
+static int ignored_with_warning(const char *needle) {
+    int ok = warnings == 1 && strstr(last_warning, needle) != NULL;
+    warnings = 0;
+    last_warning[0] = '\0';
+    return ok;
+}
+
+static void frees(void) {
+    CHECK_OK(sam2_set_log_callback(on_log, NULL, SAM2_LOG_WARNING));
+    TRY_VALUE("sam2_encoder_free", (sam2_encoder_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_predictor_free", (sam2_predictor_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_embedding_free", (sam2_embedding_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_masks_free", (sam2_masks_free(NULL), warnings == 0), NULL);
+    /* The wrong _free for a live handle: ignored, and the handle still works. */
+    TRY_VALUE("sam2_encoder_free",
+              (sam2_encoder_free((sam2_encoder *)embedding), ignored_with_warning("sam2_embedding")),
+              "`encoder`");
+    TRY_VALUE("sam2_predictor_free",
+              (sam2_predictor_free((sam2_predictor *)masks), ignored_with_warning("sam2_masks")),
+              "`predictor`");
+    TRY_VALUE("sam2_embedding_free",
+              (sam2_embedding_free((sam2_embedding *)predictor),
+               ignored_with_warning("sam2_predictor")),
+              "`embedding`");
+    TRY_VALUE("sam2_masks_free",
+              (sam2_masks_free((sam2_masks *)encoder), ignored_with_warning("sam2_encoder")),
+              "`masks`");
+    TRY_VALUE("sam2_embedding_free",
+              (sam2_embedding_free((sam2_embedding *)((char *)embedding + 1)),
+               ignored_with_warning("sam2_embedding")),
+              "`embedding`");
+    uint32_t w = 0, h = 0;
+    CHECK_OK(sam2_embedding_image_size(embedding, &w, &h));
+    CHECK(w == image.width);
+    size_t objects = 0, candidates = 0;
+    CHECK_OK(sam2_masks_count(masks, &objects, &candidates));
+    CHECK(objects == 1);
+    /* A second free (reads freed memory: not under valgrind). */
+    if (!test_under_valgrind()) {
+        for (int k = 0; k < KINDS; k++) {
+            void *h = (void *)freed((enum kind)k);
+            switch (k) {
+            case ENCODER: sam2_encoder_free(h); break;
+            case PREDICTOR: sam2_predictor_free(h); break;
+            case EMBEDDING: sam2_embedding_free(h); break;
+            default: sam2_masks_free(h); break;
+            }
+            record(FREE_NAMES[k], ignored_with_warning("ignored") ? SAM2_OK : SAM2_ERR_PANIC,
+                   SAM2_OK, "already freed", 1, __LINE__, "a second _free");
+        }
+    }
+    CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_WARNING));
+}
+
+/* ---- Report ---- */
+
+static void report(void) {
+    int tried = 0, handled = 0;
+    printf("%-38s %7s %8s\n", "entry point", "inputs", "handled");
+    for (int i = 0; i < entry_count; i++) {
+        printf("%-38s %7d %8d\n", tallies[i].entry, tallies[i].tried, tallies[i].handled);
+        tried += tallies[i].tried;
+        handled += tallies[i].handled;
+    }
+    printf("%-38s %7d %8d\n", "all", tried, handled);
+    FILE *f = test_report_file("bad_input.tsv");
+    if (f != NULL) {
+        fprintf(f, "entry\tinputs\thandled\n");
+        for (int i = 0; i < entry_count; i++) {
+            fprintf(f, "%s\t%d\t%d\n", tallies[i].entry, tallies[i].tried, tallies[i].handled);
+        }
+        fclose(f);
+    }
+}
+
+int main(int argc, char **argv) {
+    test_default_environment();
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s <fake_ort.so> <fake_ort_null_api.so>\n", argv[0]);
+        return 2;
+    }
+    CHECK(mkdtemp(test_scratch_template(dir, "sam2_bad_input_")) != NULL);
+    test_model_path(enc_path, "tiny_a_encoder.onnx");
+    test_model_path(dec_path, "tiny_a_decoder.onnx");
+    image = test_load_image("shapes.ppm");
+    image_len = (size_t)image.width * image.height * 3;
+
+    runtime(argv[1], argv[2]);
+    encoder = test_open_encoder("tiny_a");
+    predictor = test_open_predictor(encoder, "tiny_a");
+    embedding = test_encode(encoder, &image);
+    sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
+    sam2_prompt prompt = test_points_prompt(&pt, 1);
+    masks = test_predict1(predictor, embedding, &prompt);
+
+    library();
+    model_files();
+    options();
+    encode();
+    queries();
+    files();
+    predict();
+    results();
+    frees();
+
+    /* After all that, the handles still work and give the same result. */
+    sam2_masks *again = test_predict1(predictor, embedding, &prompt);
+    size_t plane = (size_t)image.width * image.height;
+    CHECK(memcmp(test_mask(again, 0, plane), test_mask(masks, 0, plane), plane) == 0);
+    sam2_masks_free(again);
+
+    sam2_masks_free(masks);
+    sam2_embedding_free(embedding);
+    sam2_predictor_free(predictor);
+    sam2_encoder_free(encoder);
+    test_image_free(&image);
+    CHECK(rmdir(dir) == 0);
+    report();
+    if (mismatches != 0) {
+        fprintf(stderr, "test_bad_input: %d input(s) not handled as documented (listed above)\n",
+                mismatches);
+        return 1;
+    }
+    printf("test_bad_input: ok\n");
+    return 0;
+}
