@@ -126,6 +126,8 @@ impl Predictor {
         let cores = crate::preprocess::worker_threads();
         let pool_size = options.pool_size.unwrap_or(cores).clamp(1, MAX_POOL);
         let mut session_options = options.session.clone();
+        // Prompt and image sizes change on every call.
+        session_options.dynamic_shapes = true;
         if session_options.intra_threads.is_none() && pool_size > 1 {
             // Several sessions run at once: share the cores instead of oversubscribing them.
             session_options.intra_threads = Some((cores / pool_size).max(1));
@@ -191,6 +193,25 @@ impl Predictor {
         self.sessions[start % n]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Statistics of the CPU allocator the predictor's sessions use: the arena shared by every
+    /// session of the process (see `runtime`), or the session's own. `TotalAllocated` is what
+    /// the arena holds from the system.
+    pub fn arena_stats(&self) -> Vec<(String, String)> {
+        let session = self.session();
+        let Ok(info) = MemoryInfo::new(
+            ort::memory::AllocationDevice::CPU,
+            0,
+            ort::memory::AllocatorType::Arena,
+            ort::memory::MemoryType::Default,
+        ) else {
+            return Vec::new();
+        };
+        match ort::memory::Allocator::new(&session, info) {
+            Ok(allocator) => crate::runtime::allocator_stats(&allocator),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Number of sessions in the pool.
