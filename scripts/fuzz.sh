@@ -1,26 +1,59 @@
 #!/usr/bin/env bash
-# Fuzzes the embedding-file loader and the ONNX splitter for a bounded time each (default 60 s),
-# with corpora seeded from real files. Needs cargo-fuzz (installed here if missing); the stable
-# toolchain runs it with RUSTC_BOOTSTRAP=1, since cargo-fuzz passes nightly-only flags.
-#   scripts/fuzz.sh [seconds]
+# Fuzzes every parser of untrusted bytes for a bounded time each (default 60 s): the embedding-
+# file loader, the ONNX splitter, host pixel buffers and prompt batches (the checks are in
+# src/fuzzing.rs). Corpora are seeded with real files and the committed regression inputs.
+# Prints the executions run per target (and writes them to $SAM2_REPORT_DIR/fuzz.tsv when set).
+# A crash stops the script: keep its input as a regression test by copying it from
+# fuzz/artifacts/<target>/ to fuzz/regressions/<target>/ (tests/fuzz_regressions.rs replays it).
+# Needs cargo-fuzz (installed here if missing); the stable toolchain runs it with
+# RUSTC_BOOTSTRAP=1, since cargo-fuzz passes nightly-only flags.
+#   scripts/fuzz.sh [seconds-per-target] [target...]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SECONDS_EACH="${1:-60}"
+shift || true
+TARGETS=("$@")
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts)
 . scripts/setup.sh
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 
-# Seeds: real embedding files (one per contract family) and real models.
-mkdir -p fuzz/corpus/embedding_file fuzz/corpus/onnx_split
-if [ -z "$(ls -A fuzz/corpus/embedding_file)" ]; then
-    cargo run --release --quiet --example write_seed_embeddings -- fuzz/corpus/embedding_file
+# Seeds: real embedding files (one per contract family), real models, and every regression.
+for t in "${TARGETS[@]}"; do
+    mkdir -p "fuzz/corpus/$t"
+    cp -n fuzz/regressions/"$t"/* "fuzz/corpus/$t/" 2>/dev/null || true
+done
+if [ -d fuzz/corpus/embedding_file ] && [ -z "$(ls fuzz/corpus/embedding_file/*.sam2 2>/dev/null)" ]; then
+    cargo run --release --quiet --example write_seed_embeddings -- fuzz/corpus/embedding_file >/dev/null
 fi
-for m in tiny_a_encoder tiny_c_encoder tiny_a_decoder; do
-    cp -n "$SAM2_MODELS/$m.onnx" fuzz/corpus/onnx_split/ 2>/dev/null || true
-done
+if [ -d fuzz/corpus/onnx_split ]; then
+    for m in tiny_a_encoder tiny_c_encoder tiny_a_decoder; do
+        cp -n "$SAM2_MODELS/$m.onnx" fuzz/corpus/onnx_split/ 2>/dev/null || true
+    done
+fi
 
-for target in embedding_file onnx_split; do
+(cd fuzz && cargo fuzz build -O 2>&1 | tail -1)
+total=0
+report=""
+for target in "${TARGETS[@]}"; do
+    log="$(mktemp)"
     echo "==> fuzzing $target for ${SECONDS_EACH}s"
-    (cd fuzz && cargo fuzz run "$target" "corpus/$target" -- -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 -max_len=17000000)
+    if ! (cd fuzz && cargo fuzz run -O "$target" "corpus/$target" -- -max_total_time="$SECONDS_EACH" \
+            -rss_limit_mb=2048 -max_len=17000000 -print_final_stats=1) >"$log" 2>&1; then
+        tail -40 "$log"
+        echo "fuzz target $target crashed: copy its input from fuzz/artifacts/$target/ to fuzz/regressions/$target/"
+        rm -f "$log"
+        exit 1
+    fi
+    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+    rm -f "$log"
+    echo "    $target: ${runs:-0} executions, no crash"
+    total=$((total + ${runs:-0}))
+    report+="$target	$SECONDS_EACH	${runs:-0}
+"
 done
+echo "fuzz: $total executions over ${#TARGETS[@]} targets, no crash"
+if [ -n "${SAM2_REPORT_DIR:-}" ]; then
+    printf 'target\tseconds\texecutions\n%s' "$report" > "$SAM2_REPORT_DIR/fuzz.tsv"
+fi

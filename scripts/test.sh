@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # Runs every test: Rust (unit, integration, header check), the Python reference check, the C
-# suite under ctest (and once more under valgrind), the C# suite under Mono, the packaging test
-# (scripts/test-packaging.sh), and format/lint checks.
+# suite under ctest (and once more under valgrind), a short fuzzing run, the C# suite under Mono,
+# the packaging test (scripts/test-packaging.sh), and format/lint checks; then prints the
+# reliability report (scripts/reliability.sh --print).
 # Does its own set-up (scripts/setup.sh) and is safe to run again: nothing is downloaded twice.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 . scripts/setup.sh
+
+# The figures of the reliability report, written by the tests that measure them.
+export SAM2_REPORT_DIR="$ROOT/target/reliability"
+rm -rf "$SAM2_REPORT_DIR"
+mkdir -p "$SAM2_REPORT_DIR"
+export SAM2_KILL_TRIALS="${SAM2_KILL_TRIALS:-200}"
 
 step() { printf '\n==> %s\n' "$*"; }
 
@@ -37,6 +44,9 @@ if [ -x scripts/test-valgrind.sh ]; then
     scripts/test-valgrind.sh
 fi
 
+step "fuzzing, 10 s a target (scripts/fuzz.sh; longer: scripts/reliability.sh)"
+scripts/fuzz.sh 10
+
 if [ -x scripts/test-csharp.sh ]; then
     step "C# tests under Mono"
     scripts/test-csharp.sh
@@ -44,5 +54,8 @@ fi
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
 scripts/test-packaging.sh
+
+step "reliability report"
+scripts/reliability.sh --print
 
 step "all tests passed"

@@ -34,3 +34,6 @@ pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptio
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod ffi;
+
+#[doc(hidden)]
+pub mod fuzzing;

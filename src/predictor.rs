@@ -126,6 +126,8 @@ impl Predictor {
         let cores = crate::preprocess::worker_threads();
         let pool_size = options.pool_size.unwrap_or(cores).clamp(1, MAX_POOL);
         let mut session_options = options.session.clone();
+        // Prompt and image sizes change on every call.
+        session_options.dynamic_shapes = true;
         if session_options.intra_threads.is_none() && pool_size > 1 {
             // Several sessions run at once: share the cores instead of oversubscribing them.
             session_options.intra_threads = Some((cores / pool_size).max(1));
@@ -191,6 +193,25 @@ impl Predictor {
         self.sessions[start % n]
             .lock()
             .unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Statistics of the CPU allocator the predictor's sessions use: the arena shared by every
+    /// session of the process (see `runtime`), or the session's own. `TotalAllocated` is what
+    /// the arena holds from the system.
+    pub fn arena_stats(&self) -> Vec<(String, String)> {
+        let session = self.session();
+        let Ok(info) = MemoryInfo::new(
+            ort::memory::AllocationDevice::CPU,
+            0,
+            ort::memory::AllocatorType::Arena,
+            ort::memory::MemoryType::Default,
+        ) else {
+            return Vec::new();
+        };
+        match ort::memory::Allocator::new(&session, info) {
+            Ok(allocator) => crate::runtime::allocator_stats(&allocator),
+            Err(_) => Vec::new(),
+        }
     }
 
     /// Number of sessions in the pool.
@@ -320,106 +341,6 @@ impl Predictor {
         Ok(false)
     }
 
-    fn validate(&self, embedding: &Embedding, prompts: &[Prompt]) -> Result<()> {
-        if prompts.is_empty() {
-            return Err(Error::invalid("prompts", "at least one prompt is needed"));
-        }
-        if prompts.len() > MAX_OBJECTS {
-            return Err(Error::invalid(
-                "prompts",
-                format!(
-                    "at most {MAX_OBJECTS} objects per call, got {}",
-                    prompts.len()
-                ),
-            ));
-        }
-        let (w, h) = embedding.image_size();
-        let (w, h) = (w as f32, h as f32);
-        let mask_len = self.spec.low_res_size * self.spec.low_res_size;
-        for (i, prompt) in prompts.iter().enumerate() {
-            // Reasons name the prompt (and point) by index, for hosts that send a batch.
-            let at = |what: String| format!("prompt {i}: {what}");
-            if prompt.points.is_empty() && prompt.bbox.is_none() {
-                return Err(Error::invalid(
-                    "prompt",
-                    at("is empty: give at least one point or a box".into()),
-                ));
-            }
-            if prompt.points.len() > MAX_POINTS {
-                return Err(Error::invalid(
-                    "points",
-                    format!(
-                        "at most {MAX_POINTS} points per object, got {}",
-                        prompt.points.len()
-                    ),
-                ));
-            }
-            for (j, p) in prompt.points.iter().enumerate() {
-                if !p.x.is_finite() || !p.y.is_finite() {
-                    return Err(Error::invalid(
-                        "points",
-                        at(format!(
-                            "point {j}: coordinates must be finite, got ({}, {})",
-                            p.x, p.y
-                        )),
-                    ));
-                }
-                if p.x < 0.0 || p.y < 0.0 || p.x > w || p.y > h {
-                    return Err(Error::invalid(
-                        "points",
-                        at(format!(
-                            "point {j}: ({}, {}) lies outside the {w}×{h} image",
-                            p.x, p.y
-                        )),
-                    ));
-                }
-            }
-            if let Some([x1, y1, x2, y2]) = prompt.bbox {
-                if ![x1, y1, x2, y2].iter().all(|v| v.is_finite()) {
-                    return Err(Error::invalid(
-                        "box",
-                        at(format!(
-                            "coordinates must be finite, got [{x1}, {y1}, {x2}, {y2}]"
-                        )),
-                    ));
-                }
-                if x2 < x1 || y2 < y1 {
-                    return Err(Error::invalid(
-                        "box",
-                        at(format!("[{x1}, {y1}, {x2}, {y2}] has x2 < x1 or y2 < y1")),
-                    ));
-                }
-                if x1 < 0.0 || y1 < 0.0 || x2 > w || y2 > h {
-                    return Err(Error::invalid(
-                        "box",
-                        at(format!(
-                            "[{x1}, {y1}, {x2}, {y2}] reaches outside the {w}×{h} image"
-                        )),
-                    ));
-                }
-            }
-            if let Some(mask) = &prompt.mask_input {
-                if mask.len() != mask_len {
-                    return Err(Error::invalid(
-                        "mask_input",
-                        format!(
-                            "must hold {mask_len} values ({0}×{0}), got {1}",
-                            self.spec.low_res_size,
-                            mask.len()
-                        ),
-                    ));
-                }
-                if mask.iter().any(|v| !v.is_finite()) {
-                    return Err(Error::invalid(
-                        "mask_input",
-                        "contains NaN or infinite values",
-                    ));
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Runs the decoder for a batch of independent prompts (one object each) on one embedding.
     pub fn predict(
         &self,
@@ -428,7 +349,7 @@ impl Predictor {
         options: PredictOptions,
     ) -> Result<Prediction> {
         self.check_embedding(embedding)?;
-        self.validate(embedding, prompts)?;
+        validate_prompts(prompts, embedding.image_size(), self.spec.low_res_size)?;
         let copied;
         let embedding = if self.needs_host_copy(embedding)? {
             copied = embedding.copy_to_host()?;
@@ -447,41 +368,9 @@ impl Predictor {
         }
         let (img_w, img_h) = embedding.image_size();
         let (img_w, img_h) = (img_w as usize, img_h as usize);
-        let size = 1024.0f32;
-        let (fw, fh) = (img_w as f32, img_h as f32);
 
-        // The box first, as two points labelled 2 and 3 (where SAM2 and its exporters put it),
-        // then the clicks; coordinates in the 1024 frame. No padding point is appended: SAM2
-        // exports add it inside the graph. Shorter rows of a batch are padded with label −1.
-        let per_object: Vec<Vec<(f32, f32, f32)>> = prompts
-            .iter()
-            .map(|p| {
-                let mut v: Vec<(f32, f32, f32)> = Vec::with_capacity(p.points.len() + 2);
-                if let Some([x1, y1, x2, y2]) = p.bbox {
-                    v.push((x1 / fw * size, y1 / fh * size, 2.0));
-                    v.push((x2 / fw * size, y2 / fh * size, 3.0));
-                }
-                v.extend(p.points.iter().map(|pt| {
-                    (
-                        pt.x / fw * size,
-                        pt.y / fh * size,
-                        if pt.positive { 1.0 } else { 0.0 },
-                    )
-                }));
-                v
-            })
-            .collect();
+        let (n, coords, labels) = prompt_points(prompts, (img_w as u32, img_h as u32));
         let objects = prompts.len();
-        let n = per_object.iter().map(Vec::len).max().unwrap_or(1);
-        let mut coords = vec![0.0f32; objects * n * 2];
-        let mut labels = vec![-1.0f32; objects * n];
-        for (l, pts) in per_object.iter().enumerate() {
-            for (i, &(x, y, label)) in pts.iter().enumerate() {
-                coords[(l * n + i) * 2] = x;
-                coords[(l * n + i) * 2 + 1] = y;
-                labels[l * n + i] = label;
-            }
-        }
         let lr = self.spec.low_res_size;
         let mut mask_input = vec![0.0f32; objects * lr * lr];
         let mut has_mask = vec![0.0f32; objects];
@@ -645,6 +534,153 @@ impl Predictor {
             candidate_index,
         })
     }
+}
+
+/// Checks prompts against the image they are for (`image_size`, in pixels) and the model's
+/// low-res mask side: counts, finite coordinates inside the image, boxes, mask inputs. Pure, so
+/// it is fuzzed without a model (`fuzz/`).
+pub fn validate_prompts(
+    prompts: &[Prompt],
+    image_size: (u32, u32),
+    low_res_size: usize,
+) -> Result<()> {
+    if prompts.is_empty() {
+        return Err(Error::invalid("prompts", "at least one prompt is needed"));
+    }
+    if prompts.len() > MAX_OBJECTS {
+        return Err(Error::invalid(
+            "prompts",
+            format!(
+                "at most {MAX_OBJECTS} objects per call, got {}",
+                prompts.len()
+            ),
+        ));
+    }
+    let (w, h) = image_size;
+    let (w, h) = (w as f32, h as f32);
+    let mask_len = low_res_size * low_res_size;
+    for (i, prompt) in prompts.iter().enumerate() {
+        // Reasons name the prompt (and point) by index, for hosts that send a batch.
+        let at = |what: String| format!("prompt {i}: {what}");
+        if prompt.points.is_empty() && prompt.bbox.is_none() {
+            return Err(Error::invalid(
+                "prompt",
+                at("is empty: give at least one point or a box".into()),
+            ));
+        }
+        if prompt.points.len() > MAX_POINTS {
+            return Err(Error::invalid(
+                "points",
+                format!(
+                    "at most {MAX_POINTS} points per object, got {}",
+                    prompt.points.len()
+                ),
+            ));
+        }
+        for (j, p) in prompt.points.iter().enumerate() {
+            if !p.x.is_finite() || !p.y.is_finite() {
+                return Err(Error::invalid(
+                    "points",
+                    at(format!(
+                        "point {j}: coordinates must be finite, got ({}, {})",
+                        p.x, p.y
+                    )),
+                ));
+            }
+            if p.x < 0.0 || p.y < 0.0 || p.x > w || p.y > h {
+                return Err(Error::invalid(
+                    "points",
+                    at(format!(
+                        "point {j}: ({}, {}) lies outside the {w}×{h} image",
+                        p.x, p.y
+                    )),
+                ));
+            }
+        }
+        if let Some([x1, y1, x2, y2]) = prompt.bbox {
+            if ![x1, y1, x2, y2].iter().all(|v| v.is_finite()) {
+                return Err(Error::invalid(
+                    "box",
+                    at(format!(
+                        "coordinates must be finite, got [{x1}, {y1}, {x2}, {y2}]"
+                    )),
+                ));
+            }
+            if x2 < x1 || y2 < y1 {
+                return Err(Error::invalid(
+                    "box",
+                    at(format!("[{x1}, {y1}, {x2}, {y2}] has x2 < x1 or y2 < y1")),
+                ));
+            }
+            if x1 < 0.0 || y1 < 0.0 || x2 > w || y2 > h {
+                return Err(Error::invalid(
+                    "box",
+                    at(format!(
+                        "[{x1}, {y1}, {x2}, {y2}] reaches outside the {w}×{h} image"
+                    )),
+                ));
+            }
+        }
+        if let Some(mask) = &prompt.mask_input {
+            if mask.len() != mask_len {
+                return Err(Error::invalid(
+                    "mask_input",
+                    format!(
+                        "must hold {mask_len} values ({0}×{0}), got {1}",
+                        low_res_size,
+                        mask.len()
+                    ),
+                ));
+            }
+            if mask.iter().any(|v| !v.is_finite()) {
+                return Err(Error::invalid(
+                    "mask_input",
+                    "contains NaN or infinite values",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The point tensors of a batch of (validated) prompts: `(n, coords [objects × n × 2],
+/// labels [objects × n])`. The box first, as two points labelled 2 and 3 (where SAM2 and its
+/// exporters put it), then the clicks (1 positive, 0 negative); coordinates in the 1024 frame.
+/// No padding point is appended: SAM2 exports add it inside the graph. Shorter rows of a batch
+/// are padded with label −1. Pure, so it is fuzzed with `validate_prompts`.
+pub fn prompt_points(prompts: &[Prompt], image_size: (u32, u32)) -> (usize, Vec<f32>, Vec<f32>) {
+    let size = 1024.0f32;
+    let (fw, fh) = (image_size.0 as f32, image_size.1 as f32);
+    let per_object: Vec<Vec<(f32, f32, f32)>> = prompts
+        .iter()
+        .map(|p| {
+            let mut v: Vec<(f32, f32, f32)> = Vec::with_capacity(p.points.len() + 2);
+            if let Some([x1, y1, x2, y2]) = p.bbox {
+                v.push((x1 / fw * size, y1 / fh * size, 2.0));
+                v.push((x2 / fw * size, y2 / fh * size, 3.0));
+            }
+            v.extend(p.points.iter().map(|pt| {
+                (
+                    pt.x / fw * size,
+                    pt.y / fh * size,
+                    if pt.positive { 1.0 } else { 0.0 },
+                )
+            }));
+            v
+        })
+        .collect();
+    let objects = prompts.len();
+    let n = per_object.iter().map(Vec::len).max().unwrap_or(1);
+    let mut coords = vec![0.0f32; objects * n * 2];
+    let mut labels = vec![-1.0f32; objects * n];
+    for (l, pts) in per_object.iter().enumerate() {
+        for (i, &(x, y, label)) in pts.iter().enumerate() {
+            coords[(l * n + i) * 2] = x;
+            coords[(l * n + i) * 2 + 1] = y;
+            labels[l * n + i] = label;
+        }
+    }
+    (n, coords, labels)
 }
 
 fn pairs(chosen: &[Vec<usize>]) -> impl Iterator<Item = (usize, usize)> + '_ {

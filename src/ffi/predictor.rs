@@ -257,9 +257,11 @@ pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
 /// Reads one C prompt. Counts and lengths are checked against what the model takes before any
 /// array is read, so a wrong count cannot make the library read past the caller's arrays.
 fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
+    // The names are the ones validate_prompts gives the same faults (hosts read them back,
+    // .NET as ArgumentException.ParamName).
     if p.point_count > crate::predictor::MAX_POINTS {
         return Err(Error::invalid(
-            "prompt.point_count",
+            "points",
             format!(
                 "at most {} points per object, got {}",
                 crate::predictor::MAX_POINTS,
@@ -269,9 +271,10 @@ fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
     }
     if !p.mask_input.is_null() && p.mask_input_len != mask_len {
         return Err(Error::invalid(
-            "prompt.mask_input_len",
+            "mask_input",
             format!(
-                "must be {mask_len} (the model's low-res mask, as sam2_masks_low_res gives it), got {}",
+                "must hold {mask_len} values (the model's low-res mask, as sam2_masks_low_res \
+                 gives it), got mask_input_len {}",
                 p.mask_input_len
             ),
         ));

@@ -852,7 +852,7 @@ static void predict(void) {
     const size_t point_counts[] = {1025, SIZE_MAX};
     for (size_t i = 0; i < 2; i++) {
         p.point_count = point_counts[i];
-        predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "point_count");
+        predict_fails(predictor, embedding, &p, 1, NULL, SAM2_ERR_INVALID_ARGUMENT, "`points`");
     }
     /* Boxes: each coordinate bad in turn, reversed, outside. */
     for (int c = 0; c < 4; c++) {

@@ -113,9 +113,14 @@ static void note_failure(worker *w, const char *what) {
     if (w->failures++ == 0) snprintf(w->first_failure, sizeof w->first_failure, "%s", what);
 }
 
+/* Iterations per thread: fewer under valgrind, which runs the threads one at a time. */
+static int iterations(int n) {
+    return test_under_valgrind() ? 1 : n;
+}
+
 static void *predict_worker(void *arg) {
     worker *w = arg;
-    for (int it = 0; it < ITERATIONS; it++) {
+    for (int it = 0; it < iterations(ITERATIONS); it++) {
         int kind = (w->index + it) % PROMPT_KINDS;
         const sam2_prompt *p;
         size_t count;
@@ -140,7 +145,7 @@ static void *predict_worker(void *arg) {
 static void *encode_worker(void *arg) {
     worker *w = arg;
     size_t len = (size_t)image.width * image.height * 3;
-    for (int it = 0; it < ENCODE_ITERATIONS; it++) {
+    for (int it = 0; it < iterations(ENCODE_ITERATIONS); it++) {
         sam2_embedding *e = NULL;
         if (sam2_encode(encoder, image.data, len, image.width, image.height, 0, SAM2_PIXEL_RGB,
                         &e) != SAM2_OK) {
@@ -226,7 +231,8 @@ int main(void) {
     make_references();
 
     worker workers[PREDICT_THREADS];
-    run(workers, PREDICT_THREADS, predict_worker, ITERATIONS, "predict on one predictor");
+    run(workers, PREDICT_THREADS, predict_worker, iterations(ITERATIONS),
+        "predict on one predictor");
 
     /* The same with an explicit pool of 4 sessions (fewer than the threads, so some wait). */
     sam2_predictor_free(predictor);
@@ -236,8 +242,10 @@ int main(void) {
     char path[TEST_PATH_MAX];
     CHECK_OK(sam2_predictor_new(encoder, test_model_path(path, "tiny_a_decoder.onnx"), &options,
                                 &predictor));
-    run(workers, PREDICT_THREADS, predict_worker, ITERATIONS, "predict on a pool of 4");
-    run(workers, ENCODE_THREADS, encode_worker, ENCODE_ITERATIONS, "encode on one encoder");
+    run(workers, PREDICT_THREADS, predict_worker, iterations(ITERATIONS),
+        "predict on a pool of 4");
+    run(workers, ENCODE_THREADS, encode_worker, iterations(ENCODE_ITERATIONS),
+        "encode on one encoder");
     last_error_is_per_thread();
 
     for (int k = 0; k < PROMPT_KINDS; k++) free(refs[k].masks);

@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# The reliability report: bad input per entry point, fuzzing, kills during save, the soak, the
+# stress test and valgrind, in one table. Each figure comes from a run that measures it:
+#
+#   scripts/reliability.sh           run everything (about 8 minutes on 2 cores), then the table
+#   scripts/reliability.sh --long    longer runs: fuzz 5 min a target, 1000 kills, a soak on the
+#                                    SAM2-sized bench model too, 5 min of stress (about 40 min)
+#   scripts/reliability.sh --print   only print the table from the last run's figures
+#
+# scripts/test.sh produces the same figures in its own steps (short settings) and ends with
+# --print. Figures are kept in $SAM2_REPORT_DIR (default target/reliability).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+MODE="${1:-standard}"
+export SAM2_REPORT_DIR="${SAM2_REPORT_DIR:-$ROOT/target/reliability}"
+mkdir -p "$SAM2_REPORT_DIR"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+if [ "$MODE" != "--print" ]; then
+    case "$MODE" in
+        standard) fuzz_seconds=60; kills=500; stress=30; soak="600 6000" ;;
+        --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000" ;;
+        *) echo "usage: $0 [--long | --print]" >&2; exit 2 ;;
+    esac
+    . scripts/setup.sh
+    rm -f "$SAM2_REPORT_DIR"/*.tsv
+    step "build"
+    cargo build --release --lib
+    cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
+    cmake --build build/c -j 2 >/dev/null
+    step "bad input on every entry point"
+    (cd build/c && ctest --output-on-failure -R '^test_bad_input$')
+    step "stress: ${stress} s on shared handles"
+    (cd build/c && SAM2_STRESS_SECONDS="$stress" ./test_stress)
+    step "kill during save: $kills kills"
+    SAM2_KILL_TRIALS="$kills" cargo test --release --test embedding_file kill_during_save -- --nocapture
+    read -r encodes predicts <<<"$soak"
+    step "soak: $encodes encodes, $predicts predicts (tiny models)"
+    SAM2_SOAK_ENCODES="$encodes" SAM2_SOAK_PREDICTS="$predicts" \
+        cargo test --release --test soak -- --nocapture
+    if [ "$MODE" = "--long" ]; then
+        step "soak on the bench model (SAM2-sized): 150 encodes, 1500 predicts"
+        mv "$SAM2_REPORT_DIR/soak.tsv" "$SAM2_REPORT_DIR/soak-tiny.tsv"
+        SAM2_SOAK_PAIRS=bench_a SAM2_SOAK_ENCODES=150 SAM2_SOAK_PREDICTS=1500 \
+            cargo test --release --test soak -- --nocapture
+        mv "$SAM2_REPORT_DIR/soak.tsv" "$SAM2_REPORT_DIR/soak-bench.tsv"
+        mv "$SAM2_REPORT_DIR/soak-tiny.tsv" "$SAM2_REPORT_DIR/soak.tsv"
+    fi
+    step "fuzzing, ${fuzz_seconds} s a target"
+    scripts/fuzz.sh "$fuzz_seconds"
+    step "the C suite under valgrind"
+    scripts/test-valgrind.sh
+fi
+
+exec python3 - "$SAM2_REPORT_DIR" "$ROOT/include/sam2.h" <<'EOF'
+import csv, os, re, sys
+
+report_dir, header = sys.argv[1], sys.argv[2]
+missing, failed = [], []
+
+def rows(name):
+    path = os.path.join(report_dir, name)
+    if not os.path.exists(path):
+        missing.append(name)
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+def line(text="", *cells):
+    print(text + "".join(cells))
+
+print("sam2 reliability report")
+print("=" * 92)
+
+# Bad input, per entry point of the header.
+exports = sorted(set(re.findall(r"\b(sam2_[a-z0-9_]+)\(", open(header).read())))
+bad = {r["entry"]: r for r in rows("bad_input.tsv")}
+if bad:
+    line(f"{'Bad input (tests/c/test_bad_input.c)':<60}", f"{'inputs':>10}", f"{'handled':>10}", f"{'goal':>10}")
+    tried = handled = 0
+    for e in exports:
+        r = bad.get(e)
+        if r is None:
+            line(f"  {e:<58}", f"{'-':>10}", f"{'-':>10}", f"{'(no arguments)':>16}")
+            continue
+        t, h = int(r["inputs"]), int(r["handled"])
+        tried, handled = tried + t, handled + h
+        line(f"  {e:<58}", f"{t:>10}", f"{h:>10}", f"{'all':>10}", "" if h == t else "   NOT MET")
+        if h != t:
+            failed.append(f"bad input: {e}")
+    line(f"  {'every entry point (' + str(len(exports)) + ')':<58}", f"{tried:>10}", f"{handled:>10}", f"{'all':>10}",
+         "" if tried == handled else "   NOT MET")
+    print()
+
+fuzz = rows("fuzz.tsv")
+if fuzz:
+    line(f"{'Fuzzing (scripts/fuzz.sh; crashes stop the run)':<60}", f"{'seconds':>10}", f"{'executions':>12}", f"{'crashes':>8}")
+    total = 0
+    for r in fuzz:
+        total += int(r["executions"])
+        line(f"  {r['target']:<58}", f"{r['seconds']:>10}", f"{int(r['executions']):>12,}", f"{0:>8}")
+    line(f"  {'all targets':<58}", f"{'':>10}", f"{total:>12,}", f"{0:>8}")
+    print()
+
+kill = rows("kill_during_save.tsv")
+if kill:
+    r = kill[0]
+    line(f"{'Kill during save (tests/embedding_file.rs)':<60}", f"{'kills':>10}", f"{'mid-write':>10}", f"{'lost':>8}", f"{'goal':>6}")
+    lost = int(r["lost"])
+    line(f"  {'target file always the complete old or new one':<58}", f"{r['trials']:>10}", f"{r['mid_write']:>10}",
+         f"{lost:>8}", f"{0:>6}", "" if lost == 0 else "   NOT MET")
+    if lost:
+        failed.append("kill during save")
+    print()
+
+mib = lambda b: int(b) / (1 << 20)
+for name, title in [("soak.tsv", "tiny models"), ("soak-bench.tsv", "bench model")]:
+    soak = rows(name) if name == "soak.tsv" or os.path.exists(os.path.join(report_dir, name)) else []
+    for r in soak:
+        g = float(r["growth"])
+        line(f"Soak (tests/soak.rs), {title}: {r['pairs']}, {r['encodes']} encodes, {r['predicts']} predicts")
+        line(f"  {'resident memory after warm-up -> end (MiB)':<58}", f"{mib(r['rss_warm']):>10.1f}", f"{mib(r['rss_end']):>10.1f}",
+             f"{g:>7.3f}x", f"{'<=1.1x':>8}", "" if g <= 1.1 else "   NOT MET")
+        a = int(r["arena_end"]) / max(1, int(r["arena_warm"]))
+        line(f"  {'ONNX Runtime CPU arena after warm-up -> end (MiB)':<58}", f"{mib(r['arena_warm']):>10.1f}",
+             f"{mib(r['arena_end']):>10.1f}", f"{a:>7.3f}x", f"{'<=1.1x':>8}", "" if a <= 1.1 else "   NOT MET")
+        if g > 1.1 or a > 1.1:
+            failed.append(f"soak ({title})")
+        print()
+
+stress = rows("stress.tsv")
+if stress:
+    r = stress[0]
+    line(f"{'Stress (tests/c/test_stress.c), shared handles':<60}", f"{'iterations':>10}", f"{'mismatch':>10}", f"{'failed':>8}", f"{'goal':>6}")
+    bad_results = int(r["mismatches"]) + int(r["failures"])
+    line(f"  {r['threads'] + ' threads, ' + r['seconds'] + ' s (' + r['predicts'] + ' predicts, ' + r['encodes'] + ' encodes, ' + r['files'] + ' file round trips)':<58}",
+         f"{r['iterations']:>10}", f"{r['mismatches']:>10}", f"{r['failures']:>8}", f"{0:>6}", "" if bad_results == 0 else "   NOT MET")
+    if bad_results:
+        failed.append("stress")
+    print()
+
+vg = rows("valgrind.tsv")
+if vg:
+    r = vg[0]
+    line(f"{'Valgrind memcheck (scripts/test-valgrind.sh)':<60}", f"{'programs':>10}", f"{'clean':>10}")
+    line(f"  {'the whole C suite: no invalid access, no leak':<58}", f"{r['programs']:>10}", f"{r['clean']:>10}",
+         "" if r["programs"] == r["clean"] else "   NOT MET")
+    if r["programs"] != r["clean"]:
+        failed.append("valgrind")
+    print()
+
+if missing:
+    print("figures not produced by this run: " + ", ".join(missing))
+if failed:
+    print("goals NOT MET: " + ", ".join(failed))
+    sys.exit(1)
+print("every figure measured here meets its goal")
+EOF

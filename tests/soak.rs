@@ -1,0 +1,246 @@
+//! Soak: encode and predict in a loop, as a desktop tool does all day, while resident memory and
+//! ONNX Runtime's shared CPU arena are sampled. After warm-up, memory must stay flat: resident
+//! memory at the end within 1.1× of resident memory after warm-up.
+//!
+//! Every image has a new size (as in a real session: photos, scans, screenshots) and every
+//! prompt a different shape (points, objects, boxes, multimask), so ONNX Runtime sees new input
+//! and output shapes all the time — what makes per-shape caches and arena fragmentation grow.
+//!
+//! Warm-up is each model pair once at the largest image size and batch the loop uses, then the
+//! first fifth of the loop: ONNX Runtime's arena reserves its regions from the system as it
+//! meets bigger requests, and their pages become resident when first touched, so the
+//! comparison starts once the biggest request has been met. The arena's own size is checked
+//! too (the same 1.1× bound), from ONNX Runtime's statistics.
+//!
+//! `SAM2_SOAK_ENCODES` (default 200) and `SAM2_SOAK_PREDICTS` (default 2000) set the length;
+//! `SAM2_SOAK_PAIRS` the model pairs (default `tiny_a,tiny_b,tiny_c`; `bench_a` for the
+//! SAM2-sized model). With `SAM2_REPORT_DIR` set the figures go to soak.tsv.
+//! `scripts/reliability.sh --long` runs a longer one on the bench model.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use sam2::{
+    Embedding, Encoder, ImageView, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions,
+    Prompt,
+};
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Images are up to this size, predicts up to this many objects.
+const MAX_WIDTH: usize = 1464;
+const MAX_HEIGHT: usize = 1064;
+const MAX_OBJECTS: usize = 3;
+
+/// Resident set size of this process, in bytes.
+fn rss() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+/// Bytes the shared CPU arena holds from the system, and how many times it grew.
+fn arena(predictor: &Predictor) -> (u64, u64) {
+    let stats = predictor.arena_stats();
+    if std::env::var_os("SAM2_SOAK_SHOW_STATS").is_some() {
+        println!("{stats:?}");
+    }
+    let get = |key: &str| {
+        stats
+            .iter()
+            .find(|(k, _)| k == key)
+            .and_then(|(_, v)| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (get("TotalAllocated"), get("NumArenaExtensions"))
+}
+
+/// Deterministic pseudo-random numbers (xorshift64*).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+    fn coord(&mut self, side: u32) -> f32 {
+        self.below(side as u64 * 16) as f32 / 16.0
+    }
+}
+
+/// An image of a new size, resampled (nearest) from the test image.
+fn image_of_size(src: &Image, width: usize, height: usize) -> Vec<u8> {
+    let mut out = vec![0u8; width * height * 3];
+    for y in 0..height {
+        let sy = y * src.height / height;
+        for x in 0..width {
+            let sx = x * src.width / width;
+            let s = (sy * src.width + sx) * 3;
+            out[(y * width + x) * 3..][..3].copy_from_slice(&src.data[s..s + 3]);
+        }
+    }
+    out
+}
+
+fn prompt(rng: &mut Rng, width: u32, height: u32) -> Prompt {
+    let points = (0..rng.below(6) as usize + usize::from(rng.below(4) != 0))
+        .map(|_| Point {
+            x: rng.coord(width),
+            y: rng.coord(height),
+            positive: rng.below(3) != 0,
+        })
+        .collect::<Vec<_>>();
+    let bbox = (points.is_empty() || rng.below(3) == 0).then(|| {
+        let (x1, y1) = (rng.coord(width / 2), rng.coord(height / 2));
+        [
+            x1,
+            y1,
+            x1 + rng.coord(width / 2),
+            y1 + rng.coord(height / 2),
+        ]
+    });
+    Prompt {
+        points,
+        bbox,
+        mask_input: None,
+    }
+}
+
+#[test]
+fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
+    let encodes = env_or("SAM2_SOAK_ENCODES", 200).max(10);
+    let predicts = env_or("SAM2_SOAK_PREDICTS", 2000);
+    let pairs_text = std::env::var("SAM2_SOAK_PAIRS").unwrap_or("tiny_a,tiny_b,tiny_c".into());
+    init_runtime();
+    let pairs: Vec<(Encoder, Predictor)> = pairs_text
+        .split(',')
+        .map(|pair| {
+            let encoder =
+                Encoder::new(model(&format!("{pair}_encoder.onnx")), &Default::default()).unwrap();
+            let options = PredictorOptions {
+                encoder_fingerprint: Some(encoder.fingerprint()),
+                pool_size: Some(2),
+                ..Default::default()
+            };
+            let predictor =
+                Predictor::new(model(&format!("{pair}_decoder.onnx")), &options).unwrap();
+            (encoder, predictor)
+        })
+        .collect();
+    let source = read_pnm(&testdata("demo.ppm"));
+    let mut rng = Rng(0x50a4);
+    // Warm-up, part 1: each pair once at the largest image and the largest batch the loop will
+    // ask for, so the arena has met its biggest requests; part 2: the first fifth of the loop.
+    for (encoder, predictor) in &pairs {
+        let (w, h) = (MAX_WIDTH - 1, MAX_HEIGHT - 1);
+        let pixels = image_of_size(&source, w, h);
+        let image = ImageView::packed(&pixels, w, h, PixelFormat::Rgb).unwrap();
+        let embedding = encoder.encode(&image).unwrap();
+        let prompts: Vec<Prompt> = (0..MAX_OBJECTS)
+            .map(|_| prompt(&mut rng, w as u32, h as u32))
+            .collect();
+        for multimask in [false, true] {
+            predictor
+                .predict(&embedding, &prompts, PredictOptions { multimask })
+                .unwrap();
+        }
+    }
+    // A host keeps the last few images' embeddings (undo, tabs) and drops older ones.
+    let mut recent: Vec<(usize, Arc<Embedding>)> = Vec::new();
+    let warm_up = (encodes / 5).max(5);
+    let (mut warm_rss, mut warm_arena, mut warm_extensions) = (0, 0, 0);
+    let mut samples = Vec::new();
+    let mut predicted = 0usize;
+    let start = std::time::Instant::now();
+    for i in 0..encodes {
+        let (w, h) = (
+            64 + rng.below(MAX_WIDTH as u64 - 64) as usize,
+            64 + rng.below(MAX_HEIGHT as u64 - 64) as usize,
+        );
+        let pixels = image_of_size(&source, w, h);
+        let image = ImageView::packed(&pixels, w, h, PixelFormat::Rgb).unwrap();
+        let pair = i % pairs.len();
+        let embedding = Arc::new(pairs[pair].0.encode(&image).unwrap());
+        recent.push((pair, embedding));
+        if recent.len() > 4 {
+            recent.remove(0);
+        }
+        // Spread the predicts evenly over the encodes.
+        let due = predicts * (i + 1) / encodes;
+        while predicted < due {
+            let (pair, embedding) = &recent[rng.below(recent.len() as u64) as usize];
+            let (width, height) = embedding.image_size();
+            let objects = 1 + rng.below(MAX_OBJECTS as u64) as usize;
+            let prompts: Vec<Prompt> = (0..objects)
+                .map(|_| prompt(&mut rng, width, height))
+                .collect();
+            let options = PredictOptions {
+                multimask: rng.below(2) == 0,
+            };
+            let prediction = pairs[*pair]
+                .1
+                .predict(embedding, &prompts, options)
+                .unwrap();
+            assert_eq!(prediction.objects, objects);
+            predicted += 1;
+        }
+        if i + 1 == warm_up {
+            (warm_rss, (warm_arena, warm_extensions)) = (rss(), arena(&pairs[0].1));
+        }
+        if (i + 1) % (encodes / 10).max(1) == 0 {
+            samples.push((i + 1, predicted, rss(), arena(&pairs[0].1).0));
+        }
+    }
+    drop(recent);
+    let (end_rss, (end_arena, end_extensions)) = (rss(), arena(&pairs[0].1));
+    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    println!(
+        "soak ({pairs_text}): {encodes} encodes of new image sizes, {predicted} predicts, {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+    println!("  after encodes   predicts   RSS MiB   arena MiB");
+    for (e, p, r, a) in &samples {
+        println!("  {e:>13} {p:>10} {:>9.1} {:>11.1}", mib(*r), mib(*a));
+    }
+    let growth = end_rss as f64 / warm_rss as f64;
+    println!(
+        "  RSS after warm-up {:.1} MiB, at the end {:.1} MiB: {growth:.3}×; arena {:.1} → {:.1} MiB, \
+         {warm_extensions} → {end_extensions} extensions",
+        mib(warm_rss),
+        mib(end_rss),
+        mib(warm_arena),
+        mib(end_arena)
+    );
+    if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
+        std::fs::write(
+            std::path::PathBuf::from(dir).join("soak.tsv"),
+            format!(
+                "pairs\tencodes\tpredicts\trss_warm\trss_end\tgrowth\tarena_warm\tarena_end\n\
+                 {pairs_text}\t{encodes}\t{predicted}\t{warm_rss}\t{end_rss}\t{growth:.4}\t{warm_arena}\t{end_arena}\n"
+            ),
+        )
+        .unwrap();
+    }
+    assert!(
+        end_arena as f64 <= warm_arena as f64 * 1.1,
+        "ONNX Runtime's arena grew after warm-up: {:.1} → {:.1} MiB",
+        mib(warm_arena),
+        mib(end_arena)
+    );
+    assert!(
+        growth <= 1.1,
+        "resident memory grew {growth:.3}× after warm-up ({:.1} → {:.1} MiB)",
+        mib(warm_rss),
+        mib(end_rss)
+    );
+}
