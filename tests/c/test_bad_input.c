@@ -116,6 +116,8 @@ static sam2_encoder *encoder;
 static sam2_predictor *predictor;
 static sam2_embedding *embedding;
 static sam2_masks *masks;
+static sam2_cache *cache;
+static sam2_encode_job *job;
 static size_t image_len;
 
 static void scratch(char out[TEST_PATH_MAX], const char *name) {
@@ -150,16 +152,19 @@ static int exists(const char *path) {
 
 /* ---- Bad handles ---- */
 
-enum kind { ENCODER, PREDICTOR, EMBEDDING, MASKS, KINDS };
-static const char *const FREE_NAMES[KINDS] = {"sam2_encoder_free", "sam2_predictor_free",
-                                              "sam2_embedding_free", "sam2_masks_free"};
+enum kind { ENCODER, PREDICTOR, EMBEDDING, MASKS, CACHE, JOB, KINDS };
+static const char *const FREE_NAMES[KINDS] = {"sam2_encoder_free",  "sam2_predictor_free",
+                                              "sam2_embedding_free", "sam2_masks_free",
+                                              "sam2_cache_free",     "sam2_encode_job_free"};
 
 static const void *live(enum kind k) {
     switch (k) {
     case ENCODER: return encoder;
     case PREDICTOR: return predictor;
     case EMBEDDING: return embedding;
-    default: return masks;
+    case MASKS: return masks;
+    case CACHE: return cache;
+    default: return job;
     }
 }
 
@@ -188,12 +193,26 @@ static const void *freed(enum kind k) {
         sam2_embedding_free(e);
         return e;
     }
-    default: {
+    case MASKS: {
         sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
         sam2_prompt prompt = test_points_prompt(&pt, 1);
         sam2_masks *m = test_predict1(predictor, embedding, &prompt);
         sam2_masks_free(m);
         return m;
+    }
+    case CACHE: {
+        sam2_cache *c = NULL;
+        CHECK_OK(sam2_cache_new(NULL, &c));
+        sam2_cache_free(c);
+        return c;
+    }
+    default: {
+        sam2_encode_job *j = NULL;
+        CHECK_OK(sam2_cache_encode_async(cache, encoder, image.data, image_len, image.width,
+                                         image.height, 0, SAM2_PIXEL_RGB,
+                                         SAM2_PRIORITY_BACKGROUND, &j));
+        sam2_encode_job_free(j);
+        return j;
     }
     }
 }
@@ -994,6 +1013,14 @@ static void frees(void) {
     TRY_VALUE("sam2_predictor_free", (sam2_predictor_free(NULL), warnings == 0), NULL);
     TRY_VALUE("sam2_embedding_free", (sam2_embedding_free(NULL), warnings == 0), NULL);
     TRY_VALUE("sam2_masks_free", (sam2_masks_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_cache_free", (sam2_cache_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_encode_job_free", (sam2_encode_job_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_cache_free",
+              (sam2_cache_free((sam2_cache *)encoder), ignored_with_warning("sam2_encoder")),
+              "`cache`");
+    TRY_VALUE("sam2_encode_job_free",
+              (sam2_encode_job_free((sam2_encode_job *)cache), ignored_with_warning("sam2_cache")),
+              "`job`");
     /* The wrong _free for a live handle: ignored, and the handle still works. */
     TRY_VALUE("sam2_encoder_free",
               (sam2_encoder_free((sam2_encoder *)embedding), ignored_with_warning("sam2_embedding")),
@@ -1026,13 +1053,141 @@ static void frees(void) {
             case ENCODER: sam2_encoder_free(h); break;
             case PREDICTOR: sam2_predictor_free(h); break;
             case EMBEDDING: sam2_embedding_free(h); break;
-            default: sam2_masks_free(h); break;
+            case MASKS: sam2_masks_free(h); break;
+            case CACHE: sam2_cache_free(h); break;
+            default: sam2_encode_job_free(h); break;
             }
             record(FREE_NAMES[k], ignored_with_warning("ignored") ? SAM2_OK : SAM2_ERR_PANIC,
                    SAM2_OK, "already freed", 1, __LINE__, "a second _free");
         }
     }
     CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_WARNING));
+}
+
+/* ---- The embedding cache and its jobs ---- */
+
+static void cache_encode_fails(const void *c, const void *e, const uint8_t *px, size_t len,
+                               uint32_t w, uint32_t h, size_t stride, uint32_t format,
+                               sam2_status want, const char *needle) {
+    sam2_embedding *out = SENTINEL_PTR;
+    uint32_t source = 77;
+    TRY_IF("sam2_cache_encode",
+           sam2_cache_encode(c, e, px, len, w, h, stride, format, &out, &source), want, needle,
+           out == SENTINEL_PTR && source == 77);
+    sam2_encode_job *j = SENTINEL_PTR;
+    TRY_IF("sam2_cache_encode_async",
+           sam2_cache_encode_async(c, e, px, len, w, h, stride, format, SAM2_PRIORITY_BACKGROUND,
+                                   &j),
+           want, needle, j == SENTINEL_PTR);
+    TRY("sam2_cache_put", sam2_cache_put(c, e, px, len, w, h, stride, format, embedding), want,
+        needle);
+}
+
+static void caches(void) {
+    const uint8_t *px = image.data;
+    uint32_t w = image.width, h = image.height;
+    size_t len = image_len;
+
+    /* Options and creation. */
+    TRY("sam2_cache_options_init", sam2_cache_options_init(NULL, sizeof(sam2_cache_options)),
+        SAM2_ERR_NULL_ARGUMENT, "`options`");
+    const size_t sizes[] = {0, 1, sizeof(sam2_cache_options) - 1, sizeof(sam2_cache_options) + 1,
+                            SIZE_MAX};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        sam2_cache_options o;
+        memset(&o, 0x5a, sizeof o);
+        TRY_IF("sam2_cache_options_init", sam2_cache_options_init(&o, sizes[i]),
+               SAM2_ERR_INVALID_ARGUMENT, "struct_size", o.queue_limit == 0x5a5a5a5au);
+    }
+    sam2_cache_options o;
+    CHECK_OK(sam2_cache_options_init(&o, sizeof o));
+    sam2_cache *made = SENTINEL_PTR;
+    TRY("sam2_cache_new", sam2_cache_new(&o, NULL), SAM2_ERR_NULL_ARGUMENT, "`out`");
+    const uint32_t bad_sizes[] = {0, 1, (uint32_t)sizeof o + 8, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
+        sam2_cache_options bad = o;
+        bad.struct_size = bad_sizes[i];
+        TRY_IF("sam2_cache_new", sam2_cache_new(&bad, &made), SAM2_ERR_INVALID_ARGUMENT,
+               "struct_size", made == SENTINEL_PTR);
+    }
+    const uint32_t limits[] = {65537, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 2; i++) {
+        sam2_cache_options bad = o;
+        bad.queue_limit = limits[i];
+        TRY_IF("sam2_cache_new", sam2_cache_new(&bad, &made), SAM2_ERR_INVALID_ARGUMENT,
+               "queue_limit", made == SENTINEL_PTR);
+    }
+
+    /* Requests: every handle, the pixel arguments as sam2_encode takes them, out-params. */
+    FOR_BAD(CACHE, b) cache_encode_fails(b.ptr, encoder, px, len, w, h, 0, 0, b.want, "`cache`");
+    FOR_BAD(ENCODER, b) cache_encode_fails(cache, b.ptr, px, len, w, h, 0, 0, b.want, "`encoder`");
+    cache_encode_fails(cache, encoder, NULL, len, w, h, 0, 0, SAM2_ERR_NULL_ARGUMENT, "`pixels`");
+    cache_encode_fails(cache, encoder, px, len - 1, w, h, 0, 0, SAM2_ERR_INVALID_ARGUMENT,
+                       "pixels");
+    cache_encode_fails(cache, encoder, px, len, 0, h, 0, 0, SAM2_ERR_INVALID_ARGUMENT, "width");
+    cache_encode_fails(cache, encoder, px, len, w, 0xFFFFFFFFu, 0, 0, SAM2_ERR_INVALID_ARGUMENT,
+                       "height");
+    cache_encode_fails(cache, encoder, px, len, w, h, 1, 0, SAM2_ERR_INVALID_ARGUMENT, "stride");
+    cache_encode_fails(cache, encoder, px, len, w, h, SIZE_MAX, 0, SAM2_ERR_INVALID_ARGUMENT,
+                       "`stride`|`pixels`");
+    cache_encode_fails(cache, encoder, px, len, w, h, 0, SAM2_PIXEL_GRAY + 1,
+                       SAM2_ERR_INVALID_ARGUMENT, "pixel_format");
+    TRY("sam2_cache_encode", sam2_cache_encode(cache, encoder, px, len, w, h, 0, 0, NULL, NULL),
+        SAM2_ERR_NULL_ARGUMENT, "`out`");
+    TRY("sam2_cache_encode_async",
+        sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, 0, NULL),
+        SAM2_ERR_NULL_ARGUMENT, "`out`");
+    const uint32_t priorities[] = {SAM2_PRIORITY_FOREGROUND + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 2; i++) {
+        sam2_encode_job *j = SENTINEL_PTR;
+        TRY_IF("sam2_cache_encode_async",
+               sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, priorities[i], &j),
+               SAM2_ERR_INVALID_ARGUMENT, "priority", j == SENTINEL_PTR);
+    }
+    FOR_BAD(EMBEDDING, b) {
+        TRY("sam2_cache_put", sam2_cache_put(cache, encoder, px, len, w, h, 0, 0, b.ptr), b.want,
+            "`embedding`");
+    }
+    /* An embedding of another image size. */
+    TRY("sam2_cache_put", sam2_cache_put(cache, encoder, px, len, w / 2, h, 0, 0, embedding),
+        SAM2_ERR_INVALID_ARGUMENT, "embedding");
+
+    /* Maintenance and statistics. */
+    FOR_BAD(CACHE, b) {
+        TRY("sam2_cache_clear", sam2_cache_clear(b.ptr), b.want, "`cache`");
+        size_t n = 77;
+        TRY_IF("sam2_cache_cancel_all", sam2_cache_cancel_all(b.ptr, &n), b.want, "`cache`",
+               n == 77);
+        sam2_cache_stats st;
+        memset(&st, 0x5a, sizeof st);
+        st.struct_size = sizeof st;
+        TRY_IF("sam2_cache_get_stats", sam2_cache_get_stats(b.ptr, &st), b.want, "`cache`",
+               st.hits == 0x5a5a5a5a5a5a5a5aull);
+    }
+    TRY("sam2_cache_get_stats", sam2_cache_get_stats(cache, NULL), SAM2_ERR_NULL_ARGUMENT, "`out`");
+    const uint32_t stat_sizes[] = {0, 1, (uint32_t)sizeof(sam2_cache_stats) + 8, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof stat_sizes / sizeof stat_sizes[0]; i++) {
+        sam2_cache_stats st;
+        memset(&st, 0x5a, sizeof st);
+        st.struct_size = stat_sizes[i];
+        TRY_IF("sam2_cache_get_stats", sam2_cache_get_stats(cache, &st), SAM2_ERR_INVALID_ARGUMENT,
+               "struct_size", st.hits == 0x5a5a5a5a5a5a5a5aull);
+    }
+
+    /* Jobs. */
+    FOR_BAD(JOB, b) {
+        sam2_embedding *out = SENTINEL_PTR;
+        TRY_IF("sam2_encode_job_wait", sam2_encode_job_wait(b.ptr, 0, &out), b.want, "`job`",
+               out == SENTINEL_PTR);
+        uint32_t state = 77;
+        TRY_IF("sam2_encode_job_state", sam2_encode_job_state(b.ptr, &state), b.want, "`job`",
+               state == 77);
+        TRY("sam2_encode_job_cancel", sam2_encode_job_cancel(b.ptr), b.want, "`job`");
+    }
+    TRY("sam2_encode_job_wait", sam2_encode_job_wait(job, 0, NULL), SAM2_ERR_NULL_ARGUMENT,
+        "`out`");
+    TRY("sam2_encode_job_state", sam2_encode_job_state(job, NULL), SAM2_ERR_NULL_ARGUMENT,
+        "`out_state`");
 }
 
 /* ---- Report ---- */
@@ -1075,6 +1230,10 @@ int main(int argc, char **argv) {
     sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
     sam2_prompt prompt = test_points_prompt(&pt, 1);
     masks = test_predict1(predictor, embedding, &prompt);
+    CHECK_OK(sam2_cache_new(NULL, &cache));
+    CHECK_OK(sam2_cache_encode_async(cache, encoder, image.data, image_len, image.width,
+                                     image.height, 0, SAM2_PIXEL_RGB, SAM2_PRIORITY_BACKGROUND,
+                                     &job));
 
     library();
     model_files();
@@ -1084,6 +1243,7 @@ int main(int argc, char **argv) {
     files();
     predict();
     results();
+    caches();
     frees();
 
     /* After all that, the handles still work and give the same result. */
@@ -1092,6 +1252,12 @@ int main(int argc, char **argv) {
     CHECK(memcmp(test_mask(again, 0, plane), test_mask(masks, 0, plane), plane) == 0);
     sam2_masks_free(again);
 
+    /* The cache and the job still work too. */
+    sam2_embedding *from_job = NULL;
+    CHECK_OK(sam2_encode_job_wait(job, SAM2_WAIT_FOREVER, &from_job));
+    sam2_embedding_free(from_job);
+    sam2_encode_job_free(job);
+    sam2_cache_free(cache);
     sam2_masks_free(masks);
     sam2_embedding_free(embedding);
     sam2_predictor_free(predictor);
