@@ -126,8 +126,6 @@ impl Predictor {
         let cores = crate::preprocess::worker_threads();
         let pool_size = options.pool_size.unwrap_or(cores).clamp(1, MAX_POOL);
         let mut session_options = options.session.clone();
-        // Prompt and image sizes change on every call.
-        session_options.dynamic_shapes = true;
         if session_options.intra_threads.is_none() && pool_size > 1 {
             // Several sessions run at once: share the cores instead of oversubscribing them.
             session_options.intra_threads = Some((cores / pool_size).max(1));

@@ -21,13 +21,6 @@ pub struct SessionOptions {
     pub weights: WeightSharing,
     /// Graph optimisations ONNX Runtime applies when building the session.
     pub optimization: Optimization,
-    /// The model's input shapes change from run to run (a decoder: points, objects and the
-    /// image size vary). ONNX Runtime's memory patterns are then turned off: a pattern is planned
-    /// and cached per set of input shapes, and its one big block per run lands in a different
-    /// place of the arena for each new shape. Measured by tests/soak.rs: 40–50 MiB less
-    /// resident memory; a bench-model predict at 1920×1080 took 22.7 ms against 22.3 ms with
-    /// patterns (medians of five interleaved runs each, within their ±0.6 ms spread).
-    pub dynamic_shapes: bool,
 }
 
 /// How far ONNX Runtime optimises the graph.
@@ -85,9 +78,15 @@ pub(crate) fn build(
     if runtime::shared_arena() {
         builder = builder.with_env_allocators()?;
     }
-    if options.dynamic_shapes {
-        builder = builder.with_memory_pattern(false)?;
-    }
+    // No memory patterns. A pattern plans a run's intermediate tensors as one block, cached per
+    // set of input shapes. The decoder's shapes change on every call (points, objects, image
+    // size), so it would plan again and again, each new block landing elsewhere in the arena;
+    // the encoder's block is one huge allocation (512 MiB for the SAM2-sized bench model) that
+    // fits none of the arena regions its first run made, so a second region of that size is
+    // added and the first ones sit idle. Measured: the bench encoder holds 820 MiB resident
+    // without patterns against 1150-1250 MiB with them, for about 2% more encode time (six
+    // interleaved runs); the tiny-model soak (tests/soak.rs) ends 50 MiB lower without them.
+    builder = builder.with_memory_pattern(false)?;
     let outcome = device::register(&mut builder, &options.device);
     for (name, value) in weights.values_for(&options.device) {
         builder = builder.with_initializer(name, value)?;

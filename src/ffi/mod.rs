@@ -20,7 +20,8 @@
 //! memory still faults. The tag turns the common host mistakes into errors; it is not a
 //! substitute for correct ownership.
 //!
-//! A new handle type takes three steps:
+//! A new handle type takes three steps (and a line in `handle_name`, so that messages about a
+//! pointer of that type passed where another is expected can name it):
 //! ```ignore
 //! #[cfg_attr(all(), repr(C))] // see HandleTag: repr(C) puts the tag first, cbindgen keeps the type opaque
 //! pub struct sam2_thing {
