@@ -203,6 +203,21 @@ int test_read_pnm(const char *path, test_image *out) {
     return 0;
 }
 
+uint8_t *test_read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    CHECK(fseek(f, 0, SEEK_END) == 0);
+    long n = ftell(f);
+    CHECK(n >= 0);
+    rewind(f);
+    uint8_t *bytes = malloc((size_t)n + 1);
+    CHECK(bytes != NULL);
+    CHECK(fread(bytes, 1, (size_t)n, f) == (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return bytes;
+}
+
 test_image test_load_image(const char *file) {
     char path[TEST_PATH_MAX];
     test_image image = {0, 0, 0, NULL};

@@ -95,6 +95,8 @@ typedef struct test_image {
 
 /* Reads a binary PPM (P6) or PGM (P5) with maxval 255; returns 0 on success. */
 int test_read_pnm(const char *path, test_image *out);
+/* Reads a whole file into a malloc'd buffer (one spare byte; `*len` may be 0), or exits. */
+uint8_t *test_read_file(const char *path, size_t *len);
 /* Reads a file of $SAM2_TESTDATA, or exits. */
 test_image test_load_image(const char *file);
 void test_image_free(test_image *image);

@@ -131,21 +131,6 @@ static void write_file(const char *path, const void *data, size_t len) {
     CHECK(fclose(f) == 0);
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    CHECK(n > 0);
-    rewind(f);
-    uint8_t *data = malloc((size_t)n);
-    CHECK(data != NULL);
-    CHECK(fread(data, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return data;
-}
-
 static int exists(const char *path) {
     return access(path, F_OK) == 0;
 }
@@ -429,7 +414,8 @@ static void model_files(void) {
     const char *sources[2] = {enc_path, dec_path};
     for (int m = 0; m < 2; m++) {
         size_t len = 0;
-        uint8_t *bytes = read_file(sources[m], &len);
+        uint8_t *bytes = test_read_file(sources[m], &len);
+        CHECK(len > 0);
         char bad[TEST_PATH_MAX];
         scratch(bad, m == 0 ? "bad_encoder.onnx" : "bad_decoder.onnx");
         const size_t cuts[] = {0, 1, 16, 200, len / 3, len / 2, len - 100, len - 1};
@@ -751,7 +737,8 @@ static void files(void) {
     }
     /* Files that are not (whole, intact) embedding files. */
     size_t len = 0;
-    uint8_t *bytes = read_file(path, &len);
+    uint8_t *bytes = test_read_file(path, &len);
+    CHECK(len > 0);
     scratch(bad, "bad.sam2");
     const size_t cuts[] = {0, 7, 8, 9, 64, 300, len / 2, len - 1};
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {

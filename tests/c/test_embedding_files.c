@@ -38,21 +38,6 @@ static int count_dir_entries(void) {
     return n;
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    CHECK(n >= 0);
-    rewind(f);
-    uint8_t *bytes = malloc((size_t)n + 1);
-    CHECK(bytes != NULL);
-    CHECK(fread(bytes, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return bytes;
-}
-
 /* Every shape's click gives byte-identical masks (and equal scores) on both embeddings. */
 static void same_masks(const sam2_predictor *predictor, const sam2_embedding *a,
                        const sam2_embedding *b, const char *what) {
@@ -154,13 +139,13 @@ static void overwrite_and_refusal(void) {
 
     /* A refused save: no new file, the existing one byte-identical, nothing else in the dir. */
     size_t before_len = 0, after_len = 0;
-    uint8_t *before = read_file(path, &before_len);
+    uint8_t *before = test_read_file(path, &before_len);
     sam2_embedding *device = NULL;
     CHECK_OK(sam2_test_embedding_simulate_device(a, "DML", 3, &device));
     CHECK_STATUS(sam2_embedding_save(device, fresh), SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE);
     CHECK(access(fresh, F_OK) != 0);
     CHECK_STATUS(sam2_embedding_save(device, path), SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE);
-    uint8_t *after = read_file(path, &after_len);
+    uint8_t *after = test_read_file(path, &after_len);
     CHECK(before_len == after_len && memcmp(before, after, before_len) == 0);
     CHECK(count_dir_entries() == 1);
     free(before);

@@ -409,16 +409,11 @@ static void file_errors(void) {
     load_fails(test_data_path(other, "shapes.ppm"), NULL, SAM2_PLACE_HOST,
                SAM2_ERR_EMBEDDING_FORMAT, "embedding file");
     CHECK_OK(sam2_embedding_save(embedding_a, path));
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long len = ftell(f);
-    CHECK(len > 1000);
-    uint8_t *bytes = malloc((size_t)len);
-    CHECK(bytes != NULL);
-    rewind(f);
-    CHECK(fread(bytes, 1, (size_t)len, f) == (size_t)len);
-    fclose(f);
+    size_t file_len = 0;
+    uint8_t *bytes = test_read_file(path, &file_len);
+    CHECK(file_len > 1000);
+    long len = (long)file_len;
+    FILE *f = NULL;
 
     char bad[TEST_PATH_MAX + 16];
     snprintf(bad, sizeof bad, "%s/bad.sam2", dir);

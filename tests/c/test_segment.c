@@ -278,18 +278,9 @@ static uint8_t *embedding_bytes(const sam2_embedding *embedding, size_t *len) {
     CHECK(fd >= 0);
     close(fd);
     CHECK_OK(sam2_embedding_save(embedding, path));
-    FILE *f = fopen(path, "rb");
-    CHECK(f != NULL);
-    CHECK(fseek(f, 0, SEEK_END) == 0);
-    long n = ftell(f);
-    CHECK(n > 0);
-    rewind(f);
-    uint8_t *bytes = malloc((size_t)n);
-    CHECK(bytes != NULL);
-    CHECK(fread(bytes, 1, (size_t)n, f) == (size_t)n);
-    fclose(f);
+    uint8_t *bytes = test_read_file(path, len);
+    CHECK(*len > 0);
     unlink(path);
-    *len = (size_t)n;
     return bytes;
 }
 
