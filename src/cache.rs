@@ -200,13 +200,13 @@ impl Task {
     fn new(
         key: Key,
         encoder: Arc<Encoder>,
-        input: Option<DynValue>,
+        input: DynValue,
         image: &ImageView<'_>,
     ) -> Result<Task> {
         Ok(Task {
             key,
             encoder,
-            input: Mutex::new(input),
+            input: Mutex::new(Some(input)),
             width: image.width as u32,
             height: image.height as u32,
             run_options: RunOptions::new()?,
@@ -483,13 +483,17 @@ impl EmbeddingCache {
         loop {
             match self.find(&key)? {
                 Found::Kept(embedding) => {
-                    let task = Task::new(key, Arc::clone(encoder), None, image)?;
-                    *task.outcome() = Outcome::Done(embedding);
-                    return Ok(self.job(Arc::new(task), None, priority, Source::Cache));
+                    return Ok(Job {
+                        shared: Arc::clone(&self.shared),
+                        request: Request::Kept(embedding),
+                        priority,
+                        source: Source::Cache,
+                        cancelled: AtomicBool::new(false),
+                    })
                 }
                 Found::InFlight(task, mut state) => {
                     state.stats.joins += 1;
-                    return Ok(self.job(task, Some(state), priority, Source::Joined));
+                    return Ok(self.job(task, state, priority, Source::Joined));
                 }
                 Found::Nothing(mut state) => {
                     let limit = self.shared.options.queue_limit;
@@ -502,11 +506,11 @@ impl EmbeddingCache {
                         input = Some(encoder.prepare_input(image)?);
                         continue;
                     };
-                    let task = Arc::new(Task::new(key, Arc::clone(encoder), Some(input), image)?);
+                    let task = Arc::new(Task::new(key, Arc::clone(encoder), input, image)?);
                     state.stats.misses += 1;
                     state.in_flight.insert(task.key.clone(), Arc::clone(&task));
                     state.queue.push_back(Arc::clone(&task));
-                    return Ok(self.job(task, Some(state), priority, Source::Encoded));
+                    return Ok(self.job(task, state, priority, Source::Encoded));
                 }
             }
         }
@@ -612,21 +616,19 @@ impl EmbeddingCache {
     fn job(
         &self,
         task: Arc<Task>,
-        state: Option<MutexGuard<'_, State>>,
+        mut state: MutexGuard<'_, State>,
         priority: Priority,
         source: Source,
     ) -> Job {
-        if let Some(mut state) = state {
-            task.interest.fetch_add(1, Ordering::Relaxed);
-            if priority == Priority::Foreground {
-                task.foreground.fetch_add(1, Ordering::Relaxed);
-                state.promote(&task);
-            }
-            self.shared.work.notify_one();
+        task.interest.fetch_add(1, Ordering::Relaxed);
+        if priority == Priority::Foreground {
+            task.foreground.fetch_add(1, Ordering::Relaxed);
+            state.promote(&task);
         }
+        self.shared.work.notify_one();
         Job {
             shared: Arc::clone(&self.shared),
-            task,
+            request: Request::Encode(task),
             priority,
             source,
             cancelled: AtomicBool::new(false),
@@ -732,10 +734,17 @@ fn work(shared: &Shared) {
 /// encode (its result still lands in the cache); [`Job::cancel`] does.
 pub struct Job {
     shared: Arc<Shared>,
-    task: Arc<Task>,
+    request: Request,
     priority: Priority,
     source: Source,
     cancelled: AtomicBool,
+}
+
+/// What a job hands over: an embedding the cache kept, or the result of an encode (shared by
+/// every request for its image).
+enum Request {
+    Kept(Arc<Embedding>),
+    Encode(Arc<Task>),
 }
 
 impl std::fmt::Debug for Job {
@@ -755,34 +764,44 @@ impl Job {
         if self.cancelled.load(Ordering::Relaxed) {
             return JobState::Cancelled;
         }
-        self.task.state()
+        match &self.request {
+            Request::Kept(_) => JobState::Done,
+            Request::Encode(task) => task.state(),
+        }
     }
 
     /// Waits for the embedding at most `timeout` (None: as long as it takes). Fails with
     /// [`Error::Timeout`] (the encode goes on; wait again), [`Error::Cancelled`], or the error of
     /// the encode itself.
     pub fn wait(&self, timeout: Option<Duration>) -> Result<Arc<Embedding>> {
-        self.task.wait(timeout, Some(&self.cancelled))
+        match &self.request {
+            Request::Kept(_) if self.cancelled.load(Ordering::Relaxed) => Err(Error::Cancelled),
+            Request::Kept(embedding) => Ok(Arc::clone(embedding)),
+            Request::Encode(task) => task.wait(timeout, Some(&self.cancelled)),
+        }
     }
 
     /// Withdraws this job's request. The encode stops (dropped from the queue, or terminated in
     /// flight) when no other request wants it. Idempotent; a finished encode stays finished.
     pub fn cancel(&self) {
-        // A job that was done from the start counted nothing and has nobody to wake.
-        if self.cancelled.swap(true, Ordering::Relaxed) || self.source == Source::Cache {
+        if self.cancelled.swap(true, Ordering::Relaxed) {
             return;
         }
+        // A job for a kept embedding counted nothing and has nobody to wake.
+        let Request::Encode(task) = &self.request else {
+            return;
+        };
         let mut state = self.shared.state();
         if self.priority == Priority::Foreground {
-            self.task.foreground.fetch_sub(1, Ordering::Relaxed);
+            task.foreground.fetch_sub(1, Ordering::Relaxed);
         }
-        if self.task.interest.fetch_sub(1, Ordering::Relaxed) == 1 {
-            state.cancel(&self.task);
+        if task.interest.fetch_sub(1, Ordering::Relaxed) == 1 {
+            state.cancel(task);
         }
         drop(state);
         // Wake this job's waiters even when the encode goes on for another request. Taking the
         // lock orders this after a waiter's check of the flag.
-        let _outcome = self.task.outcome();
-        self.task.done.notify_all();
+        let _outcome = task.outcome();
+        task.done.notify_all();
     }
 }
