@@ -99,22 +99,20 @@ impl EmbeddingTensor {
                 )))
             }
         };
-        let owned_bytes = match value {
-            TensorValue::Owned(_) => {
-                let elems: i64 = shape.iter().product();
-                elems.max(0) as usize * element_size(dtype)
-            }
-            TensorValue::View(_) => 0,
-        };
-        LIVE_BYTES.fetch_add(owned_bytes, Ordering::Relaxed);
-        Ok(EmbeddingTensor {
+        let owned = matches!(value, TensorValue::Owned(_));
+        let mut tensor = EmbeddingTensor {
             value,
             shape,
             dtype,
             location,
             _backing: None,
-            owned_bytes,
-        })
+            owned_bytes: 0,
+        };
+        if owned {
+            tensor.owned_bytes = tensor.byte_len();
+            LIVE_BYTES.fetch_add(tensor.owned_bytes, Ordering::Relaxed);
+        }
+        Ok(tensor)
     }
 
     pub fn shape(&self) -> &[i64] {
