@@ -120,19 +120,21 @@
 #define SAM2_WEIGHTS_COPY 1
 
 /**
- * Graph optimisation: basic rewrites that keep the weights as they are, so shared weights stay
- * shared (the default).
+ * Graph optimisation: provider-independent rewrites only (constant folding, redundant nodes,
+ * transposes). The graph is optimised once per process and model at every level, so the weights
+ * stay shared whatever the level.
  */
 #define SAM2_OPTIMIZATION_BASIC 0
 
 /**
- * Graph optimisation: none.
+ * Graph optimisation: none; the graph runs as exported.
  */
 #define SAM2_OPTIMIZATION_NONE 1
 
 /**
- * Graph optimisation: everything, including fusions that give each session its own rewritten
- * copy of the weights it fuses.
+ * Graph optimisation: everything ONNX Runtime has for the provider, fusions and (on the CPU)
+ * blocked layouts included (the default, as in ONNX Runtime). Providers that compile the graph
+ * themselves (TensorRT, DirectML, CoreML) get the basic rewrites and do the rest.
  */
 #define SAM2_OPTIMIZATION_ALL 2
 
@@ -494,7 +496,7 @@ typedef struct sam2_encoder_options {
    */
   uint32_t weight_sharing;
   /**
-   * `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+   * `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
    */
   uint32_t graph_optimization;
 } sam2_encoder_options;
@@ -542,7 +544,7 @@ typedef struct sam2_predictor_options {
    */
   uint32_t weight_sharing;
   /**
-   * `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+   * `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
    */
   uint32_t graph_optimization;
 } sam2_predictor_options;

@@ -179,7 +179,7 @@ pub enum MismatchPolicy {
 }
 
 /// The device part of encoder and predictor options.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceOptions {
     /// Providers in order of preference; empty means CPU. The CPU provider is always the last resort.
     pub providers: Vec<ProviderRequest>,

@@ -53,7 +53,11 @@ impl Encoder {
     /// Loads an encoder model and recognises its contract.
     pub fn new(path: impl AsRef<Path>, options: &EncoderOptions) -> Result<Self> {
         let path = path.as_ref();
-        let weights = weights::get(path, options.session.weights)?;
+        let weights = weights::get(
+            path,
+            options.session.weights,
+            weights::Plan::new(options.session.optimization, &options.session.device),
+        )?;
         let fingerprint = weights.fingerprint;
         let (session, device) = session::build(&weights, path, &options.session, "encoder")?;
         let spec = contract::detect_encoder(&session, path)?;

@@ -161,7 +161,7 @@ pub fn prompts(data: &[u8]) {
     }
     match validate_prompts(&batch, image, low_res) {
         Ok(()) => {
-            let (n, coords, labels) = prompt_points(&batch, image);
+            let (n, coords, labels) = prompt_points(&batch.iter().collect::<Vec<_>>(), image);
             assert!(n >= 1);
             assert_eq!(coords.len(), objects * n * 2);
             assert_eq!(labels.len(), objects * n);

@@ -13,6 +13,7 @@ pub mod fingerprint;
 pub mod image;
 pub mod log;
 pub mod onnx_split;
+mod platform;
 pub mod postprocess;
 pub mod predictor;
 pub mod preprocess;

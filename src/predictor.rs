@@ -106,8 +106,6 @@ pub struct Predictor {
     host_memory: MemoryInfo<'static>,
     /// Shapes the decoder declares for the three embedding inputs (−1 = dynamic).
     feature_shapes: [Vec<i64>; 3],
-    /// The decoder declares `has_mask_input` as a fixed `[1]` shared by the whole batch.
-    shared_has_mask: bool,
     device: EffectiveDevice,
     allow_embedding_copy: bool,
 }
@@ -122,7 +120,11 @@ pub const MAX_POOL: usize = 64;
 impl Predictor {
     pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {
         let path = path.as_ref();
-        let weights = weights::get(path, options.session.weights)?;
+        let weights = weights::get(
+            path,
+            options.session.weights,
+            weights::Plan::new(options.session.optimization, &options.session.device),
+        )?;
         let cores = crate::preprocess::worker_threads();
         let pool_size = options.pool_size.unwrap_or(cores).clamp(1, MAX_POOL);
         let mut session_options = options.session.clone();
@@ -136,7 +138,6 @@ impl Predictor {
         let input_shape =
             |name: &str| contract::tensor_info(session.inputs(), name).map(|(_, shape)| shape);
         let feature_shapes = names.map(|name| input_shape(name).unwrap_or_default());
-        let shared_has_mask = input_shape(spec.has_mask_input).is_some_and(|shape| shape == [1]);
         // The model is recognised; the rest of the pool shares its weights.
         let mut sessions = vec![Mutex::new(session)];
         for _ in 1..pool_size {
@@ -155,7 +156,6 @@ impl Predictor {
             weights,
             device,
             allow_embedding_copy: options.allow_embedding_copy,
-            shared_has_mask,
             spec,
             path: path.to_path_buf(),
             expected: options.encoder_fingerprint,
@@ -366,16 +366,98 @@ impl Predictor {
         }
         let (img_w, img_h) = embedding.image_size();
         let (img_w, img_h) = (img_w as usize, img_h as usize);
-
-        let (n, coords, labels) = prompt_points(prompts, (img_w as u32, img_h as u32));
         let objects = prompts.len();
         let lr = self.spec.low_res_size;
-        let mut mask_input = vec![0.0f32; objects * lr * lr];
-        let mut has_mask = vec![0.0f32; objects];
+        let plane = img_w * img_h;
+
+        // Prompts run in batches of the same shape, so that a batch gives exactly what single
+        // calls give:
+        // - the same number of points: a shorter prompt would be padded with "not a point"
+        //   tokens, which the decoder's attention sees (SAM2 itself pads that way, and its
+        //   batched masks differ from single ones: IoU 0.84 on a real export);
+        // - all with or all without a mask input: real SAM2 decoders multiply `has_mask_input`
+        //   against a [L, 256, 64, 64] tensor, where a flag of length L lines up with the last
+        //   axis, so only a flag of length 1 broadcasts.
+        let mut batches: Vec<((bool, usize), Vec<usize>)> = Vec::new();
         for (l, p) in prompts.iter().enumerate() {
+            let key = (
+                p.mask_input.is_some(),
+                p.points.len() + 2 * p.bbox.is_some() as usize,
+            );
+            match batches.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, members)) => members.push(l),
+                None => batches.push((key, vec![l])),
+            }
+        }
+        let mut out: Option<Outputs> = None;
+        for ((has_mask, _), members) in &batches {
+            let flag = if *has_mask { 1.0 } else { 0.0 };
+            self.run_batch(embedding, prompts, members, flag, options, &mut out)?;
+        }
+        let Outputs {
+            candidates,
+            masks,
+            scores,
+            low_res,
+            candidate_index,
+            ..
+        } = out.ok_or_else(|| Error::invalid("prompts", "at least one prompt is needed"))?;
+
+        let (boxes, areas) = masks
+            .chunks(plane)
+            .map(|m| postprocess::box_and_area(m, img_w))
+            .unzip();
+        Ok(Prediction {
+            width: img_w,
+            height: img_h,
+            objects,
+            candidates,
+            masks,
+            scores,
+            boxes,
+            areas,
+            low_res,
+            low_res_size: lr,
+            candidate_index,
+        })
+    }
+}
+
+/// The assembled results of a predict, filled batch by batch in the prompts' order.
+struct Outputs {
+    /// Candidates the model returns per prompt.
+    model_candidates: usize,
+    /// Masks returned per prompt (all candidates, or the best one).
+    candidates: usize,
+    masks: Vec<u8>,
+    scores: Vec<f32>,
+    low_res: Vec<f32>,
+    candidate_index: Vec<u32>,
+}
+
+impl Predictor {
+    /// Runs the decoder once for the prompts at `indices` (all of one shape: see `predict`) and
+    /// writes each one's results at its place in `out` (allocated by the first batch).
+    fn run_batch(
+        &self,
+        embedding: &Embedding,
+        prompts: &[Prompt],
+        indices: &[usize],
+        has_mask: f32,
+        options: PredictOptions,
+        out: &mut Option<Outputs>,
+    ) -> Result<()> {
+        let (img_w, img_h) = embedding.image_size();
+        let (img_w, img_h) = (img_w as usize, img_h as usize);
+        let plane = img_w * img_h;
+        let lr = self.spec.low_res_size;
+        let batch: Vec<&Prompt> = indices.iter().map(|&l| &prompts[l]).collect();
+        let objects = batch.len();
+        let (n, coords, labels) = prompt_points(&batch, (img_w as u32, img_h as u32));
+        let mut mask_input = vec![0.0f32; objects * lr * lr];
+        for (l, p) in batch.iter().enumerate() {
             if let Some(m) = &p.mask_input {
                 mask_input[l * lr * lr..(l + 1) * lr * lr].copy_from_slice(m);
-                has_mask[l] = 1.0;
             }
         }
 
@@ -390,17 +472,7 @@ impl Predictor {
             Tensor::from_array(([objects, n], labels))?.into_dyn()
         };
         let mask_input = Tensor::from_array(([objects, 1, lr, lr], mask_input))?;
-        let has_mask = if self.shared_has_mask {
-            if has_mask.iter().any(|&v| v != has_mask[0]) {
-                return Err(Error::invalid(
-                    "mask_input",
-                    "this model takes one has_mask_input for the whole batch: give a mask input to every prompt or to none",
-                ));
-            }
-            Tensor::from_array(([1usize], vec![has_mask[0]]))?
-        } else {
-            Tensor::from_array(([objects], has_mask))?
-        };
+        let has_mask = Tensor::from_array(([1usize], vec![has_mask]))?;
         let orig_size = Tensor::from_array(([2usize], vec![img_h as i32, img_w as i32]))?;
 
         let names = self.spec.family.tensor_names();
@@ -431,35 +503,50 @@ impl Predictor {
                 "decoder returned iou_predictions of shape {iou_shape:?}, expected [{objects}, M]"
             )));
         }
-        let chosen: Vec<Vec<usize>> = (0..objects)
-            .map(|l| {
-                let row = &iou[l * model_candidates..(l + 1) * model_candidates];
-                if options.multimask {
-                    (0..model_candidates).collect()
-                } else {
-                    let best = row
-                        .iter()
-                        .enumerate()
-                        .fold(
-                            (0, f32::NEG_INFINITY),
-                            |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc },
-                        )
-                        .0;
-                    vec![best]
-                }
-            })
-            .collect();
-        let candidates = chosen[0].len();
-        let total = objects * candidates;
-        let plane = img_w * img_h;
-        let mut masks = vec![0u8; total * plane];
-        let mut low_res = vec![0.0f32; total * lr * lr];
-        let mut scores = Vec::with_capacity(total);
-        let mut candidate_index = Vec::with_capacity(total);
-        for (l, picks) in chosen.iter().enumerate() {
-            for &k in picks {
-                scores.push(iou[l * model_candidates + k]);
-                candidate_index.push(k as u32);
+        let out = out.get_or_insert_with(|| {
+            let candidates = if options.multimask {
+                model_candidates
+            } else {
+                1
+            };
+            let total = prompts.len() * candidates;
+            Outputs {
+                model_candidates,
+                candidates,
+                masks: vec![0u8; total * plane],
+                scores: vec![0.0; total],
+                low_res: vec![0.0f32; total * lr * lr],
+                candidate_index: vec![0; total],
+            }
+        });
+        if out.model_candidates != model_candidates {
+            return Err(Error::OnnxRuntime(format!(
+                "decoder returned {model_candidates} candidates for one batch and {} for another",
+                out.model_candidates
+            )));
+        }
+        // Which candidates of each prompt of the batch are returned, and where they go.
+        let mut picks: Vec<(usize, usize, usize)> = Vec::new(); // (row in batch, candidate, slot)
+        for (l, &object) in indices.iter().enumerate() {
+            let row = &iou[l * model_candidates..(l + 1) * model_candidates];
+            let chosen: Vec<usize> = if options.multimask {
+                (0..model_candidates).collect()
+            } else {
+                let best = row
+                    .iter()
+                    .enumerate()
+                    .fold(
+                        (0, f32::NEG_INFINITY),
+                        |acc, (i, &v)| if v > acc.1 { (i, v) } else { acc },
+                    )
+                    .0;
+                vec![best]
+            };
+            for (j, &k) in chosen.iter().enumerate() {
+                let slot = object * out.candidates + j;
+                out.scores[slot] = row[k];
+                out.candidate_index[slot] = k as u32;
+                picks.push((l, k, slot));
             }
         }
 
@@ -468,69 +555,57 @@ impl Predictor {
             Contract::A => {
                 let (shape, logits) = masks_value.try_extract_tensor::<f32>()?;
                 expect_shape(shape, &[objects, model_candidates, lr, lr], "masks")?;
-                for (j, (l, k)) in pairs(&chosen).enumerate() {
+                for &(l, k, slot) in &picks {
                     let src = &logits[(l * model_candidates + k) * lr * lr..][..lr * lr];
-                    low_res[j * lr * lr..(j + 1) * lr * lr].copy_from_slice(src);
+                    out.low_res[slot * lr * lr..(slot + 1) * lr * lr].copy_from_slice(src);
                     postprocess::upsample_threshold(
                         src,
                         lr,
                         lr,
                         img_w,
                         img_h,
-                        &mut masks[j * plane..(j + 1) * plane],
+                        &mut out.masks[slot * plane..(slot + 1) * plane],
                     );
                 }
             }
             Contract::B => {
                 let (shape, logits) = masks_value.try_extract_tensor::<f32>()?;
                 expect_shape(shape, &[objects, model_candidates, img_h, img_w], "masks")?;
-                for (j, (l, k)) in pairs(&chosen).enumerate() {
+                for &(l, k, slot) in &picks {
                     let src = &logits[(l * model_candidates + k) * plane..][..plane];
-                    for (d, &v) in masks[j * plane..(j + 1) * plane].iter_mut().zip(src) {
+                    for (d, &v) in out.masks[slot * plane..(slot + 1) * plane]
+                        .iter_mut()
+                        .zip(src)
+                    {
                         *d = (v > 0.0) as u8;
                     }
                     // Contract B returns no low-res logits: derive them for refinement.
                     let derived = postprocess::resample(src, img_w, img_h, lr, lr);
-                    low_res[j * lr * lr..(j + 1) * lr * lr].copy_from_slice(&derived);
+                    out.low_res[slot * lr * lr..(slot + 1) * lr * lr].copy_from_slice(&derived);
                 }
             }
             Contract::C => {
                 let (shape, bits) = masks_value.try_extract_tensor::<bool>()?;
                 expect_shape(shape, &[objects, model_candidates, img_h, img_w], "masks")?;
                 let low_name = self.spec.low_res.expect("contract C has low-res output");
+                // The declared dims of `low_res_masks` are wrong in ONNX Runtime's own export
+                // (they say original size); the run-time shape is what counts.
                 let (lshape, logits) = outputs[low_name].try_extract_tensor::<f32>()?;
                 expect_shape(lshape, &[objects, model_candidates, lr, lr], low_name)?;
-                for (j, (l, k)) in pairs(&chosen).enumerate() {
+                for &(l, k, slot) in &picks {
                     let src = &bits[(l * model_candidates + k) * plane..][..plane];
-                    for (d, &v) in masks[j * plane..(j + 1) * plane].iter_mut().zip(src) {
+                    for (d, &v) in out.masks[slot * plane..(slot + 1) * plane]
+                        .iter_mut()
+                        .zip(src)
+                    {
                         *d = v as u8;
                     }
                     let src = &logits[(l * model_candidates + k) * lr * lr..][..lr * lr];
-                    low_res[j * lr * lr..(j + 1) * lr * lr].copy_from_slice(src);
+                    out.low_res[slot * lr * lr..(slot + 1) * lr * lr].copy_from_slice(src);
                 }
             }
         }
-        drop(outputs);
-        drop(binding);
-        drop(session);
-
-        let (boxes, areas) = masks
-            .chunks(plane)
-            .map(|m| postprocess::box_and_area(m, img_w))
-            .unzip();
-        Ok(Prediction {
-            width: img_w,
-            height: img_h,
-            objects,
-            candidates,
-            masks,
-            scores,
-            boxes,
-            areas,
-            low_res,
-            low_res_size: lr,
-            candidate_index,
-        })
+        Ok(())
     }
 }
 
@@ -646,7 +721,7 @@ pub fn validate_prompts(
 /// exporters put it), then the clicks (1 positive, 0 negative); coordinates in the 1024 frame.
 /// No padding point is appended: SAM2 exports add it inside the graph. Shorter rows of a batch
 /// are padded with label −1. Pure, so it is fuzzed with `validate_prompts`.
-pub fn prompt_points(prompts: &[Prompt], image_size: (u32, u32)) -> (usize, Vec<f32>, Vec<f32>) {
+pub fn prompt_points(prompts: &[&Prompt], image_size: (u32, u32)) -> (usize, Vec<f32>, Vec<f32>) {
     let size = 1024.0f32;
     let (fw, fh) = (image_size.0 as f32, image_size.1 as f32);
     let per_object: Vec<Vec<(f32, f32, f32)>> = prompts
@@ -679,13 +754,6 @@ pub fn prompt_points(prompts: &[Prompt], image_size: (u32, u32)) -> (usize, Vec<
         }
     }
     (n, coords, labels)
-}
-
-fn pairs(chosen: &[Vec<usize>]) -> impl Iterator<Item = (usize, usize)> + '_ {
-    chosen
-        .iter()
-        .enumerate()
-        .flat_map(|(l, ks)| ks.iter().map(move |&k| (l, k)))
 }
 
 fn expect_shape(shape: &[i64], want: &[usize], name: &str) -> Result<()> {

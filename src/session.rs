@@ -23,17 +23,17 @@ pub struct SessionOptions {
     pub optimization: Optimization,
 }
 
-/// How far ONNX Runtime optimises the graph.
+/// How far ONNX Runtime optimises the graph. The graph is optimised once per process and model
+/// (see `weights`), so every level keeps the weights shared, fused ones included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Optimization {
-    /// Semantics-preserving rewrites that keep the weights as they are (constant folding,
-    /// redundant-node removal); pre-packing still applies and is shared. Shared weights stay shared.
-    #[default]
+    /// Provider-independent rewrites (constant folding, redundant-node removal, transposes).
     Basic,
     /// None at all: the graph runs as exported.
     None,
-    /// Everything, including fusions and layout changes that rewrite weights: each session then
-    /// derives its own rewritten copy of the weights it fuses (read from the model file).
+    /// Everything ONNX Runtime has for the session's provider: fusions and, on the CPU, blocked
+    /// layouts (the default; ONNX Runtime's own default level).
+    #[default]
     All,
 }
 
@@ -52,7 +52,8 @@ pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// Creates a session on the requested providers from a model's shared weights (each weight used
-/// in place, pre-packed forms shared), and says what it really runs on.
+/// in place, pre-packed forms shared), and says what it really runs on. The weights hold a graph
+/// optimised at `options.optimization` already, so the session optimises nothing itself.
 pub(crate) fn build(
     weights: &ModelWeights,
     path: &Path,
@@ -66,11 +67,7 @@ pub(crate) fn build(
         .unwrap_or_default();
     let env = runtime::environment()?;
     let mut builder = Session::builder(env)?
-        .with_optimization_level(match options.optimization {
-            Optimization::None => GraphOptimizationLevel::Disable,
-            Optimization::Basic => GraphOptimizationLevel::Level1,
-            Optimization::All => GraphOptimizationLevel::All,
-        })?
+        .with_optimization_level(GraphOptimizationLevel::Disable)?
         .with_log_id(format!("sam2:{file_name}"))?;
     if let Some(n) = options.intra_threads {
         builder = builder.with_intra_threads(n)?;
@@ -93,12 +90,11 @@ pub(crate) fn build(
     }
     builder = builder.with_prepacked_weights(&weights.prepacked)?;
     if !weights.values.is_empty() {
-        // The external-data entries name the model file in this directory, at the weights' true
-        // offsets. ONNX Runtime checks that it exists; at Basic it reads nothing from it (every
-        // such initializer was given above), while fusing levels read the weights they rewrite.
+        // The external-data entries name an empty file that ONNX Runtime checks exists and never
+        // reads (every such initializer was given above).
         builder = builder.with_config_entry(
             "session.model_external_initializers_file_folder_path",
-            weights.directory.to_string_lossy(),
+            crate::platform::EMPTY_FILE_DIR,
         )?;
     }
     let session = builder

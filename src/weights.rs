@@ -1,12 +1,26 @@
 //! One copy of a model's weights for every session of it.
 //!
 //! A SAM2 export carries its weights inline. Opened naively, every ONNX Runtime session parses
-//! its own copy of them and pre-packs its own copy again. Instead, the library reads a model
-//! file once, moves its large initializers out of the proto (they become external-data entries
-//! that ONNX Runtime never reads), keeps each initializer once as an ONNX Runtime value, and
-//! hands that value to every session with `AddInitializer` (used in place), together with one
-//! shared pre-packed-weights container. A process-wide registry keyed by the file's identity
-//! holds the weights while any session uses them and releases them with the last one.
+//! its own copy of them, rewrites its own copy while optimising the graph, and pre-packs its own
+//! copy again. Instead, the library reads a model file once and:
+//!
+//! 1. optimises the graph once, at the requested level, in a throwaway session that writes the
+//!    optimised model (fused and re-laid-out weights included) to a private temporary file,
+//!    read back and deleted at once ([`optimize`]);
+//! 2. moves the large initializers of that optimised graph out of the proto: they become
+//!    external-data entries naming a file that exists but holds nothing (`/dev/null`), so any
+//!    attempt by ONNX Runtime to read them fails loudly instead of reading wrong bytes;
+//! 3. keeps each initializer once as an ONNX Runtime value and hands it to every session with
+//!    `AddInitializer` (used in place), together with one shared pre-packed-weights container.
+//!
+//! Every session then runs the optimised graph with optimisation disabled: nothing rewrites a
+//! weight after the values are handed over. (Handing values to a session that optimises the
+//! graph itself is what broke real SAM2 exports: ONNX Runtime's transpose optimiser re-lays an
+//! initializer out under its own name, then `AddInitializer`'s value of the old shape replaces it,
+//! and the encoder fails with "Attempting to broadcast an axis by a dimension other than 1".)
+//!
+//! A process-wide registry keyed by the file's identity and the optimisation plan holds the
+//! weights while any session uses them and releases them with the last one.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, Weak};
@@ -15,10 +29,15 @@ use std::time::SystemTime;
 use ort::session::builder::PrepackedWeights;
 use ort::value::{DynValue, Tensor};
 
-use crate::device::DeviceOptions;
+use ort::session::builder::GraphOptimizationLevel;
+use ort::session::Session;
+
+use crate::device::{DeviceOptions, Provider};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::onnx_split;
+use crate::platform;
+use crate::session::Optimization;
 
 /// How sessions of one model hold its weights. Values are part of the C ABI (`SAM2_WEIGHTS_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -33,14 +52,60 @@ pub enum WeightSharing {
 /// Initializers smaller than this stay inline in the model: sharing them saves nothing.
 const MIN_SHARED_BYTES: usize = 1024;
 
+/// How a model's graph is optimised before its weights are shared: the level, and the provider
+/// whose kernels the optimiser may target. Sessions of different plans hold different weights
+/// (a fused graph has other initializers than an unfused one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Plan {
+    level: Optimization,
+    /// `None`: optimised for the CPU provider, which suits every provider (basic rewrites are
+    /// provider-independent). `Some`: optimised with these providers registered, so that their
+    /// own fusions apply (CUDA); the throwaway session registers them as the real ones will.
+    providers: Option<DeviceOptions>,
+}
+
+impl Plan {
+    /// The plan for sessions with these options. CPU sessions and CUDA ones are optimised at the
+    /// requested level with their providers. Providers that compile the graph themselves
+    /// (TensorRT, DirectML, CoreML) cannot have a pre-optimised graph saved with their nodes,
+    /// so their graph gets the provider-independent basic rewrites and they do the rest.
+    pub(crate) fn new(level: Optimization, device: &DeviceOptions) -> Self {
+        let first = device.providers.first().map(|r| r.provider);
+        match first {
+            None | Some(Provider::Cpu) => Plan {
+                level,
+                providers: None,
+            },
+            Some(Provider::Cuda) => Plan {
+                level,
+                providers: Some(device.clone()),
+            },
+            Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl) => Plan {
+                level: if level == Optimization::None {
+                    level
+                } else {
+                    Optimization::Basic
+                },
+                providers: None,
+            },
+        }
+    }
+
+    fn ort_level(&self) -> Option<GraphOptimizationLevel> {
+        match self.level {
+            Optimization::None => None,
+            Optimization::Basic => Some(GraphOptimizationLevel::Level1),
+            Optimization::All => Some(GraphOptimizationLevel::All),
+        }
+    }
+}
+
 /// A model's weights, held once.
 #[derive(Debug)]
 pub(crate) struct ModelWeights {
-    /// The model proto without its large initializers (external-data entries that name the
-    /// model file itself, at the initializers' true offsets).
+    /// The optimised model proto without its large initializers (external-data entries that
+    /// name [`platform::EMPTY_FILE`], which has no data to give).
     pub model: Vec<u8>,
-    /// The directory of the model file, where those entries point.
-    pub directory: PathBuf,
     /// Each moved initializer as one ONNX Runtime value (host memory), given to every session.
     pub values: Vec<(String, Arc<DynValue>)>,
     /// Pre-packed kernel forms of the weights, shared by the sessions built with these weights.
@@ -65,7 +130,8 @@ struct Key {
     modified: Option<SystemTime>,
 }
 
-static REGISTRY: Mutex<Vec<(Key, Weak<ModelWeights>)>> = Mutex::new(Vec::new());
+#[allow(clippy::type_complexity)]
+static REGISTRY: Mutex<Vec<((Key, Plan), Weak<ModelWeights>)>> = Mutex::new(Vec::new());
 
 fn key(path: &Path) -> Result<Key> {
     let canonical = path
@@ -120,20 +186,47 @@ fn owned_value(data_type: i32, dims: &[i64], b: &[u8]) -> Option<Result<DynValue
     })
 }
 
-/// Reads a model and sets its weights apart: the bytes of each large initializer are copied once
-/// into an aligned ONNX Runtime tensor, and the proto keeps only references to them.
-fn load(path: &Path, bytes: &[u8]) -> Result<ModelWeights> {
+/// Optimises `bytes` once at the plan's level in a throwaway session and returns the optimised
+/// model. The session writes it to a private temporary directory, removed before returning.
+fn optimize(path: &Path, bytes: &[u8], plan: &Plan) -> Result<Vec<u8>> {
+    let Some(level) = plan.ort_level() else {
+        return Ok(bytes.to_vec());
+    };
+    let dir = platform::PrivateTempDir::new("sam2-optimize")
+        .map_err(|e| Error::io("creating a temporary directory for graph optimisation", e))?;
+    let out = dir.path().join("optimized.onnx");
+    let env = crate::runtime::environment()?;
+    let mut builder = Session::builder(env)?
+        .with_optimization_level(level)?
+        .with_optimized_model_path(&out)?
+        // The throwaway session is never run: no pre-packing, no thread pool to speak of, and
+        // only errors in the log (saving a fused graph always warns that it is hardware-specific,
+        // which is the point: it is used on this machine, by this process, only).
+        .with_config_entry("session.disable_prepacking", "1")?
+        .with_intra_threads(1)?
+        .with_log_level(ort::logging::LogLevel::Error)?;
+    if let Some(device) = &plan.providers {
+        let _ = crate::device::register(&mut builder, device);
+    }
+    let session = builder
+        .commit_from_memory(bytes)
+        .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;
+    drop(session);
+    std::fs::read(&out).map_err(|e| Error::io("reading the optimised model back", e))
+}
+
+/// Reads a model and sets its weights apart: the graph is optimised once, then the bytes of each
+/// large initializer are copied once into an aligned ONNX Runtime tensor, and the proto keeps
+/// only references to them.
+fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
-    let location = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .ok_or_else(|| Error::model(path, "names no file"))?;
-    let split = onnx_split::split_with_location(bytes, MIN_SHARED_BYTES, &location)
+    let optimized = optimize(path, bytes, plan)?;
+    let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, platform::EMPTY_FILE)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
     let mut values = Vec::with_capacity(split.initializers.len());
     let mut weight_bytes = 0;
     for init in &split.initializers {
-        let src = &bytes[init.offset..init.offset + init.len];
+        let src = &optimized[init.offset..init.offset + init.len];
         let value = owned_value(init.data_type, &init.dims, src).ok_or_else(|| {
             Error::model(
                 path,
@@ -148,11 +241,6 @@ fn load(path: &Path, bytes: &[u8]) -> Result<ModelWeights> {
     }
     Ok(ModelWeights {
         model: split.model,
-        directory: path
-            .canonicalize()
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_path_buf))
-            .unwrap_or_default(),
         values,
         prepacked: PrepackedWeights::new(),
         fingerprint,
@@ -216,13 +304,13 @@ impl ModelWeights {
 
 /// The weights of the model at `path`: the registry's shared copy (made on first use), or a
 /// fresh copy for this caller alone.
-pub(crate) fn get(path: &Path, sharing: WeightSharing) -> Result<Arc<ModelWeights>> {
+pub(crate) fn get(path: &Path, sharing: WeightSharing, plan: Plan) -> Result<Arc<ModelWeights>> {
     crate::runtime::environment()?;
     if sharing == WeightSharing::Copy {
         let bytes = crate::session::read_model(path)?;
-        return Ok(Arc::new(load(path, &bytes)?));
+        return Ok(Arc::new(load(path, &bytes, &plan)?));
     }
-    let key = key(path)?;
+    let key = (key(path)?, plan);
     let mut registry = REGISTRY.lock().unwrap_or_else(|p| p.into_inner());
     registry.retain(|(_, weak)| weak.strong_count() > 0);
     if let Some(existing) = registry
@@ -234,7 +322,7 @@ pub(crate) fn get(path: &Path, sharing: WeightSharing) -> Result<Arc<ModelWeight
     }
     // Loading under the lock: two threads opening one model must not both read it.
     let bytes = crate::session::read_model(path)?;
-    let weights = Arc::new(load(path, &bytes)?);
+    let weights = Arc::new(load(path, &bytes, &key.1)?);
     drop(bytes);
     registry.push((key, Arc::downgrade(&weights)));
     Ok(weights)

@@ -39,11 +39,11 @@ namespace Sam2
     /// <summary>How far ONNX Runtime optimises the graph (SAM2_OPTIMIZATION_*).</summary>
     public enum GraphOptimization : uint
     {
-        /// <summary>Rewrites that keep the weights as they are, so shared weights stay shared (default).</summary>
+        /// <summary>Provider-independent rewrites only. Weights stay shared at every level.</summary>
         Basic = NativeMethods.SAM2_OPTIMIZATION_BASIC,
         /// <summary>No graph optimisation.</summary>
         None = NativeMethods.SAM2_OPTIMIZATION_NONE,
-        /// <summary>Everything, including fusions that give each session its own rewritten weights.</summary>
+        /// <summary>Everything ONNX Runtime has for the provider, fusions included (default).</summary>
         All = NativeMethods.SAM2_OPTIMIZATION_ALL,
     }
 

@@ -32,13 +32,15 @@ pub const SAM2_WEIGHTS_SHARED: u32 = 0;
 /// Weights: an explicit copy for this session alone (isolation); never made unless asked for.
 pub const SAM2_WEIGHTS_COPY: u32 = 1;
 
-/// Graph optimisation: basic rewrites that keep the weights as they are, so shared weights stay
-/// shared (the default).
+/// Graph optimisation: provider-independent rewrites only (constant folding, redundant nodes,
+/// transposes). The graph is optimised once per process and model at every level, so the weights
+/// stay shared whatever the level.
 pub const SAM2_OPTIMIZATION_BASIC: u32 = 0;
-/// Graph optimisation: none.
+/// Graph optimisation: none; the graph runs as exported.
 pub const SAM2_OPTIMIZATION_NONE: u32 = 1;
-/// Graph optimisation: everything, including fusions that give each session its own rewritten
-/// copy of the weights it fuses.
+/// Graph optimisation: everything ONNX Runtime has for the provider, fusions and (on the CPU)
+/// blocked layouts included (the default, as in ONNX Runtime). Providers that compile the graph
+/// themselves (TensorRT, DirectML, CoreML) get the basic rewrites and do the rest.
 pub const SAM2_OPTIMIZATION_ALL: u32 = 2;
 
 /// Converts the weight-sharing and optimisation fields shared by encoder and predictor options.

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
-    SAM2_OPTIMIZATION_BASIC, SAM2_WEIGHTS_SHARED,
+    SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
 };
 use super::embedding::sam2_embedding;
 use super::{
@@ -61,7 +61,7 @@ pub struct sam2_encoder_options {
     pub on_device_mismatch: u32,
     /// `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
     pub weight_sharing: u32,
-    /// `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+    /// `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
     pub graph_optimization: u32,
 }
 
@@ -78,7 +78,7 @@ impl Default for sam2_encoder_options {
             provider_count: 0,
             on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
             weight_sharing: SAM2_WEIGHTS_SHARED,
-            graph_optimization: SAM2_OPTIMIZATION_BASIC,
+            graph_optimization: SAM2_OPTIMIZATION_ALL,
         }
     }
 }

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 
 use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
-    SAM2_OPTIMIZATION_BASIC, SAM2_WEIGHTS_SHARED,
+    SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
 };
 use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
@@ -57,7 +57,7 @@ pub struct sam2_predictor_options {
     pub pool_size: u32,
     /// `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
     pub weight_sharing: u32,
-    /// `SAM2_OPTIMIZATION_BASIC` (default), `SAM2_OPTIMIZATION_NONE` or `SAM2_OPTIMIZATION_ALL`.
+    /// `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
     pub graph_optimization: u32,
 }
 
@@ -76,7 +76,7 @@ impl Default for sam2_predictor_options {
             allow_embedding_copy: 0,
             pool_size: 0,
             weight_sharing: SAM2_WEIGHTS_SHARED,
-            graph_optimization: SAM2_OPTIMIZATION_BASIC,
+            graph_optimization: SAM2_OPTIMIZATION_ALL,
         }
     }
 }
