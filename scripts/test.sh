@@ -8,6 +8,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 . scripts/setup.sh
+# The real SAM2 architecture from the real exporters (cached outside the clone: the first run
+# downloads torch and exports for a few minutes, later runs reuse both).
+. scripts/setup-real.sh
 
 # The figures of the reliability report, written by the tests that measure them.
 export SAM2_REPORT_DIR="$ROOT/target/reliability"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Real-architecture SAM2 models (issue 16): Meta's SAM2 code with seeded random weights, exported
+# by samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (tools/export_real.py), and the
+# reference masks the tests compare against (tools/real_reference.py).
+#
+# Idempotent and cached outside the repository, so that every clone reuses one copy:
+#   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/
+#     real-venv/                  torch 2.10 and the exporters (about 7 GB; torch needs its NVIDIA
+#                                 packages even to import on a CPU)
+#     real-models/<hash>/         the exports, checkpoints, manifest.json and reference.json, keyed
+#                                 by the export script, its pins and the reference inputs
+# A second run downloads and exports nothing. Source it (`. scripts/setup-real.sh`) to get
+# SAM2_REAL_MODELS exported; scripts/test.sh does.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
+REAL_VENV="$CACHE/real-venv"
+say() { printf '[setup-real] %s\n' "$*" >&2; }
+# Runs a step with its (chatty: tracer warnings, ONNX Runtime warnings) output in a log, showing
+# only its progress lines; on failure, the end of the log.
+logged() {
+    local log="$1"
+    shift
+    if ! "$@" >"$log" 2>&1; then
+        say "failed: $*; the end of $log:"
+        tail -n 40 "$log" >&2
+        return 1
+    fi
+    grep -h '^\[' "$log" >&2 || true
+}
+export ORT_DISABLE_TELEMETRY=1
+
+# 1. The exporters' venv.
+real_req_hash="$(sha256sum "$ROOT/tools/real-requirements.txt" | cut -c1-16)"
+if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
+    say "creating $REAL_VENV: torch 2.10.0, sam-2-uni 1.0, samexporter 0.5.0, onnxruntime 1.31.1"
+    say "(the first time downloads about 3 GB of wheels; later runs reuse the venv)"
+    rm -rf "$REAL_VENV"
+    mkdir -p "$CACHE"
+    python3 -m venv "$REAL_VENV"
+    "$REAL_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off \
+        -r "$ROOT/tools/real-requirements.txt"
+    touch "$REAL_VENV/.sam2-req-$real_req_hash"
+fi
+
+# 2. The exports, then the reference masks (each regenerated only when its inputs change).
+export_hash="$(cat "$ROOT/tools/export_real.py" "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
+REAL_MODELS="$CACHE/real-models/$export_hash"
+if [ ! -f "$REAL_MODELS/.sam2-exported" ]; then
+    say "exporting the real SAM2 architecture into $REAL_MODELS (a few minutes)"
+    mkdir -p "$REAL_MODELS"
+    logged "$REAL_MODELS/export.log" "$REAL_VENV/bin/python" "$ROOT/tools/export_real.py" --out "$REAL_MODELS"
+    touch "$REAL_MODELS/.sam2-exported"
+    # Exports of older versions of the script are not needed any more.
+    find "$CACHE/real-models" -mindepth 1 -maxdepth 1 -type d ! -name "$export_hash" -exec rm -rf {} +
+fi
+ref_hash="$(cat "$ROOT/tools/real_reference.py" "$ROOT/testdata/demo.ppm" | sha256sum | cut -c1-16)"
+if [ ! -f "$REAL_MODELS/.sam2-reference-$ref_hash" ]; then
+    say "computing the reference masks (Python pipeline and Meta's PyTorch predictor)"
+    logged "$REAL_MODELS/reference.log" "$REAL_VENV/bin/python" "$ROOT/tools/real_reference.py" \
+        --models "$REAL_MODELS" --image "$ROOT/testdata/demo.ppm"
+    rm -f "$REAL_MODELS"/.sam2-reference-*
+    touch "$REAL_MODELS/.sam2-reference-$ref_hash"
+fi
+export SAM2_REAL_MODELS="$REAL_MODELS"
+export SAM2_REAL_PYTHON="$REAL_VENV/bin/python"
