@@ -22,7 +22,9 @@ const H: usize = 960;
 
 struct Args {
     images: usize,
-    think: Duration,
+    /// None: long enough that a user's two clicks on an image take about 1.6 encodes (as in the
+    /// first measurement: 1.4 s per image against a 0.9 s encode), at least 700 ms.
+    think: Option<Duration>,
     lookahead: usize,
     out: Option<std::path::PathBuf>,
 }
@@ -30,7 +32,7 @@ struct Args {
 fn args() -> Args {
     let mut a = Args {
         images: 20,
-        think: Duration::from_millis(700),
+        think: None,
         lookahead: 2,
         out: None,
     };
@@ -39,7 +41,11 @@ fn args() -> Args {
         let mut value = || it.next().expect("a value after the flag");
         match arg.as_str() {
             "--images" => a.images = value().parse().expect("--images N"),
-            "--think-ms" => a.think = Duration::from_millis(value().parse().expect("--think-ms T")),
+            "--think-ms" => {
+                a.think = Some(Duration::from_millis(
+                    value().parse().expect("--think-ms T"),
+                ))
+            }
             "--lookahead" => a.lookahead = value().parse().expect("--lookahead K"),
             "--out" => a.out = Some(value().into()),
             other => panic!("unknown argument {other}"),
@@ -166,15 +172,27 @@ fn session(
 fn main() -> Res<()> {
     let args = args();
     sam2::runtime::init(None)?;
-    let models = std::path::PathBuf::from(
-        std::env::var("SAM2_MODELS").unwrap_or_else(|_| "models".to_string()),
-    );
-    let encoder = Arc::new(Encoder::new(
-        models.join("bench_a_encoder.onnx"),
-        &Default::default(),
-    )?);
+    // The real SAM2.1 hiera-tiny export (scripts/setup-real.sh) when there is one, else the
+    // generated bench pair.
+    let (enc_path, dec_path) = match std::env::var("SAM2_REAL_MODELS") {
+        Ok(real) => (
+            std::path::Path::new(&real).join("sam2.1_hiera_tiny.encoder.onnx"),
+            std::path::Path::new(&real).join("sam2.1_hiera_tiny.decoder.onnx"),
+        ),
+        Err(_) => {
+            let models = std::path::PathBuf::from(
+                std::env::var("SAM2_MODELS").unwrap_or_else(|_| "models".to_string()),
+            );
+            (
+                models.join("bench_a_encoder.onnx"),
+                models.join("bench_a_decoder.onnx"),
+            )
+        }
+    };
+    println!("models: {} and {}", enc_path.display(), dec_path.display());
+    let encoder = Arc::new(Encoder::new(&enc_path, &Default::default())?);
     let predictor = Predictor::new(
-        models.join("bench_a_decoder.onnx"),
+        &dec_path,
         &PredictorOptions {
             encoder_fingerprint: Some(encoder.fingerprint()),
             ..Default::default()
@@ -221,15 +239,18 @@ fn main() -> Res<()> {
         lat
     };
 
+    let think = args.think.unwrap_or_else(|| {
+        Duration::from_millis(700).max(Duration::from_secs_f64(encode_ms * 0.8 / 1e3))
+    });
     println!(
         "annotation session: {} images of {W}x{H}, two clicks each, {} ms think time; encode {:.0} ms, decode {:.1} ms (median, idle)",
         args.images,
-        args.think.as_millis(),
+        think.as_millis(),
         encode_ms,
         decode_ms
     );
-    let plain = session(&encoder, &predictor, &images, args.think, 0)?;
-    let ahead = session(&encoder, &predictor, &images, args.think, args.lookahead)?;
+    let plain = session(&encoder, &predictor, &images, think, 0)?;
+    let ahead = session(&encoder, &predictor, &images, think, args.lookahead)?;
 
     // "Once the queue has warmed up": from the second image on (the first is never pre-encoded).
     let warm = |r: &SessionResult| r.first_mask_ms[1..].to_vec();
@@ -279,7 +300,7 @@ fn main() -> Res<()> {
     if let Some(out) = args.out {
         let json = serde_json::json!({
             "images": args.images,
-            "think_ms": args.think.as_millis() as u64,
+            "think_ms": think.as_millis() as u64,
             "lookahead": args.lookahead,
             "encode_ms": encode_ms,
             "decode_ms_median_idle": decode_ms,

@@ -13,6 +13,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 # shellcheck source=setup.sh
 . "$ROOT/scripts/setup.sh"
+# The real SAM2.1 hiera-tiny export is what the bench measures (SAM2_BENCH_ENCODER/_DECODER
+# name another pair).
+# shellcheck source=setup-real.sh
+. "$ROOT/scripts/setup-real.sh"
 say() { printf '[bench] %s\n' "$*" >&2; }
 
 # Peer and chart packages, pinned; constrained by tools/requirements.txt so that numpy and

@@ -18,6 +18,11 @@ Runs in the exporters' own venv (scripts/setup-real.sh). Deterministic: the same
 same checkpoint and byte-identical exports. Writes `manifest.json` listing every pair.
 
     python tools/export_real.py --out DIR [--only sam2.1_hiera_tiny ...]
+
+With real weights (a checkpoint from Meta's SAM2 release, on a machine that can download it), the
+same exporters make the models a user runs:
+
+    python tools/export_real.py --out DIR --only sam2.1_hiera_tiny --checkpoint sam2.1_hiera_tiny.pt
 """
 
 import argparse
@@ -71,7 +76,9 @@ def sha256(path):
     return h.hexdigest()
 
 
-def write_checkpoint(name, config, out_dir):
+def write_checkpoint(name, config, out_dir, given=None):
+    if given:
+        return os.path.abspath(given)
     path = os.path.join(out_dir, f"{name}.pt")
     if not os.path.exists(path):
         t0 = time.time()
@@ -156,7 +163,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--only", nargs="*", choices=sorted(MODELS))
+    parser.add_argument("--checkpoint", help="export these weights instead of seeded random ones "
+                        "(one model: give --only NAME)")
     args = parser.parse_args()
+    if args.checkpoint and (not args.only or len(args.only) != 1):
+        parser.error("--checkpoint needs --only with the one model it holds")
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(os.cpu_count() or 1)
 
@@ -164,19 +175,19 @@ def main():
     for name, (config, exporters) in MODELS.items():
         if args.only and name not in args.only:
             continue
-        checkpoint = write_checkpoint(name, config, args.out)
+        checkpoint = write_checkpoint(name, config, args.out, args.checkpoint)
         for exporter in exporters:
             made = {"samexporter": export_samexporter, "onnxruntime": export_onnxruntime}[exporter](
                 name, checkpoint, args.out)
             for pair in made:
                 pair["model"] = name
                 pair["config"] = config
-                pair["checkpoint"] = os.path.basename(checkpoint)
+                pair["checkpoint"] = os.path.relpath(checkpoint, args.out)
                 for key in ("encoder", "decoder"):
                     pair[key + "_sha256"] = sha256(pair[key])
                     pair[key] = os.path.basename(pair[key])
                 pairs.append(pair)
-    manifest = {"seed": SEED, "torch": torch.__version__, "pairs": pairs}
+    manifest = {"seed": None if args.checkpoint else SEED, "torch": torch.__version__, "pairs": pairs}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     say(f"{len(pairs)} pairs in {args.out}/manifest.json")

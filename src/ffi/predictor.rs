@@ -37,7 +37,8 @@ impl_handle!(sam2_predictor, b"sam2_prd");
 pub struct sam2_predictor_options {
     /// `sizeof(sam2_predictor_options)`.
     pub struct_size: u32,
-    /// Intra-op threads of each session; 0 lets ONNX Runtime choose.
+    /// Intra-op threads of each session; 0 (default): the first session of the pool uses every
+    /// core (ONNX Runtime's choice), the others one thread each.
     pub intra_threads: u32,
     /// NULL, or the fingerprint ("sam2fp1-…") of the encoder whose embeddings are accepted
     /// (from `sam2_encoder_fingerprint`). Read during `sam2_predictor_new` only.
@@ -52,8 +53,9 @@ pub struct sam2_predictor_options {
     /// `SAM2_ERR_INVALID_ARGUMENT`. 1: it is copied to the host for each predict.
     pub allow_embedding_copy: u32,
     /// Sessions in the predictor's pool, i.e. predicts that run at once; 0 = one per core (at
-    /// most 8). The sessions share the weights; with several, the cores are split between them
-    /// unless `intra_threads` says otherwise.
+    /// most 8). The sessions share the weights. A predict takes the first session when it is
+    /// free, so a lone click runs on every core; concurrent ones take the others (one thread
+    /// each, unless `intra_threads` says otherwise).
     pub pool_size: u32,
     /// `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
     pub weight_sharing: u32,
