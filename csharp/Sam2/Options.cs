@@ -24,7 +24,7 @@ namespace Sam2
         /// <summary>Shared weights (default: one copy for every session of the model) or an explicit copy.</summary>
         public WeightSharing WeightSharing { get; set; }
 
-        /// <summary>How far ONNX Runtime optimises the graph (Basic keeps shared weights shared).</summary>
+        /// <summary>How far ONNX Runtime optimises the graph (default All; weights stay shared at every level).</summary>
         public GraphOptimization GraphOptimization { get; set; }
 
         /// <summary>Where the embedding is placed: <see cref="Sam2.OutputTarget.Device"/> (default) or <see cref="Sam2.OutputTarget.Host"/>.</summary>
@@ -101,7 +101,7 @@ namespace Sam2
         /// <summary>Shared weights (default) or an explicit copy.</summary>
         public WeightSharing WeightSharing { get; set; }
 
-        /// <summary>How far ONNX Runtime optimises the graph (Basic keeps shared weights shared).</summary>
+        /// <summary>How far ONNX Runtime optimises the graph (default All; weights stay shared at every level).</summary>
         public GraphOptimization GraphOptimization { get; set; }
 
         /// <summary>Intra-op threads of each session; 0 lets ONNX Runtime choose.</summary>
