@@ -1632,7 +1632,7 @@ fn main() -> Res<()> {
         r.library = Some(lib.clone());
         r.floor = Some(floor.clone());
         r.note = format!(
-            "higher is better; library: one predictor, pool_size 2 (the first session on every core, the second on one thread), one embedding; floor = {n} plain session{} (All) with 1 intra thread, one per thread",
+            "higher is better; library: one predictor, pool_size 2 (two one-thread sessions for predicts that run at once, and one on every core for a predict alone), one embedding; floor = {n} plain session{} (All) with 1 intra thread, one per thread",
             if *n == 1 { "" } else { "s" }
         );
         rows.push(r);

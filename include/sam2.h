@@ -510,7 +510,8 @@ typedef struct sam2_predictor_options {
    */
   uint32_t struct_size;
   /**
-   * Intra-op threads of each session; 0 lets ONNX Runtime choose.
+   * Intra-op threads of each session; 0 (default): the first session of the pool uses every
+   * core (ONNX Runtime's choice), the others one thread each.
    */
   uint32_t intra_threads;
   /**
@@ -535,8 +536,9 @@ typedef struct sam2_predictor_options {
   uint32_t allow_embedding_copy;
   /**
    * Sessions in the predictor's pool, i.e. predicts that run at once; 0 = one per core (at
-   * most 8). The sessions share the weights; with several, the cores are split between them
-   * unless `intra_threads` says otherwise.
+   * most 8). The sessions share the weights. A predict takes the first session when it is
+   * free, so a lone click runs on every core; concurrent ones take the others (one thread
+   * each, unless `intra_threads` says otherwise).
    */
   uint32_t pool_size;
   /**
