@@ -167,8 +167,24 @@ impl Encoder {
         // binding, and an embedding must never be overwritten by the next image.
         let mut binding = session.create_binding()?;
         binding.bind_input(self.spec.input_name.as_str(), input)?;
-        for name in names {
-            binding.bind_output_to_device(name, &self.output_memory)?;
+        for (name, shape) in names.iter().zip(contract::EMBEDDING_SHAPES) {
+            if self.output_memory.is_cpu_accessible() {
+                // Host embeddings live in memory of their own, not in ONNX Runtime's arena: an
+                // embedding outlives the run by minutes, and arena chunks pinned that long
+                // fragment the regions every later run allocates from (the soak saw the arena
+                // add a 64 MiB region after warm-up).
+                // ONNX Runtime's default CPU allocator: plain memory, outside the arena.
+                let allocator = ort::memory::Allocator::default();
+                let value = match contract::tensor_info(session.outputs(), name) {
+                    Some((TensorElementType::Float16, _)) => {
+                        Tensor::<half::f16>::new(&allocator, shape)?.into_dyn()
+                    }
+                    _ => Tensor::<f32>::new(&allocator, shape)?.into_dyn(),
+                };
+                binding.bind_output(*name, value)?;
+            } else {
+                binding.bind_output_to_device(*name, &self.output_memory)?;
+            }
         }
         let mut outputs = match run_options {
             Some(options) => session.run_binding_with_options(&binding, options)?,

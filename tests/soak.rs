@@ -38,6 +38,8 @@ fn env_or(name: &str, default: usize) -> usize {
 const MAX_WIDTH: usize = 1464;
 const MAX_HEIGHT: usize = 1064;
 const MAX_OBJECTS: usize = 3;
+/// Most points of a random prompt (besides its box).
+const MAX_POINTS: usize = 6;
 
 /// Resident set size of this process, in bytes.
 fn rss() -> u64 {
@@ -93,7 +95,7 @@ fn image_of_size(src: &Image, width: usize, height: usize) -> Vec<u8> {
 }
 
 fn prompt(rng: &mut Rng, width: u32, height: u32) -> Prompt {
-    let points = (0..rng.below(6) as usize + usize::from(rng.below(4) != 0))
+    let points = (0..rng.below(MAX_POINTS as u64) as usize + usize::from(rng.below(4) != 0))
         .map(|_| Point {
             x: rng.coord(width),
             y: rng.coord(height),
@@ -146,8 +148,21 @@ fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
         let pixels = image_of_size(&source, w, h);
         let image = ImageView::packed(&pixels, w, h, PixelFormat::Rgb).unwrap();
         let embedding = encoder.encode(&image).unwrap();
+        // Every object of the largest shape (most points and a box): prompts of one shape run as
+        // one batch, so this is the largest single run the loop can ask for.
         let prompts: Vec<Prompt> = (0..MAX_OBJECTS)
-            .map(|_| prompt(&mut rng, w as u32, h as u32))
+            .map(|_| {
+                let mut p = prompt(&mut rng, w as u32, h as u32);
+                while p.points.len() < MAX_POINTS {
+                    p.points.push(Point {
+                        x: rng.coord(w as u32 / 2),
+                        y: rng.coord(h as u32 / 2),
+                        positive: true,
+                    });
+                }
+                p.bbox = Some([1.0, 1.0, (w - 2) as f32, (h - 2) as f32]);
+                p
+            })
             .collect();
         for multimask in [false, true] {
             predictor
