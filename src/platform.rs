@@ -13,6 +13,37 @@ pub(crate) const EMPTY_FILE_DIR: &str = "/dev";
 #[cfg(unix)]
 pub(crate) const EMPTY_FILE: &str = "null";
 
+/// What identifies a file beyond its path, size and modification time (which `utime` can set):
+/// on Unix its device, inode and change time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FileIdentity {
+    #[cfg(unix)]
+    device: u64,
+    #[cfg(unix)]
+    inode: u64,
+    #[cfg(unix)]
+    changed: (i64, i64),
+}
+
+impl FileIdentity {
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            FileIdentity {
+                device: meta.dev(),
+                inode: meta.ino(),
+                changed: (meta.ctime(), meta.ctime_nsec()),
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = meta;
+            FileIdentity {}
+        }
+    }
+}
+
 /// A directory only this process uses, removed with everything in it when dropped.
 pub(crate) struct PrivateTempDir(PathBuf);
 

@@ -91,11 +91,11 @@ impl Plan {
         }
     }
 
-    fn ort_level(&self) -> Option<GraphOptimizationLevel> {
+    fn ort_level(&self) -> GraphOptimizationLevel {
         match self.level {
-            Optimization::None => None,
-            Optimization::Basic => Some(GraphOptimizationLevel::Level1),
-            Optimization::All => Some(GraphOptimizationLevel::All),
+            Optimization::None => GraphOptimizationLevel::Disable,
+            Optimization::Basic => GraphOptimizationLevel::Level1,
+            Optimization::All => GraphOptimizationLevel::All,
         }
     }
 }
@@ -123,11 +123,14 @@ pub(crate) struct ModelWeights {
 unsafe impl Send for ModelWeights {}
 unsafe impl Sync for ModelWeights {}
 
+/// Which file a model is: a model copied over another with the same size and a restored
+/// modification time is another model (the device, inode and change time say so).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 struct Key {
     path: PathBuf,
     len: u64,
     modified: Option<SystemTime>,
+    identity: platform::FileIdentity,
 }
 
 #[allow(clippy::type_complexity)]
@@ -143,6 +146,7 @@ fn key(path: &Path) -> Result<Key> {
         path: canonical,
         len: meta.len(),
         modified: meta.modified().ok(),
+        identity: platform::FileIdentity::of(&meta),
     })
 }
 
@@ -186,12 +190,18 @@ fn owned_value(data_type: i32, dims: &[i64], b: &[u8]) -> Option<Result<DynValue
     })
 }
 
-/// Optimises `bytes` once at the plan's level in a throwaway session and returns the optimised
-/// model. The session writes it to a private temporary directory, removed before returning.
-fn optimize(path: &Path, bytes: &[u8], plan: &Plan) -> Result<Vec<u8>> {
-    let Some(level) = plan.ort_level() else {
-        return Ok(bytes.to_vec());
-    };
+/// Optimises `bytes` once at the plan's level (`None`: not at all) in a throwaway session and
+/// returns the optimised model, every weight inline. The session writes it to a private temporary
+/// directory, removed before returning.
+///
+/// A large export may keep its weights in external-data files beside the `.onnx`: they are read
+/// from the directory of `path` as given (as ONNX Runtime does for a model opened by path, so a
+/// symbolic link to a model reads the files beside the link), and ONNX Runtime refuses a location
+/// that is absolute or leaves that directory.
+fn optimize(path: &Path, plan: &Plan) -> Result<Vec<u8>> {
+    let level = plan.ort_level();
+    let absolute = std::path::absolute(path)
+        .map_err(|e| Error::model(path, format!("cannot be read: {e}")))?;
     let dir = platform::PrivateTempDir::new("sam2-optimize")
         .map_err(|e| Error::io("creating a temporary directory for graph optimisation", e))?;
     let out = dir.path().join("optimized.onnx");
@@ -204,12 +214,27 @@ fn optimize(path: &Path, bytes: &[u8], plan: &Plan) -> Result<Vec<u8>> {
         // which is the point: it is used on this machine, by this process, only).
         .with_config_entry("session.disable_prepacking", "1")?
         .with_intra_threads(1)?
-        .with_log_level(ort::logging::LogLevel::Error)?;
+        .with_log_level(ort::logging::LogLevel::Error)?
+        // Every weight inline in the saved model, those of external-data files included (without
+        // an external-initializer file named, ONNX Runtime would keep the model's references to
+        // its own data files, which the shared sessions do not read).
+        .with_config_entry(
+            "session.optimized_model_external_initializers_file_name",
+            "optimized.bin",
+        )?
+        .with_config_entry(
+            "session.optimized_model_external_initializers_min_size_in_bytes",
+            (1u64 << 62).to_string(),
+        )?;
     if let Some(device) = &plan.providers {
         let _ = crate::device::register(&mut builder, device);
     }
+    // Opened by path, not from the bytes the caller read: ONNX Runtime resolves and checks
+    // external data against the model's directory only for a model it opens by path (from bytes
+    // it resolves against the working directory and ignores the folder option during that
+    // check). The caller's bytes, read just before, give the fingerprint.
     let session = builder
-        .commit_from_memory(bytes)
+        .commit_from_file(&absolute)
         .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;
     drop(session);
     std::fs::read(&out).map_err(|e| Error::io("reading the optimised model back", e))
@@ -220,7 +245,7 @@ fn optimize(path: &Path, bytes: &[u8], plan: &Plan) -> Result<Vec<u8>> {
 /// only references to them.
 fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
-    let optimized = optimize(path, bytes, plan)?;
+    let optimized = optimize(path, plan)?;
     let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, platform::EMPTY_FILE)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
     let mut values = Vec::with_capacity(split.initializers.len());

@@ -78,40 +78,153 @@ fn the_registry_releases_weights_with_the_last_session() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-fn onnx_runtime_never_reads_the_weights_from_the_file() {
-    init_runtime();
-    let dir = std::env::temp_dir().join(format!("sam2-noread-{}", std::process::id()));
+fn same_embedding(a: &sam2::Embedding, b: &sam2::Embedding) -> bool {
+    a.tensors()
+        .iter()
+        .zip(b.tensors())
+        .all(|(x, y)| x.host_bytes().unwrap() == y.host_bytes().unwrap())
+}
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("sam2-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("tiny_a_encoder.onnx");
-    std::fs::copy(model("tiny_a_encoder.onnx"), &path).unwrap();
-    let first = Encoder::new(&path, &EncoderOptions::default()).unwrap();
-    let reference = embed(&first);
-    // Garble every byte of the file after its first 64 while keeping its size and time, so the
-    // registry still serves the weights it holds: a session that read weights from the file
-    // (where its external-data entries point) would now compute something else.
-    let meta = std::fs::metadata(&path).unwrap();
-    let mut bytes = std::fs::read(&path).unwrap();
-    for b in bytes.iter_mut().skip(64) {
-        *b ^= 0x5a;
+    dir
+}
+
+/// A symbolic link to a model, placed beside another model that has the target's file name,
+/// computes what the target computes, at every optimisation level. (Before, the weights were read
+/// back from "the model file's name" in the link's directory: the wrong model's, at ALL.)
+#[test]
+fn a_link_to_a_model_computes_that_model_whatever_lies_beside_the_link() {
+    init_runtime();
+    let dir = scratch("link");
+    let (real, elsewhere) = (dir.join("real"), dir.join("elsewhere"));
+    std::fs::create_dir_all(&real).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    std::fs::copy(
+        model("tiny_a_encoder.onnx"),
+        real.join("tiny_a_encoder.onnx"),
+    )
+    .unwrap();
+    // Another model under the target's name, beside the link.
+    std::fs::copy(
+        model("tiny_c_encoder.onnx"),
+        elsewhere.join("tiny_a_encoder.onnx"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        real.join("tiny_a_encoder.onnx"),
+        elsewhere.join("my_encoder.onnx"),
+    )
+    .unwrap();
+    for level in [
+        sam2::session::Optimization::None,
+        sam2::session::Optimization::Basic,
+        sam2::session::Optimization::All,
+    ] {
+        let mut o = EncoderOptions::default();
+        o.session.optimization = level;
+        o.session.weights = WeightSharing::Copy;
+        let direct = embed(&Encoder::new(real.join("tiny_a_encoder.onnx"), &o).unwrap());
+        let linked = embed(&Encoder::new(elsewhere.join("my_encoder.onnx"), &o).unwrap());
+        assert!(
+            same_embedding(&direct, &linked),
+            "{level:?}: the link computed something else than its target"
+        );
     }
-    std::fs::write(&path, &bytes).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A different model copied over a model file with the same size and its modification time set
+/// back is another model: a new encoder gets its weights and fingerprint, not the registry's old
+/// ones. (Before, the registry matched on path, size and modification time.)
+#[test]
+fn a_model_replaced_with_the_same_size_and_time_is_loaded_again() {
+    init_runtime();
+    let dir = scratch("replaced");
+    let path = dir.join("tiny_a_encoder.onnx");
+    let original = std::fs::read(model("tiny_a_encoder.onnx")).unwrap();
+    std::fs::write(&path, &original).unwrap();
+    let first = Encoder::new(&path, &EncoderOptions::default()).unwrap();
+    let before = embed(&first);
+    // The same model with other weights: the largest initializer's bytes reversed.
+    let split = sam2::onnx_split::split(&original, 1024).unwrap();
+    let init = split.initializers.iter().max_by_key(|i| i.len).unwrap();
+    let mut other = original.clone();
+    other[init.offset..init.offset + init.len].reverse();
+    let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+    std::fs::write(&path, &other).unwrap();
     std::fs::File::options()
         .write(true)
         .open(&path)
         .unwrap()
-        .set_modified(meta.modified().unwrap())
+        .set_modified(modified)
         .unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().len(),
+        original.len() as u64
+    );
     let second = Encoder::new(&path, &EncoderOptions::default()).unwrap();
-    assert_eq!(first.weights_address(), second.weights_address());
-    let again = embed(&second);
-    for (x, y) in again.tensors().iter().zip(reference.tensors()) {
-        assert!(
-            x.host_bytes().unwrap() == y.host_bytes().unwrap(),
-            "the second session computed from the file's bytes"
-        );
-    }
+    assert_ne!(second.fingerprint(), first.fingerprint());
+    assert_ne!(second.weights_address(), first.weights_address());
+    assert!(!same_embedding(&before, &embed(&second)));
     drop((first, second));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A model whose weights are in an external-data file beside it (how large exports are saved)
+/// loads at every level and computes what the same model with inline weights computes.
+#[test]
+fn a_model_with_its_weights_in_a_file_beside_it_loads() {
+    init_runtime();
+    let dir = scratch("external");
+    let original = std::fs::read(model("tiny_a_encoder.onnx")).unwrap();
+    // The proto keeps references to "weights.bin" at the weights' offsets in the original bytes,
+    // so the original file itself serves as the data file.
+    let split = sam2::onnx_split::split_with_location(&original, 1024, "weights.bin").unwrap();
+    assert!(!split.initializers.is_empty());
+    std::fs::write(dir.join("external.onnx"), &split.model).unwrap();
+    std::fs::write(dir.join("weights.bin"), &original).unwrap();
+    for level in [
+        sam2::session::Optimization::None,
+        sam2::session::Optimization::All,
+    ] {
+        let mut o = EncoderOptions::default();
+        o.session.optimization = level;
+        let inline = embed(&Encoder::new(model("tiny_a_encoder.onnx"), &o).unwrap());
+        let external = embed(&Encoder::new(dir.join("external.onnx"), &o).unwrap());
+        assert!(same_embedding(&inline, &external), "{level:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// External data that is absolute or outside the model's directory is refused with a model error
+/// naming the file, even when the file it names exists.
+#[test]
+fn external_data_outside_the_model_directory_is_refused() {
+    init_runtime();
+    let dir = scratch("hostile");
+    let inner = dir.join("models");
+    std::fs::create_dir_all(&inner).unwrap();
+    let original = std::fs::read(model("tiny_a_encoder.onnx")).unwrap();
+    std::fs::write(dir.join("outside.bin"), &original).unwrap();
+    let absolute = dir.join("outside.bin").to_string_lossy().into_owned();
+    for location in ["../outside.bin", absolute.as_str()] {
+        let split = sam2::onnx_split::split_with_location(&original, 1024, location).unwrap();
+        let path = inner.join("hostile.onnx");
+        std::fs::write(&path, &split.model).unwrap();
+        match Encoder::new(&path, &EncoderOptions::default()) {
+            Err(sam2::Error::Model { path: p, reason }) => {
+                assert_eq!(p, path);
+                assert!(
+                    reason.contains("ONNX Runtime cannot load it"),
+                    "{location}: {reason}"
+                );
+            }
+            other => panic!("{location}: expected a model error, got {other:?}"),
+        }
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
