@@ -51,25 +51,13 @@ namespace Sam2
         /// <summary>What the encoder effectively runs on (<c>sam2_encoder_device</c>); FellBack tells a silent CPU fallback.</summary>
         public Sam2DeviceInfo Device
         {
-            get
-            {
-                uint provider;
-                int deviceId, fellBack;
-                Sam2Error.Check(NativeMethods.sam2_encoder_device(Handle, out provider, out deviceId, out fellBack));
-                return new Sam2DeviceInfo((ExecutionProvider)provider, deviceId, fellBack != 0);
-            }
+            get { return SessionDevice.Device(Handle, NativeMethods.sam2_encoder_device); }
         }
 
         /// <summary>The session's ONNX Runtime execution providers in priority order ("CPUExecutionProvider", …).</summary>
         public string[] ExecutionProviders
         {
-            get
-            {
-                EncoderHandle handle = Handle;
-                string list = Sam2Error.ReadString((byte[] buf, UIntPtr len, out UIntPtr needed) =>
-                    NativeMethods.sam2_encoder_providers(handle, buf, len, out needed));
-                return list.Length == 0 ? new string[0] : list.Split(',');
-            }
+            get { return SessionDevice.ExecutionProviders(Handle, NativeMethods.sam2_encoder_providers); }
         }
 
         /// <summary>Encodes tightly packed pixels (stride = width × bytes per pixel).</summary>
