@@ -142,7 +142,7 @@ namespace Sam2.Tests
         [Test]
         private static void FourThreadsEncodeOnOneEncoder()
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             byte[] expected;
             using (Sam2Masks masks = Fixture.Predictor.Predict(Fixture.Shapes, Sam2Prompt.FromPoint(430, 118)))
                 expected = masks.GetMask(0);
