@@ -50,8 +50,8 @@ fi
 MCS=(mcs -langversion:7 -warn:4 -warnaserror+ -nologo -debug -r:System.dll -r:System.Core.dll)
 echo "[test-csharp] mcs: Sam2.dll, Sample.exe, Sam2.Tests.exe -> build/csharp/" >&2
 "${MCS[@]}" -target:library -unsafe -doc:"$OUT/Sam2.xml" -out:"$OUT/Sam2.dll" csharp/Sam2/*.cs
-"${MCS[@]}" -target:exe -r:"$OUT/Sam2.dll" -out:"$OUT/Sample.exe" csharp/Sample/*.cs
-"${MCS[@]}" -target:exe -r:"$OUT/Sam2.dll" -out:"$OUT/Sam2.Tests.exe" csharp/Tests/*.cs
+"${MCS[@]}" -target:exe -r:"$OUT/Sam2.dll" -out:"$OUT/Sample.exe" csharp/Sample/*.cs csharp/Shared/*.cs
+"${MCS[@]}" -target:exe -r:"$OUT/Sam2.dll" -out:"$OUT/Sam2.Tests.exe" csharp/Tests/*.cs csharp/Shared/*.cs
 
 # DllImport("sam2") finds libsam2.so next to the assemblies.
 ln -sfn "$LIB_DIR/libsam2.so" "$OUT/libsam2.so"

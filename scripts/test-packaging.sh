@@ -185,7 +185,8 @@ python3 -m zipfile -e "$nupkg" "$pkg"
 app="$T/app"
 mkdir -p "$app"
 cp "$pkg/lib/netstandard2.0/Sam2.dll" "$app/"
-mcs -langversion:7 -warnaserror+ -nologo -r:"$app/Sam2.dll" -out:"$app/NuGetConsumer.exe" tests/packaging/NuGetConsumer.cs
+mcs -langversion:7 -warnaserror+ -nologo -r:"$app/Sam2.dll" -out:"$app/NuGetConsumer.exe" \
+    tests/packaging/NuGetConsumer.cs csharp/Shared/*.cs
 # Published (dotnet publish -r linux-x64): every package's native assets in the app directory.
 cp "$pkg/runtimes/linux-x64/native/libsam2.so" "$app/"
 ln -s "$WHEEL_ORT" "$app/libonnxruntime.so"

@@ -129,6 +129,33 @@ namespace Sam2
         }
     }
 
+    /// <summary>
+    /// The one reader of what a session runs on: the encoder and the predictor answer the same two
+    /// questions through their own exports (<c>sam2_encoder_device</c>/<c>sam2_predictor_device</c>,
+    /// <c>sam2_encoder_providers</c>/<c>sam2_predictor_providers</c>).
+    /// </summary>
+    internal static class SessionDevice
+    {
+        internal delegate Sam2Status DeviceCall<THandle>(THandle handle, out uint provider, out int deviceId, out int fellBack);
+
+        internal delegate Sam2Status ProvidersCall<THandle>(THandle handle, byte[] buffer, UIntPtr length, out UIntPtr needed);
+
+        internal static Sam2DeviceInfo Device<THandle>(THandle handle, DeviceCall<THandle> call)
+        {
+            uint provider;
+            int deviceId, fellBack;
+            Sam2Error.Check(call(handle, out provider, out deviceId, out fellBack));
+            return new Sam2DeviceInfo((ExecutionProvider)provider, deviceId, fellBack != 0);
+        }
+
+        /// <summary>The session's execution providers in priority order, from their comma-separated native list.</summary>
+        internal static string[] ExecutionProviders<THandle>(THandle handle, ProvidersCall<THandle> call)
+        {
+            string list = Sam2Error.ReadString((byte[] buf, UIntPtr len, out UIntPtr needed) => call(handle, buf, len, out needed));
+            return list.Length == 0 ? new string[0] : list.Split(',');
+        }
+    }
+
     /// <summary>What a session effectively runs on (<c>sam2_encoder_device</c>, <c>sam2_predictor_device</c>).</summary>
     public struct Sam2DeviceInfo
     {

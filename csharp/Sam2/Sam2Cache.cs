@@ -143,31 +143,29 @@ namespace Sam2
     /// used dropped first) and encodes on a background thread: <see cref="Encode(Sam2Encoder, byte[], int, int, int, PixelFormat)"/>
     /// serves an image seen before without the encoder, <see cref="EncodeAsync"/> encodes without
     /// blocking and can be cancelled, <see cref="Prefetch"/> pre-encodes the next images.
-    /// Thread-safe. One cache may serve several encoders; its budgets are shared.
+    /// Thread-safe. One cache may serve several encoders; its budgets are shared. Disposing it
+    /// (<c>sam2_cache_free</c>) cancels its queued and running encodes and drops the kept
+    /// embeddings; handed-out embeddings and jobs stay valid.
     /// </summary>
-    public sealed class Sam2Cache : IDisposable
+    public sealed class Sam2Cache : Sam2NativeObject
     {
-        private readonly CacheHandle _handle;
-        private int _disposed;
-
         /// <summary>Creates a cache and starts its encoder thread (<c>sam2_cache_new</c>).</summary>
         /// <param name="options">Null for the defaults.</param>
-        public Sam2Cache(Sam2CacheOptions options = null)
+        public Sam2Cache(Sam2CacheOptions options = null) : base(Create(options))
+        {
+        }
+
+        private static CacheHandle Create(Sam2CacheOptions options)
         {
             var native = (options ?? new Sam2CacheOptions()).ToNative();
             CacheHandle handle;
             Sam2Status status = NativeMethods.sam2_cache_new(ref native, out handle);
-            _handle = Sam2Error.CheckNew(status, handle);
+            return Sam2Error.CheckNew(status, handle);
         }
 
         internal CacheHandle Handle
         {
-            get
-            {
-                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                    throw new ObjectDisposedException(GetType().Name);
-                return _handle;
-            }
+            get { return (CacheHandle)OpenHandle; }
         }
 
         /// <summary>The embedding of an image, blocking until it is there (<c>sam2_cache_encode</c>).</summary>
@@ -301,37 +299,18 @@ namespace Sam2
                 throw new ArgumentNullException("encoder");
             Sam2Encoder.CheckPixels(pixels, width, height, stride);
         }
-
-        /// <summary>
-        /// Releases the cache (<c>sam2_cache_free</c>): cancels its queued and running encodes and
-        /// drops the kept embeddings. Handed-out embeddings and jobs stay valid. Safe to call twice.
-        /// </summary>
-        public void Dispose()
-        {
-            Interlocked.Exchange(ref _disposed, 1);
-            _handle.Dispose();
-        }
     }
 
     /// <summary>An encode requested by <see cref="Sam2Cache.EncodeInBackground"/>. Disposing it does not cancel the encode; <see cref="Cancel"/> does.</summary>
-    public sealed class Sam2EncodeJob : IDisposable
+    public sealed class Sam2EncodeJob : Sam2NativeObject
     {
-        private readonly EncodeJobHandle _handle;
-        private int _disposed;
-
-        internal Sam2EncodeJob(EncodeJobHandle handle)
+        internal Sam2EncodeJob(EncodeJobHandle handle) : base(handle)
         {
-            _handle = handle;
         }
 
         private EncodeJobHandle Handle
         {
-            get
-            {
-                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                    throw new ObjectDisposedException(GetType().Name);
-                return _handle;
-            }
+            get { return (EncodeJobHandle)OpenHandle; }
         }
 
         /// <summary>Where the encode is, without waiting (<c>sam2_encode_job_state</c>).</summary>
@@ -432,13 +411,6 @@ namespace Sam2
                 }
             }, CancellationToken.None, TaskCreationOptions.LongRunning, TaskScheduler.Default);
             return completion.Task;
-        }
-
-        /// <summary>Releases the job handle (<c>sam2_encode_job_free</c>); the encode goes on. Safe to call twice.</summary>
-        public void Dispose()
-        {
-            Interlocked.Exchange(ref _disposed, 1);
-            _handle.Dispose();
         }
     }
 }

@@ -1,5 +1,4 @@
 using System;
-using System.Threading;
 
 namespace Sam2
 {
@@ -8,28 +7,15 @@ namespace Sam2
     /// encoder that made it, and where it lives. Immutable: several predictors on several threads
     /// may read it at once. It does not depend on the encoder that made it.
     /// </summary>
-    public sealed class Sam2Embedding : IDisposable
+    public sealed class Sam2Embedding : Sam2NativeObject
     {
-        private readonly EmbeddingHandle _handle;
-
-        // Set by Dispose. The SafeHandle alone is not enough to refuse later calls: while another
-        // thread is inside a native call, Dispose only drops the owner's reference, the handle is
-        // not closed yet, and new calls would still be let through.
-        private int _disposed;
-
-        internal Sam2Embedding(EmbeddingHandle handle)
+        internal Sam2Embedding(EmbeddingHandle handle) : base(handle)
         {
-            _handle = handle;
         }
 
         internal EmbeddingHandle Handle
         {
-            get
-            {
-                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                    throw new ObjectDisposedException(GetType().Name);
-                return _handle;
-            }
+            get { return (EmbeddingHandle)OpenHandle; }
         }
 
         /// <summary>
@@ -142,13 +128,6 @@ namespace Sam2
             uint width, height;
             Sam2Error.Check(NativeMethods.sam2_embedding_image_size(handle, out width, out height), handle);
             return new[] { width, height };
-        }
-
-        /// <summary>Releases the embedding (<c>sam2_embedding_free</c>). Safe to call twice.</summary>
-        public void Dispose()
-        {
-            Interlocked.Exchange(ref _disposed, 1);
-            _handle.Dispose();
         }
     }
 

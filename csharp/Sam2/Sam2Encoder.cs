@@ -1,5 +1,4 @@
 using System;
-using System.Threading;
 
 namespace Sam2
 {
@@ -8,21 +7,18 @@ namespace Sam2
     /// names). Thread-safe: several threads may encode at once. Embeddings it makes do not depend
     /// on it and may outlive it.
     /// </summary>
-    public sealed class Sam2Encoder : IDisposable
+    public sealed class Sam2Encoder : Sam2NativeObject
     {
-        private readonly EncoderHandle _handle;
-
-        // Set by Dispose. The SafeHandle alone is not enough to refuse later calls: while another
-        // thread is inside a native call, Dispose only drops the owner's reference, the handle is
-        // not closed yet, and new calls would still be let through.
-        private int _disposed;
-
         /// <summary>Loads an encoder model (<c>sam2_encoder_new</c>).</summary>
         /// <param name="modelPath">Path of the encoder .onnx file.</param>
         /// <param name="options">Null for the defaults.</param>
         /// <exception cref="ArgumentNullException"><paramref name="modelPath"/> is null.</exception>
         /// <exception cref="Sam2Exception">Status Model (unreadable or unrecognised model), RuntimeNotFound, …</exception>
-        public Sam2Encoder(string modelPath, Sam2EncoderOptions options = null)
+        public Sam2Encoder(string modelPath, Sam2EncoderOptions options = null) : base(Load(modelPath, options))
+        {
+        }
+
+        private static EncoderHandle Load(string modelPath, Sam2EncoderOptions options)
         {
             if (modelPath == null)
                 throw new ArgumentNullException("modelPath");
@@ -32,18 +28,13 @@ namespace Sam2
                 var native = (options ?? new Sam2EncoderOptions()).ToNative(pins);
                 EncoderHandle handle;
                 Sam2Status status = NativeMethods.sam2_encoder_new(path, ref native, out handle);
-                _handle = Sam2Error.CheckNew(status, handle);
+                return Sam2Error.CheckNew(status, handle);
             }
         }
 
         internal EncoderHandle Handle
         {
-            get
-            {
-                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                    throw new ObjectDisposedException(GetType().Name);
-                return _handle;
-            }
+            get { return (EncoderHandle)OpenHandle; }
         }
 
         /// <summary>The model's fingerprint ("sam2fp1-…"), identifying the encoder file.</summary>
@@ -60,25 +51,13 @@ namespace Sam2
         /// <summary>What the encoder effectively runs on (<c>sam2_encoder_device</c>); FellBack tells a silent CPU fallback.</summary>
         public Sam2DeviceInfo Device
         {
-            get
-            {
-                uint provider;
-                int deviceId, fellBack;
-                Sam2Error.Check(NativeMethods.sam2_encoder_device(Handle, out provider, out deviceId, out fellBack));
-                return new Sam2DeviceInfo((ExecutionProvider)provider, deviceId, fellBack != 0);
-            }
+            get { return SessionDevice.Device(Handle, NativeMethods.sam2_encoder_device); }
         }
 
         /// <summary>The session's ONNX Runtime execution providers in priority order ("CPUExecutionProvider", …).</summary>
         public string[] ExecutionProviders
         {
-            get
-            {
-                EncoderHandle handle = Handle;
-                string list = Sam2Error.ReadString((byte[] buf, UIntPtr len, out UIntPtr needed) =>
-                    NativeMethods.sam2_encoder_providers(handle, buf, len, out needed));
-                return list.Length == 0 ? new string[0] : list.Split(',');
-            }
+            get { return SessionDevice.ExecutionProviders(Handle, NativeMethods.sam2_encoder_providers); }
         }
 
         /// <summary>Encodes tightly packed pixels (stride = width × bytes per pixel).</summary>
@@ -146,13 +125,6 @@ namespace Sam2
                 throw new ArgumentOutOfRangeException("height", height, "must not be negative");
             if (stride < 0)
                 throw new ArgumentOutOfRangeException("stride", stride, "must not be negative");
-        }
-
-        /// <summary>Releases the encoder (<c>sam2_encoder_free</c>). Embeddings it made stay valid. Safe to call twice.</summary>
-        public void Dispose()
-        {
-            Interlocked.Exchange(ref _disposed, 1);
-            _handle.Dispose();
         }
     }
 }

@@ -1,5 +1,4 @@
 using System;
-using System.Threading;
 using System.Runtime.InteropServices;
 
 namespace Sam2
@@ -37,18 +36,10 @@ namespace Sam2
     /// original image size, object-major (mask <c>i</c> belongs to object <c>i / Candidates</c>).
     /// Immutable; it does not depend on the predictor and may outlive it. Every accessor copies.
     /// </summary>
-    public sealed class Sam2Masks : IDisposable
+    public sealed class Sam2Masks : Sam2NativeObject
     {
-        private readonly MasksHandle _handle;
-
-        // Set by Dispose. The SafeHandle alone is not enough to refuse later calls: while another
-        // thread is inside a native call, Dispose only drops the owner's reference, the handle is
-        // not closed yet, and new calls would still be let through.
-        private int _disposed;
-
-        internal Sam2Masks(MasksHandle handle)
+        internal Sam2Masks(MasksHandle handle) : base(handle)
         {
-            _handle = handle;
             try
             {
                 UIntPtr objects, candidates;
@@ -97,11 +88,12 @@ namespace Sam2
         public byte[] GetMask(int index)
         {
             CheckIndex(index);
-            using (new HandleLease(_handle, GetType().Name))
+            MasksHandle handle = Handle;
+            using (new HandleLease(handle, GetType().Name))
             {
                 IntPtr data;
                 UIntPtr length;
-                Sam2Error.Check(NativeMethods.sam2_masks_mask(_handle, (UIntPtr)index, out data, out length));
+                Sam2Error.Check(NativeMethods.sam2_masks_mask(handle, (UIntPtr)index, out data, out length));
                 var copy = new byte[checked((int)length.ToUInt64())];
                 Marshal.Copy(data, copy, 0, copy.Length);
                 return copy;
@@ -143,12 +135,13 @@ namespace Sam2
         public float[] GetLowRes(int index, out int side)
         {
             CheckIndex(index);
-            using (new HandleLease(_handle, GetType().Name))
+            MasksHandle handle = Handle;
+            using (new HandleLease(handle, GetType().Name))
             {
                 IntPtr data;
                 UIntPtr length;
                 uint nativeSide;
-                Sam2Error.Check(NativeMethods.sam2_masks_low_res(_handle, (UIntPtr)index, out data, out length, out nativeSide));
+                Sam2Error.Check(NativeMethods.sam2_masks_low_res(handle, (UIntPtr)index, out data, out length, out nativeSide));
                 var copy = new float[checked((int)length.ToUInt64())];
                 Marshal.Copy(data, copy, 0, copy.Length);
                 side = (int)nativeSide;
@@ -158,12 +151,7 @@ namespace Sam2
 
         private MasksHandle Handle
         {
-            get
-            {
-                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                    throw new ObjectDisposedException(GetType().Name);
-                return _handle;
-            }
+            get { return (MasksHandle)OpenHandle; }
         }
 
         private MaskBox BoxAndArea(int index, out long area)
@@ -178,17 +166,9 @@ namespace Sam2
 
         private void CheckIndex(int index)
         {
-            if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                throw new ObjectDisposedException(GetType().Name);
+            ThrowIfDisposed();
             if (index < 0 || index >= Count)
                 throw new ArgumentOutOfRangeException("index", index, "must be below Count (" + Count + ")");
-        }
-
-        /// <summary>Releases the result (<c>sam2_masks_free</c>). Safe to call twice.</summary>
-        public void Dispose()
-        {
-            Interlocked.Exchange(ref _disposed, 1);
-            _handle.Dispose();
         }
     }
 }

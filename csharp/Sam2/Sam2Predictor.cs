@@ -1,5 +1,4 @@
 using System;
-using System.Threading;
 using System.Collections.Generic;
 
 namespace Sam2
@@ -8,19 +7,12 @@ namespace Sam2
     /// A SAM2 prompt decoder. Thread-safe: several threads may predict at once, on one predictor
     /// and one embedding. Results do not depend on it and may outlive it.
     /// </summary>
-    public sealed class Sam2Predictor : IDisposable
+    public sealed class Sam2Predictor : Sam2NativeObject
     {
         // The defaults of sam2_predict_options never change in a process: read them once.
         private static readonly Lazy<NativeMethods.sam2_predict_options> PredictDefaults =
             new Lazy<NativeMethods.sam2_predict_options>(() =>
                 NativeOptions.Defaults<NativeMethods.sam2_predict_options>(NativeMethods.sam2_predict_options_init));
-
-        private readonly PredictorHandle _handle;
-
-        // Set by Dispose. The SafeHandle alone is not enough to refuse later calls: while another
-        // thread is inside a native call, Dispose only drops the owner's reference, the handle is
-        // not closed yet, and new calls would still be let through.
-        private int _disposed;
 
         /// <summary>Loads a decoder model (<c>sam2_predictor_new</c>).</summary>
         /// <param name="encoder">Null, or the encoder whose embeddings this predictor accepts (its
@@ -31,6 +23,11 @@ namespace Sam2
         /// <exception cref="ArgumentNullException"><paramref name="decoderPath"/> is null.</exception>
         /// <exception cref="Sam2Exception">Status Model, RuntimeNotFound, …</exception>
         public Sam2Predictor(Sam2Encoder encoder, string decoderPath, Sam2PredictorOptions options = null)
+            : base(Load(encoder, decoderPath, options))
+        {
+        }
+
+        private static PredictorHandle Load(Sam2Encoder encoder, string decoderPath, Sam2PredictorOptions options)
         {
             if (decoderPath == null)
                 throw new ArgumentNullException("decoderPath");
@@ -42,42 +39,25 @@ namespace Sam2
                 var native = (options ?? new Sam2PredictorOptions()).ToNative(pins);
                 PredictorHandle handle;
                 Sam2Status status = NativeMethods.sam2_predictor_new(lease.Pointer, path, ref native, out handle);
-                _handle = Sam2Error.CheckNew(status, handle);
+                return Sam2Error.CheckNew(status, handle);
             }
         }
 
         internal PredictorHandle Handle
         {
-            get
-            {
-                if (Volatile.Read(ref _disposed) != 0 || _handle.IsClosed)
-                    throw new ObjectDisposedException(GetType().Name);
-                return _handle;
-            }
+            get { return (PredictorHandle)OpenHandle; }
         }
 
         /// <summary>What the predictor effectively runs on (<c>sam2_predictor_device</c>); FellBack tells a silent CPU fallback.</summary>
         public Sam2DeviceInfo Device
         {
-            get
-            {
-                uint provider;
-                int deviceId, fellBack;
-                Sam2Error.Check(NativeMethods.sam2_predictor_device(Handle, out provider, out deviceId, out fellBack));
-                return new Sam2DeviceInfo((ExecutionProvider)provider, deviceId, fellBack != 0);
-            }
+            get { return SessionDevice.Device(Handle, NativeMethods.sam2_predictor_device); }
         }
 
         /// <summary>The session's ONNX Runtime execution providers in priority order ("CPUExecutionProvider", …).</summary>
         public string[] ExecutionProviders
         {
-            get
-            {
-                PredictorHandle handle = Handle;
-                string list = Sam2Error.ReadString((byte[] buf, UIntPtr len, out UIntPtr needed) =>
-                    NativeMethods.sam2_predictor_providers(handle, buf, len, out needed));
-                return list.Length == 0 ? new string[0] : list.Split(',');
-            }
+            get { return SessionDevice.ExecutionProviders(Handle, NativeMethods.sam2_predictor_providers); }
         }
 
         /// <summary>Predicts the best mask of each prompt (one object per prompt).</summary>
@@ -155,13 +135,6 @@ namespace Sam2
                 result.mask_input_len = (UIntPtr)mask.Length;
             }
             return result;
-        }
-
-        /// <summary>Releases the predictor (<c>sam2_predictor_free</c>). Results it made stay valid. Safe to call twice.</summary>
-        public void Dispose()
-        {
-            Interlocked.Exchange(ref _disposed, 1);
-            _handle.Dispose();
         }
     }
 }

@@ -6,7 +6,6 @@
 // $SAM2_ONNXRUNTIME_PATH (see scripts/setup.sh).
 using System;
 using System.IO;
-using System.Text;
 using Sam2;
 
 internal static class Program
@@ -41,8 +40,9 @@ internal static class Program
         Sam2Runtime.Initialize(Environment.GetEnvironmentVariable("SAM2_ONNXRUNTIME_PATH"));
         Console.WriteLine("sam2 " + Sam2Runtime.Version + " on ONNX Runtime " + Sam2Runtime.RuntimeVersion);
 
-        int width, height;
-        byte[] pixels = ReadPpm(Path.Combine(testdata, "demo.ppm"), out width, out height);
+        PnmImage image = Pnm.Read(Path.Combine(testdata, "demo.ppm"), 3);
+        byte[] pixels = image.Pixels;
+        int width = image.Width, height = image.Height;
         Console.WriteLine("image demo.ppm: " + width + "x" + height);
 
         string scratch = Path.Combine(Path.GetTempPath(), "sam2-sample-" + Guid.NewGuid().ToString("N"));
@@ -129,42 +129,5 @@ internal static class Program
             if (a[i] != b[i])
                 return false;
         return true;
-    }
-
-    /// <summary>Reads a binary PPM (P6, maxval 255) into tightly packed RGB.</summary>
-    private static byte[] ReadPpm(string path, out int width, out int height)
-    {
-        byte[] data = File.ReadAllBytes(path);
-        int pos = 0;
-        if (NextToken(data, ref pos) != "P6")
-            throw new InvalidDataException(path + " is not a binary PPM (P6)");
-        width = int.Parse(NextToken(data, ref pos));
-        height = int.Parse(NextToken(data, ref pos));
-        if (NextToken(data, ref pos) != "255")
-            throw new InvalidDataException(path + ": only maxval 255 is supported");
-        pos++; // the single whitespace byte after maxval
-        var pixels = new byte[width * height * 3];
-        if (data.Length - pos < pixels.Length)
-            throw new InvalidDataException(path + " is truncated");
-        Buffer.BlockCopy(data, pos, pixels, 0, pixels.Length);
-        return pixels;
-    }
-
-    private static string NextToken(byte[] data, ref int pos)
-    {
-        while (pos < data.Length)
-        {
-            if (data[pos] == '#')
-                while (pos < data.Length && data[pos] != '\n')
-                    pos++;
-            else if (char.IsWhiteSpace((char)data[pos]))
-                pos++;
-            else
-                break;
-        }
-        var token = new StringBuilder();
-        while (pos < data.Length && !char.IsWhiteSpace((char)data[pos]))
-            token.Append((char)data[pos++]);
-        return token.ToString();
     }
 }

@@ -9,9 +9,9 @@ namespace Sam2.Tests
     internal static class CacheTests
     {
         /// <summary>The shapes image with <paramref name="variant"/> pixels changed: another image to the cache.</summary>
-        private static Image Variant(int variant)
+        private static PnmImage Variant(int variant)
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             for (int i = 0; i < variant; i++)
                 image.Pixels[i * 3] ^= 0x5a;
             return image;
@@ -37,7 +37,7 @@ namespace Sam2.Tests
         [Test]
         private static void OpeningAnImageTwiceEncodesItOnce()
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             using (var cache = new Sam2Cache())
             {
                 CacheSource source;
@@ -64,7 +64,7 @@ namespace Sam2.Tests
         [Test]
         private static void EncodeAsyncHandsTheEmbeddingToATask()
         {
-            Image image = Variant(3);
+            PnmImage image = Variant(3);
             using (var cache = new Sam2Cache())
             {
                 Task<Sam2Embedding> task = cache.EncodeAsync(Fixture.Encoder, image.Pixels, image.Width, image.Height, 0, PixelFormat.Rgb);
@@ -87,13 +87,13 @@ namespace Sam2.Tests
             {
                 for (int v = 1; v <= 3; v++)
                 {
-                    Image image = Variant(v);
+                    PnmImage image = Variant(v);
                     Assert.True(cache.Prefetch(Fixture.Encoder, image.Pixels, image.Width, image.Height, 0, PixelFormat.Rgb), "prefetch " + v);
                 }
                 WaitUntil("the prefetches", () => cache.Stats.Entries == 3);
                 for (int v = 1; v <= 3; v++)
                 {
-                    Image image = Variant(v);
+                    PnmImage image = Variant(v);
                     CacheSource source;
                     using (cache.Encode(Fixture.Encoder, image.Pixels, image.Width, image.Height, 0, PixelFormat.Rgb, out source))
                         Assert.Equal(CacheSource.Hit, source, "open " + v);
@@ -104,7 +104,7 @@ namespace Sam2.Tests
         [Test]
         private static void AFullQueueRefusesBackgroundRequestsOnly()
         {
-            Image image = Variant(5);
+            PnmImage image = Variant(5);
             using (var cache = new Sam2Cache(new Sam2CacheOptions { QueueLimit = 0 }))
             {
                 Assert.True(!cache.Prefetch(Fixture.Encoder, image.Pixels, image.Width, image.Height, 0, PixelFormat.Rgb), "Prefetch says it was not taken");
@@ -125,7 +125,7 @@ namespace Sam2.Tests
         [Test]
         private static void CancellingTheTokenStopsTheEncodeAndCancelsTheTask()
         {
-            Image image = Variant(7);
+            PnmImage image = Variant(7);
             using (var encoder = new Sam2Encoder(Fixture.Model("bench_a_encoder")))
             using (var cache = new Sam2Cache())
             using (var cts = new CancellationTokenSource())

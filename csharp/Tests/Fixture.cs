@@ -8,14 +8,6 @@ using System.Text;
 
 namespace Sam2.Tests
 {
-    internal sealed class Image
-    {
-        public int Width;
-        public int Height;
-        public int Channels;
-        public byte[] Pixels;
-    }
-
     internal sealed class Shape
     {
         public string Name;
@@ -105,7 +97,7 @@ namespace Sam2.Tests
                 {
                     if (_shapes == null)
                     {
-                        Image image = ShapesImage;
+                        PnmImage image = ShapesImage;
                         _shapes = Encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb);
                     }
                     return _shapes;
@@ -113,9 +105,9 @@ namespace Sam2.Tests
             }
         }
 
-        internal static Image ShapesImage
+        internal static PnmImage ShapesImage
         {
-            get { return ReadPnm(Path.Combine(TestData, "shapes.ppm")); }
+            get { return Pnm.Read(Path.Combine(TestData, "shapes.ppm"), 3); }
         }
 
         internal static List<Shape> ShapeList()
@@ -142,7 +134,7 @@ namespace Sam2.Tests
         /// <summary>A ground-truth mask as 0/1 bytes.</summary>
         internal static byte[] GroundTruth(Shape shape)
         {
-            Image pgm = ReadPnm(Path.Combine(TestData, shape.MaskFile));
+            PnmImage pgm = Pnm.Read(Path.Combine(TestData, shape.MaskFile), 1);
             var mask = new byte[pgm.Pixels.Length];
             for (int i = 0; i < mask.Length; i++)
                 mask[i] = (byte)(pgm.Pixels[i] >= 128 ? 1 : 0);
@@ -169,45 +161,6 @@ namespace Sam2.Tests
             for (int i = 0; i < a.Length; i++)
                 u[i] = (byte)(a[i] != 0 || b[i] != 0 ? 1 : 0);
             return u;
-        }
-
-        /// <summary>Reads binary PGM (P5) or PPM (P6) with maxval 255.</summary>
-        internal static Image ReadPnm(string path)
-        {
-            byte[] data = File.ReadAllBytes(path);
-            int pos = 0;
-            string magic = Token(data, ref pos);
-            int channels = magic == "P6" ? 3 : magic == "P5" ? 1 : 0;
-            if (channels == 0)
-                throw new InvalidDataException(path + ": not a binary PGM/PPM");
-            int width = int.Parse(Token(data, ref pos), CultureInfo.InvariantCulture);
-            int height = int.Parse(Token(data, ref pos), CultureInfo.InvariantCulture);
-            if (Token(data, ref pos) != "255")
-                throw new InvalidDataException(path + ": only maxval 255 is supported");
-            pos++;
-            var pixels = new byte[width * height * channels];
-            if (data.Length - pos < pixels.Length)
-                throw new InvalidDataException(path + ": truncated");
-            Buffer.BlockCopy(data, pos, pixels, 0, pixels.Length);
-            return new Image { Width = width, Height = height, Channels = channels, Pixels = pixels };
-        }
-
-        private static string Token(byte[] data, ref int pos)
-        {
-            while (pos < data.Length)
-            {
-                if (data[pos] == '#')
-                    while (pos < data.Length && data[pos] != '\n')
-                        pos++;
-                else if (char.IsWhiteSpace((char)data[pos]))
-                    pos++;
-                else
-                    break;
-            }
-            var token = new StringBuilder();
-            while (pos < data.Length && !char.IsWhiteSpace((char)data[pos]))
-                token.Append((char)data[pos++]);
-            return token.ToString();
         }
 
         internal static void Cleanup()

@@ -9,7 +9,7 @@ namespace Sam2.Tests
         [Test]
         private static void AnEmbeddingOutlivesItsEncoder()
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             Sam2Embedding embedding;
             using (var encoder = new Sam2Encoder(Fixture.EncoderPath))
                 embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb);
@@ -32,7 +32,7 @@ namespace Sam2.Tests
         [Test]
         private static void MasksOutliveThePredictorAndTheEmbedding()
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             Sam2Masks masks;
             using (var encoder = new Sam2Encoder(Fixture.EncoderPath))
             using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
@@ -54,7 +54,7 @@ namespace Sam2.Tests
         {
             var encoder = new Sam2Encoder(Fixture.EncoderPath);
             var predictor = new Sam2Predictor(encoder, Fixture.DecoderPath);
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb);
             Sam2Embedding simulated = Sam2TestSupport.SimulateDeviceEmbedding(embedding, "Cuda");
             Sam2Masks masks = predictor.Predict(embedding, Sam2Prompt.FromPoint(100, 112));
@@ -70,7 +70,7 @@ namespace Sam2.Tests
         {
             var encoder = new Sam2Encoder(Fixture.EncoderPath);
             var predictor = new Sam2Predictor(encoder, Fixture.DecoderPath);
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb);
             Sam2Masks masks = predictor.Predict(embedding, Sam2Prompt.FromPoint(100, 112));
             string file = Path.Combine(Fixture.Scratch, "disposed.sam2emb");

@@ -19,7 +19,7 @@ namespace Sam2.Tests
         [Test]
         private static void RealExportsEncodeClickAndBatchWithDefaultOptions()
         {
-            Image image = Fixture.ReadPnm(Path.Combine(Fixture.TestData, "demo.ppm"));
+            PnmImage image = Pnm.Read(Path.Combine(Fixture.TestData, "demo.ppm"), 3);
             string[][] pairs =
             {
                 new[] { "sam2.1_hiera_tiny.encoder.onnx", "sam2.1_hiera_tiny.decoder.onnx" },

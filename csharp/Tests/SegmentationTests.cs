@@ -87,7 +87,7 @@ namespace Sam2.Tests
         [Test]
         private static void PixelFormatsAndStridesDescribeTheSameImage()
         {
-            Image rgb = Fixture.ShapesImage;
+            PnmImage rgb = Fixture.ShapesImage;
             int w = rgb.Width, h = rgb.Height;
             // BGRA with 16 bytes of padding per row.
             int stride = w * 4 + 16;
@@ -110,7 +110,7 @@ namespace Sam2.Tests
         [Test]
         private static void PixelsInUnmanagedMemoryEncodeLikeAnArray()
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             IntPtr buffer = System.Runtime.InteropServices.Marshal.AllocHGlobal(image.Pixels.Length);
             try
             {

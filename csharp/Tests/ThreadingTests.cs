@@ -26,36 +26,18 @@ namespace Sam2.Tests
                     expectedScores[i] = masks.Score(0);
                 }
 
-            var failures = new List<string>();
             int predictions = 0;
-            using (var start = new Barrier(Threads))
+            OnThreads(Threads, t =>
             {
-                var threads = Enumerable.Range(0, Threads).Select(t => new Thread(() =>
+                for (int i = 0; i < Iterations; i++)
                 {
-                    try
-                    {
-                        start.SignalAndWait();
-                        for (int i = 0; i < Iterations; i++)
-                        {
-                            int k = (t + i) % prompts.Length;
-                            using (Sam2Masks masks = Fixture.Predictor.Predict(Fixture.Shapes, prompts[k]))
-                            {
-                                byte[] mask = masks.GetMask(0);
-                                if (!mask.SequenceEqual(expectedMasks[k]) || masks.Score(0) != expectedScores[k])
-                                    lock (failures) failures.Add("thread " + t + ", iteration " + i + ": " + shapes[k].Name + " differs");
-                            }
-                            Interlocked.Increment(ref predictions);
-                        }
-                    }
-                    catch (Exception e)
-                    {
-                        lock (failures) failures.Add("thread " + t + ": " + e.GetType().Name + ": " + e.Message);
-                    }
-                })).ToList();
-                threads.ForEach(th => th.Start());
-                threads.ForEach(th => th.Join());
-            }
-            Assert.True(failures.Count == 0, string.Join("; ", failures));
+                    int k = (t + i) % prompts.Length;
+                    using (Sam2Masks masks = Fixture.Predictor.Predict(Fixture.Shapes, prompts[k]))
+                        Assert.True(masks.GetMask(0).SequenceEqual(expectedMasks[k]) && masks.Score(0) == expectedScores[k],
+                            "iteration " + i + ": " + shapes[k].Name + " differs");
+                    Interlocked.Increment(ref predictions);
+                }
+            });
             Assert.Equal(Threads * Iterations, predictions, "predictions made");
         }
 
@@ -64,33 +46,22 @@ namespace Sam2.Tests
         {
             // The native message is per thread: concurrent failures of different kinds never see
             // each other's messages.
-            var failures = new List<string>();
-            var threads = Enumerable.Range(0, Threads).Select(t => new Thread(() =>
+            OnThreads(Threads, t =>
             {
-                try
+                for (int i = 0; i < 200; i++)
                 {
-                    for (int i = 0; i < 200; i++)
+                    if (t % 2 == 0)
                     {
-                        if (t % 2 == 0)
-                        {
-                            var e = Assert.Throws<ArgumentException>(() => Fixture.Predictor.Predict(Fixture.Shapes, Sam2Prompt.FromPoint(9999, 1)), "outside");
-                            Assert.Equal("points", e.ParamName, "ParamName on thread " + t);
-                        }
-                        else
-                        {
-                            var e = Assert.Throws<ArgumentException>(() => Fixture.Predictor.Predict(Fixture.Shapes, Sam2Prompt.FromBox(50, 50, 10, 10)), "reversed box");
-                            Assert.Equal("box", e.ParamName, "ParamName on thread " + t);
-                        }
+                        var e = Assert.Throws<ArgumentException>(() => Fixture.Predictor.Predict(Fixture.Shapes, Sam2Prompt.FromPoint(9999, 1)), "outside");
+                        Assert.Equal("points", e.ParamName, "ParamName on thread " + t);
+                    }
+                    else
+                    {
+                        var e = Assert.Throws<ArgumentException>(() => Fixture.Predictor.Predict(Fixture.Shapes, Sam2Prompt.FromBox(50, 50, 10, 10)), "reversed box");
+                        Assert.Equal("box", e.ParamName, "ParamName on thread " + t);
                     }
                 }
-                catch (Exception e)
-                {
-                    lock (failures) failures.Add("thread " + t + ": " + e.Message);
-                }
-            })).ToList();
-            threads.ForEach(th => th.Start());
-            threads.ForEach(th => th.Join());
-            Assert.True(failures.Count == 0, string.Join("; ", failures));
+            });
         }
 
         [Test]
@@ -142,27 +113,42 @@ namespace Sam2.Tests
         [Test]
         private static void FourThreadsEncodeOnOneEncoder()
         {
-            Image image = Fixture.ShapesImage;
+            PnmImage image = Fixture.ShapesImage;
             byte[] expected;
             using (Sam2Masks masks = Fixture.Predictor.Predict(Fixture.Shapes, Sam2Prompt.FromPoint(430, 118)))
                 expected = masks.GetMask(0);
-            var failures = new List<string>();
-            var threads = Enumerable.Range(0, 4).Select(t => new Thread(() =>
+            OnThreads(4, t =>
             {
-                try
+                using (Sam2Embedding embedding = Fixture.Encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
+                using (Sam2Masks masks = Fixture.Predictor.Predict(embedding, Sam2Prompt.FromPoint(430, 118)))
+                    Assert.True(masks.GetMask(0).SequenceEqual(expected), "a different mask");
+            });
+        }
+
+        /// <summary>
+        /// Runs <paramref name="body"/>(thread index) on <paramref name="count"/> threads released
+        /// together, and fails with what every thread that threw threw.
+        /// </summary>
+        private static void OnThreads(int count, Action<int> body)
+        {
+            var failures = new List<string>();
+            using (var start = new Barrier(count))
+            {
+                var threads = Enumerable.Range(0, count).Select(t => new Thread(() =>
                 {
-                    using (Sam2Embedding embedding = Fixture.Encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
-                    using (Sam2Masks masks = Fixture.Predictor.Predict(embedding, Sam2Prompt.FromPoint(430, 118)))
-                        if (!masks.GetMask(0).SequenceEqual(expected))
-                            lock (failures) failures.Add("thread " + t + ": a different mask");
-                }
-                catch (Exception e)
-                {
-                    lock (failures) failures.Add("thread " + t + ": " + e.GetType().Name + ": " + e.Message);
-                }
-            })).ToList();
-            threads.ForEach(th => th.Start());
-            threads.ForEach(th => th.Join());
+                    try
+                    {
+                        start.SignalAndWait();
+                        body(t);
+                    }
+                    catch (Exception e)
+                    {
+                        lock (failures) failures.Add("thread " + t + ": " + e.GetType().Name + ": " + e.Message);
+                    }
+                })).ToList();
+                threads.ForEach(th => th.Start());
+                threads.ForEach(th => th.Join());
+            }
             Assert.True(failures.Count == 0, string.Join("; ", failures));
         }
     }

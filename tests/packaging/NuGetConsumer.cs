@@ -1,8 +1,9 @@
 // A .NET host that uses sam2 from its NuGet package the way an application's output does: Sam2.dll
 // from lib/netstandard2.0, libsam2.so from runtimes/linux-x64/native and ONNX Runtime's native
 // library (from the Microsoft.ML.OnnxRuntime package) side by side. scripts/test-packaging.sh
-// compiles it with mcs against the packaged Sam2.dll and runs it with mono, with neither
-// SAM2_ONNXRUNTIME_PATH nor ORT_DYLIB_PATH set: the library must find ONNX Runtime beside itself.
+// compiles it (with csharp/Shared/, the test-image reader) with mcs against the packaged Sam2.dll
+// and runs it with mono, with neither SAM2_ONNXRUNTIME_PATH nor ORT_DYLIB_PATH set: the library
+// must find ONNX Runtime beside itself.
 //
 // Usage: NuGetConsumer.exe ENCODER DECODER TESTDATA_DIR VERSION
 using System;
@@ -38,12 +39,11 @@ internal static class NuGetConsumer
             Require(Sam2Runtime.BindingVersion == args[3], "binding version is " + args[3]);
             Require(assembly.ToString() == args[3] + ".0", "assembly version is " + args[3] + ".0");
 
-            int width, height, tw, th;
-            byte[] rgb = ReadPnm(Path.Combine(args[2], "shapes.ppm"), "P6", out width, out height);
-            byte[] truth = ReadPnm(Path.Combine(args[2], "shapes_red_disc.pgm"), "P5", out tw, out th);
+            PnmImage image = Pnm.Read(Path.Combine(args[2], "shapes.ppm"), 3);
+            byte[] truth = Pnm.Read(Path.Combine(args[2], "shapes_red_disc.pgm"), 1).Pixels;
             using (var encoder = new Sam2Encoder(args[0]))
             using (var predictor = new Sam2Predictor(encoder, args[1]))
-            using (Sam2Embedding embedding = encoder.Encode(rgb, width, height, PixelFormat.Rgb))
+            using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
             using (Sam2Masks masks = predictor.Predict(embedding, Sam2Prompt.FromPoint(100, 112)))
             {
                 byte[] mask = masks.GetMask(0);
@@ -71,27 +71,5 @@ internal static class NuGetConsumer
     {
         if (!condition)
             throw new Exception("check failed: " + what);
-    }
-
-    // Binary Netpbm with maxval 255 and no comments: "P6\n<w> <h>\n255\n" then the pixels.
-    private static byte[] ReadPnm(string path, string magic, out int width, out int height)
-    {
-        byte[] file = File.ReadAllBytes(path);
-        int pos = 0;
-        string[] fields = new string[4];
-        for (int f = 0; f < 4; f++)
-        {
-            while (char.IsWhiteSpace((char)file[pos])) pos++;
-            int start = pos;
-            while (!char.IsWhiteSpace((char)file[pos])) pos++;
-            fields[f] = System.Text.Encoding.ASCII.GetString(file, start, pos - start);
-        }
-        pos++;
-        Require(fields[0] == magic && fields[3] == "255", path + " is a " + magic + " file");
-        width = int.Parse(fields[1]);
-        height = int.Parse(fields[2]);
-        byte[] data = new byte[file.Length - pos];
-        Array.Copy(file, pos, data, 0, data.Length);
-        return data;
     }
 }
