@@ -6,6 +6,8 @@
  * a single call gives it), multimask, and a save/load round trip. The masks are compared with the
  * reference pipelines by tests/real_models.rs.
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +101,7 @@ static void run_pair(const char *encoder_file, const char *decoder_file, const t
     sam2_masks_free(multi);
 
     /* Save and load: the loaded embedding predicts the same mask. */
-    char dir[TEST_PATH_MAX], file[TEST_PATH_MAX];
+    char dir[TEST_PATH_MAX], file[TEST_PATH_MAX + 16];
     test_scratch_template(dir, "sam2-real-");
     CHECK(mkdtemp(dir) != NULL);
     snprintf(file, sizeof file, "%s/e.sam2", dir);
