@@ -501,3 +501,46 @@ fn a_failed_background_encode_reports_its_error_and_the_worker_goes_on() {
         (1, 4, 0)
     );
 }
+
+/// Cancelling the only request for an encode in flight dooms that run; a request for the same
+/// image made right after must not join it (and fail with `Cancelled`) but encode afresh.
+#[test]
+fn a_request_after_a_cancel_encodes_afresh_instead_of_joining_the_cancelled_run() {
+    let encoder = encoder("bench_a");
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    let img = image(1);
+    for priority in [Priority::Foreground, Priority::Background] {
+        let doomed = cache
+            .encode_async(&encoder, &view(&img), Priority::Background)
+            .unwrap();
+        wait_until("the encode to start", || {
+            doomed.state() == JobState::Running
+        });
+        doomed.cancel();
+        let fresh = cache.encode_async(&encoder, &view(&img), priority).unwrap();
+        assert_eq!(
+            fresh.source(),
+            Source::Encoded,
+            "{priority:?}: a new encode, not the cancelled one"
+        );
+        match fresh.wait(None) {
+            Ok(embedding) => assert_eq!(embedding.image_size(), (512, 384)),
+            Err(e) => panic!("{priority:?}: the new request failed: {e}"),
+        }
+        assert!(matches!(doomed.wait(None), Err(Error::Cancelled)));
+        cache.clear();
+    }
+    // The blocking call a host makes when the user opens the image.
+    let doomed = cache
+        .encode_async(&encoder, &view(&img), Priority::Background)
+        .unwrap();
+    wait_until("the encode to start", || {
+        doomed.state() == JobState::Running
+    });
+    doomed.cancel();
+    let (embedding, source) = cache.encode(&encoder, &view(&img)).unwrap();
+    assert_eq!(
+        (embedding.image_size(), source),
+        ((512, 384), Source::Encoded)
+    );
+}
