@@ -544,3 +544,30 @@ fn a_request_after_a_cancel_encodes_afresh_instead_of_joining_the_cancelled_run(
         ((512, 384), Source::Encoded)
     );
 }
+
+/// An fp16 encoder's input is prepared on the requesting thread without its session: a request
+/// made while another image encodes returns at once instead of waiting for that run to end.
+#[test]
+fn an_fp16_request_does_not_wait_for_the_encode_in_flight() {
+    let encoder = encoder("tiny_a_fp16");
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    let img = image(0);
+    let expected = bytes_of(&encoder.encode(&view(&img)).unwrap());
+    let (sent, received) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        // Stands for a long encode in flight on this encoder's session.
+        let in_flight = encoder.hold_session_for_test();
+        s.spawn(|| {
+            let input = encoder.prepare_input(&view(&img)).map(|_| ());
+            let job = cache.encode_async(&encoder, &view(&img), Priority::Background);
+            let _ = sent.send((input, job));
+        });
+        let answer = received.recv_timeout(Duration::from_secs(20));
+        drop(in_flight);
+        let (input, job) = answer.expect("the request waited for the session");
+        input.unwrap();
+        let job = job.unwrap();
+        assert_eq!(job.source(), Source::Encoded);
+        assert_eq!(bytes_of(&job.wait(None).unwrap()), expected);
+    });
+}
