@@ -293,6 +293,63 @@ fn temp_path(path: &Path) -> Result<PathBuf> {
     Ok(path.with_file_name(tmp))
 }
 
+/// How many taken temporary names a save skips before giving up.
+const TEMP_ATTEMPTS: usize = 1000;
+
+/// Creates a new temporary file for a save into `path`. A name already taken (a file an earlier
+/// process with the same id left, or anyone's file) is skipped for the next one, never opened,
+/// truncated or removed: only a file this call created is ever ours to delete.
+fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
+    for _ in 0..TEMP_ATTEMPTS {
+        let tmp = temp_path(path)?;
+        match File::options().write(true).create_new(true).open(&tmp) {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::io(
+                    format!("saving the embedding to {}", path.display()),
+                    e,
+                ))
+            }
+        }
+    }
+    Err(Error::io(
+        format!("saving the embedding to {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{TEMP_ATTEMPTS} temporary names next to it are taken; remove the stale \
+                 `.*{TEMP_SUFFIX}` files of that directory"
+            ),
+        ),
+    ))
+}
+
+/// The JSON every embedding file (and every temporary file of a save, once its header is
+/// written) carries in its header.
+const FORMAT_MARK: &[u8] = b"\"format\":\"sam2-embedding\"";
+
+/// Whether the file at `path` starts like an embedding file: a plausible header length, then a
+/// header that names our format. A file killed before its header was written (empty) does not,
+/// and is left alone: nothing says it is ours.
+fn starts_like_ours(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(4096);
+    if file.take(8 + 4096).read_to_end(&mut head).is_err() || head.len() < 8 {
+        return false;
+    }
+    let n = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+    if n == 0 || n > MAX_HEADER_LEN {
+        return false;
+    }
+    let end = head.len().min(8 + n as usize);
+    head[8..end]
+        .windows(FORMAT_MARK.len())
+        .any(|w| w == FORMAT_MARK)
+}
+
 /// The process id in a temporary file name made by [`temp_path`], if it is one.
 fn temp_owner(file_name: &str) -> Option<i32> {
     let stem = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
@@ -311,9 +368,10 @@ fn process_exists(pid: i32) -> bool {
 
 /// Removes the temporary files that saves killed mid-write left in `dir` (a killed process
 /// cannot clean up, and each is the size of an embedding). A file is removed only when its name
-/// is exactly ours, the process that wrote it no longer exists, and it has not changed for 15
-/// minutes: a save in progress, even by a process in another PID namespace sharing
-/// the directory, keeps writing and is left alone. Done once per directory per process, after a
+/// is exactly ours, its contents start like an embedding file (a user's file that happens to
+/// match the name pattern is not ours), the process that wrote it no longer exists, and it has
+/// not changed for 15 minutes: a save in progress, even by a process in another PID namespace
+/// sharing the directory, keeps writing and is left alone. Done once per directory per process, after a
 /// successful save; failures are ignored (this is housekeeping, never a reason to fail a save).
 /// Returns the number of files removed.
 pub fn remove_abandoned_temps(dir: &Path) -> usize {
@@ -337,6 +395,7 @@ pub fn remove_abandoned_temps(dir: &Path) -> usize {
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.elapsed().ok());
         if idle.is_some_and(|idle| idle >= ABANDONED_AFTER)
+            && starts_like_ours(&entry.path())
             && std::fs::remove_file(entry.path()).is_ok()
         {
             removed += 1;
@@ -388,9 +447,8 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
         hasher.update(s);
     }
     let header = encode_header(embedding, hasher.finalize())?;
-    let tmp = temp_path(path)?;
+    let (tmp, mut file) = create_temp(path)?;
     let result = (|| -> std::io::Result<()> {
-        let mut file = File::options().write(true).create_new(true).open(&tmp)?;
         file.write_all(&header)?;
         for s in &slices {
             file.write_all(s)?;
