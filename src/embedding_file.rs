@@ -484,14 +484,66 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     })
 }
 
+/// What a file that is not a regular file is, for an error message.
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Refuses anything but a regular file, with an I/O error that says what it is.
+fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()> {
+    if metadata.is_file() {
+        return Ok(());
+    }
+    let kind = kind_of(metadata.file_type());
+    Err(Error::io(
+        format!("reading {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {kind}, not a regular file; give the path of an embedding file"),
+        ),
+    ))
+}
+
+/// Opens an embedding file for reading without ever blocking or touching a device. The type is
+/// checked before opening (opening a FIFO waits for a writer, opening a device can act on it),
+/// the open itself does not block (a FIFO put in its place meanwhile returns at once), and the
+/// opened file is checked again.
+fn open_regular_file(path: &Path) -> Result<File> {
+    let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+    require_regular_file(&std::fs::metadata(path).map_err(io)?, path)?;
+    let mut options = File::options();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(io)?;
+    require_regular_file(&file.metadata().map_err(io)?, path)?;
+    Ok(file)
+}
+
 fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
-    let mut file = File::open(path).map_err(io)?;
+    let mut file = open_regular_file(path)?;
     let metadata = file.metadata().map_err(io)?;
-    if !metadata.is_file() {
-        // Opening a directory succeeds; say so instead of calling it a truncated file.
-        return Err(io(std::io::Error::other("not a regular file")));
-    }
     let file_len = metadata.len();
     if file_len < 8 {
         return Err(format_error(format!(

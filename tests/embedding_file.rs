@@ -554,3 +554,52 @@ fn a_taken_temporary_name_is_skipped_not_deleted() {
     embedding_file::validate_bytes(&std::fs::read(dir.join("e.sam2")).unwrap()).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Loads `path` on another thread; None when it has not returned within 20 s (it hangs).
+fn load_within_20s(path: &Path) -> Option<Result<(), Error>> {
+    let (sent, received) = std::sync::mpsc::channel();
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        let _ = sent.send(embedding_file::load(&path, None).map(|_| ()));
+    });
+    received
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .ok()
+}
+
+#[test]
+fn a_fifo_a_directory_or_a_device_is_refused_at_once() {
+    init_runtime();
+    let dir = scratch("not-files");
+    let fifo = dir.join("pipe.sam2");
+    let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    let link = dir.join("link-to-pipe.sam2");
+    std::os::unix::fs::symlink(&fifo, &link).unwrap();
+    for (path, kind) in [
+        (fifo.as_path(), "FIFO"),
+        (link.as_path(), "FIFO"),
+        (dir.as_path(), "directory"),
+        (Path::new("/dev/null"), "character device"),
+    ] {
+        let outcome = load_within_20s(path);
+        if outcome.is_none() && kind == "FIFO" {
+            // Release the hung reader so the test process can end.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+        }
+        match outcome {
+            Some(Err(Error::Io { context, source })) => {
+                let message = format!("{context}: {source}");
+                assert!(
+                    message.contains(&path.display().to_string()) && message.contains(kind),
+                    "{message}"
+                );
+                assert_eq!(source.kind(), std::io::ErrorKind::InvalidInput, "{message}");
+            }
+            Some(other) => panic!("{}: expected an I/O error, got {other:?}", path.display()),
+            None => panic!("loading {} hangs", path.display()),
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
