@@ -427,9 +427,127 @@ fn clean_once(dir: &Path) {
     }
 }
 
+/// The directory holding `path`: its parent, or the current directory for a bare file name.
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Symbolic links followed at most, as the kernel does (`ELOOP` beyond).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The file a save into `path` replaces. A save through a symbolic link replaces the file the
+/// link (or chain of links) finally names, in that file's directory, and leaves the link as it
+/// is, so the link keeps pointing at the new contents, as any write through a link would. A
+/// dangling link's target is created. Links in the directories above are left to the kernel.
+fn save_target(path: &Path) -> Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..=MAX_LINK_HOPS {
+        let is_link = std::fs::symlink_metadata(&current)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        if !is_link {
+            // Not a link, or nothing there yet (created by the save), or unreadable (the save
+            // reports why).
+            return Ok(current);
+        }
+        let link = std::fs::read_link(&current)
+            .map_err(|e| Error::io(format!("saving the embedding to {}", path.display()), e))?;
+        current = if link.is_absolute() {
+            link
+        } else {
+            directory_of(&current).join(link)
+        };
+    }
+    Err(Error::io(
+        format!("saving the embedding to {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "more than {MAX_LINK_HOPS} symbolic links in a row (a loop?); \
+                 give the path of a file or of a link that ends at one"
+            ),
+        ),
+    ))
+}
+
+/// Makes a rename in `dir` durable. A file system that cannot sync a directory says `EINVAL`
+/// (it has nothing to make durable that way); every other failure is reported.
+fn sync_directory(dir: &File) -> std::io::Result<()> {
+    match dir.sync_all() {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        other => other,
+    }
+}
+
+/// Replaces `target` with what `write` writes, atomically: a temporary file in the target's
+/// directory, fsync, rename over the target, fsync of the directory (with `sync_dir`). The
+/// directory is opened first, so a save that could not be made durable fails before anything
+/// is written. A failure before the rename removes the temporary file and leaves `target` as it
+/// was; a failure to sync the directory after the rename is reported as such (the new contents
+/// are in place, their survival of a power loss is not assured). `shown` is the path the caller
+/// gave, for messages.
+fn replace_atomically(
+    target: &Path,
+    shown: &Path,
+    write: impl FnOnce(&mut File) -> std::io::Result<()>,
+    sync_dir: &dyn Fn(&File) -> std::io::Result<()>,
+) -> Result<()> {
+    let context = if target == shown {
+        format!("saving the embedding to {}", shown.display())
+    } else {
+        format!(
+            "saving the embedding to {} (the file its link names, {})",
+            shown.display(),
+            target.display()
+        )
+    };
+    let dir_path = directory_of(target);
+    let mut dir_options = File::options();
+    dir_options.read(true);
+    // Only a directory: opening a FIFO named like one would block.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut dir_options, libc::O_DIRECTORY);
+    let dir = dir_options.open(dir_path).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: opening its directory {} (to make the save durable)",
+                dir_path.display()
+            ),
+            e,
+        )
+    })?;
+    let (tmp, mut file) = create_temp(target)?;
+    let written = (|| -> std::io::Result<()> {
+        write(&mut file)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, target)
+    })();
+    if let Err(e) = written {
+        // The temporary file is this save's own (create_temp made it), so removing it is safe.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(context, e));
+    }
+    sync_dir(&dir).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: the new file is in place, but syncing its directory {} failed, \
+                 so it may not survive a crash or power loss",
+                dir_path.display()
+            ),
+            e,
+        )
+    })
+}
+
 /// Writes an embedding atomically: a temporary file in the same directory, fsync, rename, fsync
-/// of the directory. A crash at any point leaves `path` either as it was or complete.
-/// Refuses device memory before touching the filesystem.
+/// of the directory (the current directory for a bare file name). A crash at any point leaves
+/// the file either as it was or complete. A `path` that is a symbolic link stays a link: the file
+/// it names is the one replaced (see [`save_target`]). Refuses device memory before touching the
+/// filesystem.
 pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
     // A simulated device embedding is refused like a real one, whatever its label.
     if !embedding.is_serializable() || embedding.simulated {
@@ -447,29 +565,20 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
         hasher.update(s);
     }
     let header = encode_header(embedding, hasher.finalize())?;
-    let (tmp, mut file) = create_temp(path)?;
-    let result = (|| -> std::io::Result<()> {
-        file.write_all(&header)?;
-        for s in &slices {
-            file.write_all(s)?;
-        }
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // Make the rename itself durable.
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
+    let target = save_target(path)?;
+    replace_atomically(
+        &target,
+        path,
+        |file| {
+            file.write_all(&header)?;
+            for s in &slices {
+                file.write_all(s)?;
             }
-        }
-        Ok(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(format!("saving the embedding to {}", path.display()), e)
-    })?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    clean_once(dir.unwrap_or(Path::new(".")));
+            Ok(())
+        },
+        &sync_directory,
+    )?;
+    clean_once(directory_of(&target));
     Ok(())
 }
 
@@ -605,4 +714,62 @@ fn read_exact(file: &mut File, buf: &mut [u8], path: &Path) -> Result<()> {
             Error::io(format!("reading {}", path.display()), e)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::os::unix::fs::MetadataExt;
+
+    fn identity(path: &Path) -> (u64, u64) {
+        let m = std::fs::metadata(path).unwrap();
+        (m.dev(), m.ino())
+    }
+
+    #[test]
+    fn a_bare_file_name_syncs_the_current_directory() {
+        // The test runs in the package directory; the file is removed at once.
+        let name = format!("sam2-unit-test-bare-name-{}.bin", std::process::id());
+        let path = Path::new(&name);
+        // (device, inode) of each directory synced.
+        let synced = RefCell::new(Vec::new());
+        let sync = |dir: &File| {
+            let m = dir.metadata()?;
+            synced.borrow_mut().push((m.dev(), m.ino()));
+            dir.sync_all()
+        };
+        let result = replace_atomically(path, path, |f| f.write_all(b"new"), &sync);
+        let contents = std::fs::read(path);
+        let _ = std::fs::remove_file(path);
+        result.unwrap();
+        assert_eq!(contents.unwrap(), b"new");
+        assert_eq!(*synced.borrow(), vec![identity(Path::new("."))]);
+    }
+
+    #[test]
+    fn a_failed_directory_sync_fails_the_save_and_says_the_file_is_in_place() {
+        let dir = std::env::temp_dir().join(format!("sam2-unit-dirsync-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("e.sam2");
+        std::fs::write(&path, b"old").unwrap();
+        let failing =
+            |_: &File| -> std::io::Result<()> { Err(std::io::Error::from_raw_os_error(libc::EIO)) };
+        let result = replace_atomically(&path, &path, |f| f.write_all(b"new"), &failing);
+        let contents = std::fs::read(&path).unwrap();
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match result {
+            Err(Error::Io { context, source }) => {
+                assert_eq!(source.raw_os_error(), Some(libc::EIO));
+                assert!(
+                    context.contains("in place") && context.contains("power loss"),
+                    "{context}"
+                );
+            }
+            other => panic!("expected the directory's I/O error, got {other:?}"),
+        }
+        assert_eq!(contents, b"new", "the rename happened; the error says so");
+        assert_eq!(left, 1, "no temporary file left");
+    }
 }

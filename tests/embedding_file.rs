@@ -603,3 +603,76 @@ fn a_fifo_a_directory_or_a_device_is_refused_at_once() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Saving through a symbolic link replaces the file the link names and keeps the link: the link
+/// then reads as the new embedding, never as a stale file behind a replaced link.
+#[test]
+fn a_save_through_a_symbolic_link_replaces_the_file_it_names() {
+    use std::os::unix::fs::symlink;
+    let (encoder, _, a) = setup("tiny_a");
+    let img = read_pnm(&testdata("demo.ppm"));
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let b = encoder.encode(&view).unwrap();
+    let dir = scratch("symlink");
+    let elsewhere = scratch("symlink-target");
+    embedding_file::save(&b, &dir.join("reference.sam2")).unwrap();
+    let expected = std::fs::read(dir.join("reference.sam2")).unwrap();
+    std::fs::remove_file(dir.join("reference.sam2")).unwrap();
+
+    // A relative link to a file beside it, an absolute one to a file in another directory, and
+    // a chain of two.
+    let real = dir.join("real.sam2");
+    let far = elsewhere.join("far.sam2");
+    embedding_file::save(&a, &real).unwrap();
+    embedding_file::save(&a, &far).unwrap();
+    symlink("real.sam2", dir.join("link.sam2")).unwrap();
+    symlink(&far, dir.join("far-link.sam2")).unwrap();
+    symlink("link.sam2", dir.join("chain.sam2")).unwrap();
+    for (link, named, file) in [
+        ("link.sam2", PathBuf::from("real.sam2"), &real),
+        ("far-link.sam2", far.clone(), &far),
+        ("chain.sam2", PathBuf::from("link.sam2"), &real),
+    ] {
+        embedding_file::save(&a, file).unwrap();
+        let link = dir.join(link);
+        embedding_file::save(&b, &link).unwrap();
+        assert_eq!(
+            std::fs::read_link(&link).ok(),
+            Some(named),
+            "{} is still the same link",
+            link.display()
+        );
+        assert!(
+            std::fs::read(file).unwrap() == expected,
+            "{} holds the new embedding",
+            file.display()
+        );
+        let loaded = embedding_file::load(&link, None).unwrap();
+        assert_eq!(loaded.image_size(), b.image_size());
+    }
+    assert!(temp_files(&dir).is_empty() && temp_files(&elsewhere).is_empty());
+
+    // A dangling link: the file it names is created.
+    symlink("new.sam2", dir.join("dangling.sam2")).unwrap();
+    embedding_file::save(&b, &dir.join("dangling.sam2")).unwrap();
+    assert_eq!(std::fs::read(dir.join("new.sam2")).unwrap(), expected);
+    assert!(std::fs::symlink_metadata(dir.join("dangling.sam2"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+
+    // A loop is refused, and nothing is written.
+    symlink("loop-b.sam2", dir.join("loop-a.sam2")).unwrap();
+    symlink("loop-a.sam2", dir.join("loop-b.sam2")).unwrap();
+    let before = std::fs::read_dir(&dir).unwrap().count();
+    match embedding_file::save(&b, &dir.join("loop-a.sam2")) {
+        Err(Error::Io { context, source }) => {
+            assert!(context.contains("loop-a.sam2"), "{context}");
+            assert!(source.to_string().contains("symbolic links"), "{source}");
+        }
+        other => panic!("expected an I/O error for a loop of links, got {other:?}"),
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), before);
+    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(&elsewhere).unwrap();
+}
