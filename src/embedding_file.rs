@@ -4,10 +4,16 @@
 //! with spaces to a multiple of 8), then the three tensors' bytes back to back, little-endian, in
 //! the canonical order. The JSON holds, per tensor, `dtype` (`F32`/`F16`), `shape` and
 //! `data_offsets`, and a `__metadata__` map of strings:
-//! `format` = `sam2-embedding`, `format_version` = `1`, `image_width`, `image_height`,
-//! `encoder_fingerprint`, `encoder_family`, and `payload_crc32` (CRC-32/IEEE of all tensor bytes,
-//! as `zlib.crc32` computes it, 8 hex digits). Any safetensors reader (Python's `safetensors`, or
-//! twenty lines of numpy) opens it.
+//! `format` = `sam2-embedding`, `format_version` = `2`, `image_width`, `image_height`,
+//! `encoder_fingerprint`, `encoder_family`, `payload_crc32` (CRC-32/IEEE of all tensor bytes, as
+//! `zlib.crc32` computes it, 8 hex digits), `metadata_crc32` (the same CRC of the protected
+//! metadata text, see [`metadata_text`]) and `writer` (informational, not protected). The tensor
+//! entries need no checksum of their own: every one is checked against the SAM2 contract (names,
+//! shapes, dtypes, offsets adding up to the file's size). Any safetensors reader (Python's
+//! `safetensors`, or twenty lines of numpy) opens it.
+//!
+//! Version 1, written by earlier releases, is the same without `metadata_crc32` (its metadata is
+//! not covered by a checksum); it is still read.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -25,8 +31,30 @@ use crate::image::MAX_SIDE;
 
 /// Value of `__metadata__.format`.
 pub const FORMAT: &str = "sam2-embedding";
-/// Version of the layout this library writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the layout this library writes. 2 added `metadata_crc32`.
+pub const FORMAT_VERSION: u32 = 2;
+/// Versions this library reads.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+/// The metadata fields `metadata_crc32` covers, in the order [`metadata_text`] lists them.
+pub const PROTECTED_METADATA: [&str; 7] = [
+    "format",
+    "format_version",
+    "image_width",
+    "image_height",
+    "encoder_fingerprint",
+    "encoder_family",
+    "payload_crc32",
+];
+
+/// The text `metadata_crc32` is the CRC-32 of: one `key=value` line (ending in `\n`) per field
+/// of [`PROTECTED_METADATA`], in that order, with each value exactly as the header holds it. In
+/// Python: `zlib.crc32("".join(f"{k}={meta[k]}\n" for k in keys).encode())`.
+pub fn metadata_text(value_of: impl Fn(&str) -> String) -> String {
+    PROTECTED_METADATA
+        .iter()
+        .map(|key| format!("{key}={}\n", value_of(key)))
+        .collect()
+}
 /// Longest header accepted. A real one is about 700 bytes; the bound keeps a hostile file from
 /// driving a large allocation.
 pub const MAX_HEADER_LEN: u64 = 64 * 1024;
@@ -48,6 +76,8 @@ fn format_error(msg: impl Into<String>) -> Error {
 /// What a valid header describes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
+    /// The layout version the file was written in (one of [`READABLE_VERSIONS`]).
+    pub format_version: u32,
     pub image_width: u32,
     pub image_height: u32,
     pub fingerprint: Fingerprint,
@@ -67,20 +97,29 @@ impl Header {
 fn encode_header(embedding: &Embedding, crc: u32) -> Result<Vec<u8>> {
     use serde_json::{json, Map, Value};
     let (w, h) = embedding.image_size();
-    let mut root = Map::new();
-    root.insert(
-        "__metadata__".into(),
-        json!({
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION.to_string(),
-            "image_width": w.to_string(),
-            "image_height": h.to_string(),
-            "encoder_fingerprint": embedding.fingerprint().to_string(),
-            "encoder_family": embedding.family().name(),
-            "payload_crc32": format!("{crc:08x}"),
-            "writer": format!("sam2 {}", crate::VERSION),
-        }),
+    let mut meta = Map::new();
+    for (key, value) in [
+        ("format", FORMAT.to_string()),
+        ("format_version", FORMAT_VERSION.to_string()),
+        ("image_width", w.to_string()),
+        ("image_height", h.to_string()),
+        ("encoder_fingerprint", embedding.fingerprint().to_string()),
+        ("encoder_family", embedding.family().name().to_string()),
+        ("payload_crc32", format!("{crc:08x}")),
+    ] {
+        meta.insert(key.into(), Value::String(value));
+    }
+    let text = metadata_text(|key| meta[key].as_str().unwrap_or_default().to_string());
+    meta.insert(
+        "metadata_crc32".into(),
+        Value::String(format!("{:08x}", crc32fast::hash(text.as_bytes()))),
     );
+    meta.insert(
+        "writer".into(),
+        Value::String(format!("sam2 {}", crate::VERSION)),
+    );
+    let mut root = Map::new();
+    root.insert("__metadata__".into(), Value::Object(meta));
     let mut offset = 0usize;
     for (tensor, name) in embedding
         .tensors()
@@ -135,11 +174,47 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
             "not a sam2 embedding file (format `{format}`)"
         )));
     }
-    let version = field("format_version")?;
-    if version != FORMAT_VERSION.to_string() {
-        return Err(format_error(format!(
-            "format version {version} is not supported; this library reads version {FORMAT_VERSION}"
-        )));
+    let version_text = field("format_version")?;
+    let version = version_text
+        .parse::<u32>()
+        .ok()
+        .filter(|v| READABLE_VERSIONS.contains(v) && v.to_string() == version_text)
+        .ok_or_else(|| {
+            format_error(format!(
+                "format version {version_text} is not supported; this library reads versions \
+                 {READABLE_VERSIONS:?} (a newer file needs a newer sam2)"
+            ))
+        })?;
+    let hex32 = |key: &str| -> Result<u32> {
+        let text = field(key)?;
+        (text.len() == 8)
+            .then(|| u32::from_str_radix(text, 16).ok())
+            .flatten()
+            .ok_or_else(|| format_error(format!("`{key}` is malformed: `{text}`")))
+    };
+    match version {
+        1 if meta.contains_key("metadata_crc32") => {
+            // Version 1 never had it: a version field corrupted from 2.
+            return Err(format_error(
+                "a version 1 header with a `metadata_crc32` (corrupted version field?)",
+            ));
+        }
+        1 => {}
+        _ => {
+            // Every protected field must be a string before the text can be made.
+            for key in PROTECTED_METADATA {
+                field(key)?;
+            }
+            let text = metadata_text(|key| field(key).unwrap_or_default().to_string());
+            let crc = crc32fast::hash(text.as_bytes());
+            let declared = hex32("metadata_crc32")?;
+            if crc != declared {
+                return Err(format_error(format!(
+                    "metadata checksum mismatch: the image size, encoder or format fields have \
+                     CRC-32 {crc:08x}, the header says {declared:08x} (corrupted file)"
+                )));
+            }
+        }
     }
     let side = |key: &str| -> Result<u32> {
         let text = field(key)?;
@@ -160,11 +235,7 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
     let family_text = field("encoder_family")?;
     let family = EncoderFamily::from_name(family_text)
         .ok_or_else(|| format_error(format!("unknown `encoder_family` `{family_text}`")))?;
-    let crc_text = field("payload_crc32")?;
-    let payload_crc32 = (crc_text.len() == 8)
-        .then(|| u32::from_str_radix(crc_text, 16).ok())
-        .flatten()
-        .ok_or_else(|| format_error(format!("`payload_crc32` is malformed: `{crc_text}`")))?;
+    let payload_crc32 = hex32("payload_crc32")?;
 
     let names = family.tensor_names();
     if root.len() != 4 {
@@ -228,6 +299,7 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
         )));
     }
     Ok(Header {
+        format_version: version,
         image_width,
         image_height,
         fingerprint,

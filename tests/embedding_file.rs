@@ -195,8 +195,12 @@ fn hostile_files_are_format_errors_never_crashes() {
         h.as_object_mut().unwrap().remove("__metadata__");
     });
     expect_format_error(&no_meta, "safetensors without sam2 metadata", &dir);
-    let v2 = with_header(&good, |h| h["__metadata__"]["format_version"] = "2".into());
-    expect_format_error(&v2, "version 2", &dir);
+    for version in ["0", "3", "02", "-1"] {
+        let other = with_header(&good, |h| {
+            h["__metadata__"]["format_version"] = version.into()
+        });
+        expect_format_error(&other, &format!("version {version}"), &dir);
+    }
     let f64_dtype = with_header(&good, |h| h["high_res_feats_0"]["dtype"] = "F64".into());
     expect_format_error(&f64_dtype, "F64 dtype", &dir);
     let zero_width = with_header(&good, |h| h["__metadata__"]["image_width"] = "0".into());
@@ -675,4 +679,93 @@ fn a_save_through_a_symbolic_link_replaces_the_file_it_names() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), before);
     std::fs::remove_dir_all(&dir).unwrap();
     std::fs::remove_dir_all(&elsewhere).unwrap();
+}
+
+/// The metadata that says what an embedding is (image size, encoder, family, format) is covered
+/// by a checksum: a corruption that leaves the file well-formed is refused, never loaded as an
+/// embedding of another size or model.
+#[test]
+fn corrupted_metadata_is_refused_not_loaded_as_another_embedding() {
+    let (encoder, _, embedding) = setup("tiny_a");
+    let dir = scratch("metadata");
+    let path = dir.join("e.sam2");
+    embedding_file::save(&embedding, &path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    assert_eq!(
+        embedding_file::validate_bytes(&good)
+            .unwrap()
+            .format_version,
+        2
+    );
+
+    // One bit flipped in the width's first digit: "512" becomes "412", still valid JSON.
+    let at = good
+        .windows(14)
+        .position(|w| w == b"\"image_width\":")
+        .unwrap()
+        + 15;
+    assert_eq!(good[at], b'5');
+    let mut flipped = good.clone();
+    flipped[at] ^= 0x01;
+    let fingerprint = encoder.fingerprint().to_string();
+    let mut other_fingerprint = fingerprint.clone();
+    let last = if fingerprint.ends_with('0') { "1" } else { "0" };
+    other_fingerprint.replace_range(fingerprint.len() - 1.., last);
+    let edits: Vec<(String, Vec<u8>)> = vec![
+        ("a bit flip in image_width".into(), flipped),
+        (
+            "image_height 383".into(),
+            with_header(&good, |h| h["__metadata__"]["image_height"] = "383".into()),
+        ),
+        (
+            "another encoder_fingerprint".into(),
+            with_header(&good, |h| {
+                h["__metadata__"]["encoder_fingerprint"] = other_fingerprint.clone().into()
+            }),
+        ),
+    ];
+    for (what, bytes) in &edits {
+        for outcome in [embedding_file::validate_bytes(bytes).map(|_| ()), {
+            std::fs::write(&path, bytes).unwrap();
+            embedding_file::load(&path, None).map(|_| ())
+        }] {
+            match outcome {
+                Err(Error::EmbeddingFormat(msg)) => {
+                    assert!(msg.contains("metadata checksum mismatch"), "{what}: {msg}")
+                }
+                other => panic!("{what}: expected a metadata checksum error, got {other:?}"),
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Files written by earlier releases (format version 1: no metadata checksum) still load, to the
+/// same embedding; a version 1 header that carries a metadata checksum is a corrupted version 2.
+#[test]
+fn version_1_files_still_load() {
+    let (_, predictor, embedding) = setup("tiny_a");
+    let dir = scratch("version1");
+    let path = dir.join("e.sam2");
+    embedding_file::save(&embedding, &path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let v1 = with_header(&good, |h| {
+        let meta = h["__metadata__"].as_object_mut().unwrap();
+        meta.remove("metadata_crc32");
+        meta.insert("format_version".into(), "1".into());
+    });
+    assert_eq!(
+        embedding_file::validate_bytes(&v1).unwrap().format_version,
+        1
+    );
+    std::fs::write(&path, &v1).unwrap();
+    let loaded = embedding_file::load(&path, predictor.expected_fingerprint()).unwrap();
+    assert_eq!(loaded.image_size(), embedding.image_size());
+    assert_eq!(loaded.fingerprint(), embedding.fingerprint());
+    for (a, b) in loaded.tensors().iter().zip(embedding.tensors()) {
+        assert_eq!(a.host_bytes().unwrap(), b.host_bytes().unwrap());
+    }
+    let downgraded = with_header(&good, |h| h["__metadata__"]["format_version"] = "1".into());
+    expect_format_error(&downgraded, "version 1 with a metadata checksum", &dir);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
