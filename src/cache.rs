@@ -15,7 +15,8 @@
 //!   the back of a bounded queue; a request a thread waits for ([`EmbeddingCache::encode`]) goes
 //!   to the front and interrupts a background encode in flight (which is put back in the queue),
 //!   so opening an image that was not pre-encoded never waits behind the images after it.
-//! - A request for an image that is already queued or running joins that encode.
+//! - A request for an image that is already queued or running joins that encode, unless that
+//!   encode was cancelled: a cancelled encode is never joined, a new one is queued instead.
 //! - Cancelling sets ONNX Runtime's run-termination flag of an encode in flight, which stops it
 //!   between two nodes instead of finishing a second of wasted work.
 //!
@@ -359,17 +360,31 @@ impl State {
         );
     }
 
+    /// Forgets `task` as the encode under way for its image, unless a newer task took its place.
+    fn forget(&mut self, task: &Arc<Task>) {
+        if self
+            .in_flight
+            .get(&task.key)
+            .is_some_and(|t| Arc::ptr_eq(t, task))
+        {
+            self.in_flight.remove(&task.key);
+        }
+    }
+
     /// Ends a task that will not run to completion: drops it from the queue, or terminates its run.
+    /// Either way it stops being findable at once, so a later request for the same image starts a
+    /// fresh encode instead of joining one that is doomed to end `Cancelled`.
     fn cancel(&mut self, task: &Arc<Task>) {
         let queued = matches!(*task.outcome(), Outcome::Queued);
         if queued {
             self.queue.retain(|t| !Arc::ptr_eq(t, task));
-            self.in_flight.remove(&task.key);
+            self.forget(task);
             self.stats.cancelled += 1;
             task.set_outcome(Outcome::Cancelled);
         } else if self.running.as_ref().is_some_and(|r| Arc::ptr_eq(r, task)) {
             task.cancelled.store(true, Ordering::Relaxed);
             let _ = task.run_options.terminate();
+            self.forget(task);
         }
     }
 
@@ -703,7 +718,7 @@ fn work(shared: &Shared) {
         match result {
             Ok(embedding) => {
                 let embedding = Arc::new(embedding);
-                state.in_flight.remove(&task.key);
+                state.forget(&task);
                 if !state.shutdown {
                     let options = shared.options;
                     state.insert(task.key.clone(), Arc::clone(&embedding), &options);
@@ -711,7 +726,7 @@ fn work(shared: &Shared) {
                 task.set_outcome(Outcome::Done(embedding));
             }
             Err(_) if task.cancelled.load(Ordering::Relaxed) || state.shutdown => {
-                state.in_flight.remove(&task.key);
+                state.forget(&task);
                 state.stats.cancelled += 1;
                 task.set_outcome(Outcome::Cancelled);
             }
@@ -723,7 +738,7 @@ fn work(shared: &Shared) {
                 state.queue.insert(at, task);
             }
             Err(error) => {
-                state.in_flight.remove(&task.key);
+                state.forget(&task);
                 task.set_outcome(Outcome::Failed(error));
             }
         }

@@ -4,10 +4,16 @@
 //! with spaces to a multiple of 8), then the three tensors' bytes back to back, little-endian, in
 //! the canonical order. The JSON holds, per tensor, `dtype` (`F32`/`F16`), `shape` and
 //! `data_offsets`, and a `__metadata__` map of strings:
-//! `format` = `sam2-embedding`, `format_version` = `1`, `image_width`, `image_height`,
-//! `encoder_fingerprint`, `encoder_family`, and `payload_crc32` (CRC-32/IEEE of all tensor bytes,
-//! as `zlib.crc32` computes it, 8 hex digits). Any safetensors reader (Python's `safetensors`, or
-//! twenty lines of numpy) opens it.
+//! `format` = `sam2-embedding`, `format_version` = `2`, `image_width`, `image_height`,
+//! `encoder_fingerprint`, `encoder_family`, `payload_crc32` (CRC-32/IEEE of all tensor bytes, as
+//! `zlib.crc32` computes it, 8 hex digits), `metadata_crc32` (the same CRC of the protected
+//! metadata text, see [`metadata_text`]) and `writer` (informational, not protected). The tensor
+//! entries need no checksum of their own: every one is checked against the SAM2 contract (names,
+//! shapes, dtypes, offsets adding up to the file's size). Any safetensors reader (Python's
+//! `safetensors`, or twenty lines of numpy) opens it.
+//!
+//! Version 1, written by earlier releases, is the same without `metadata_crc32` (its metadata is
+//! not covered by a checksum); it is still read.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -25,8 +31,30 @@ use crate::image::MAX_SIDE;
 
 /// Value of `__metadata__.format`.
 pub const FORMAT: &str = "sam2-embedding";
-/// Version of the layout this library writes and reads.
-pub const FORMAT_VERSION: u32 = 1;
+/// Version of the layout this library writes. 2 added `metadata_crc32`.
+pub const FORMAT_VERSION: u32 = 2;
+/// Versions this library reads.
+pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+/// The metadata fields `metadata_crc32` covers, in the order [`metadata_text`] lists them.
+pub const PROTECTED_METADATA: [&str; 7] = [
+    "format",
+    "format_version",
+    "image_width",
+    "image_height",
+    "encoder_fingerprint",
+    "encoder_family",
+    "payload_crc32",
+];
+
+/// The text `metadata_crc32` is the CRC-32 of: one `key=value` line (ending in `\n`) per field
+/// of [`PROTECTED_METADATA`], in that order, with each value exactly as the header holds it. In
+/// Python: `zlib.crc32("".join(f"{k}={meta[k]}\n" for k in keys).encode())`.
+pub fn metadata_text(value_of: impl Fn(&str) -> String) -> String {
+    PROTECTED_METADATA
+        .iter()
+        .map(|key| format!("{key}={}\n", value_of(key)))
+        .collect()
+}
 /// Longest header accepted. A real one is about 700 bytes; the bound keeps a hostile file from
 /// driving a large allocation.
 pub const MAX_HEADER_LEN: u64 = 64 * 1024;
@@ -48,6 +76,8 @@ fn format_error(msg: impl Into<String>) -> Error {
 /// What a valid header describes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Header {
+    /// The layout version the file was written in (one of [`READABLE_VERSIONS`]).
+    pub format_version: u32,
     pub image_width: u32,
     pub image_height: u32,
     pub fingerprint: Fingerprint,
@@ -67,20 +97,29 @@ impl Header {
 fn encode_header(embedding: &Embedding, crc: u32) -> Result<Vec<u8>> {
     use serde_json::{json, Map, Value};
     let (w, h) = embedding.image_size();
-    let mut root = Map::new();
-    root.insert(
-        "__metadata__".into(),
-        json!({
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION.to_string(),
-            "image_width": w.to_string(),
-            "image_height": h.to_string(),
-            "encoder_fingerprint": embedding.fingerprint().to_string(),
-            "encoder_family": embedding.family().name(),
-            "payload_crc32": format!("{crc:08x}"),
-            "writer": format!("sam2 {}", crate::VERSION),
-        }),
+    let mut meta = Map::new();
+    for (key, value) in [
+        ("format", FORMAT.to_string()),
+        ("format_version", FORMAT_VERSION.to_string()),
+        ("image_width", w.to_string()),
+        ("image_height", h.to_string()),
+        ("encoder_fingerprint", embedding.fingerprint().to_string()),
+        ("encoder_family", embedding.family().name().to_string()),
+        ("payload_crc32", format!("{crc:08x}")),
+    ] {
+        meta.insert(key.into(), Value::String(value));
+    }
+    let text = metadata_text(|key| meta[key].as_str().unwrap_or_default().to_string());
+    meta.insert(
+        "metadata_crc32".into(),
+        Value::String(format!("{:08x}", crc32fast::hash(text.as_bytes()))),
     );
+    meta.insert(
+        "writer".into(),
+        Value::String(format!("sam2 {}", crate::VERSION)),
+    );
+    let mut root = Map::new();
+    root.insert("__metadata__".into(), Value::Object(meta));
     let mut offset = 0usize;
     for (tensor, name) in embedding
         .tensors()
@@ -135,11 +174,47 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
             "not a sam2 embedding file (format `{format}`)"
         )));
     }
-    let version = field("format_version")?;
-    if version != FORMAT_VERSION.to_string() {
-        return Err(format_error(format!(
-            "format version {version} is not supported; this library reads version {FORMAT_VERSION}"
-        )));
+    let version_text = field("format_version")?;
+    let version = version_text
+        .parse::<u32>()
+        .ok()
+        .filter(|v| READABLE_VERSIONS.contains(v) && v.to_string() == version_text)
+        .ok_or_else(|| {
+            format_error(format!(
+                "format version {version_text} is not supported; this library reads versions \
+                 {READABLE_VERSIONS:?} (a newer file needs a newer sam2)"
+            ))
+        })?;
+    let hex32 = |key: &str| -> Result<u32> {
+        let text = field(key)?;
+        (text.len() == 8)
+            .then(|| u32::from_str_radix(text, 16).ok())
+            .flatten()
+            .ok_or_else(|| format_error(format!("`{key}` is malformed: `{text}`")))
+    };
+    match version {
+        1 if meta.contains_key("metadata_crc32") => {
+            // Version 1 never had it: a version field corrupted from 2.
+            return Err(format_error(
+                "a version 1 header with a `metadata_crc32` (corrupted version field?)",
+            ));
+        }
+        1 => {}
+        _ => {
+            // Every protected field must be a string before the text can be made.
+            for key in PROTECTED_METADATA {
+                field(key)?;
+            }
+            let text = metadata_text(|key| field(key).unwrap_or_default().to_string());
+            let crc = crc32fast::hash(text.as_bytes());
+            let declared = hex32("metadata_crc32")?;
+            if crc != declared {
+                return Err(format_error(format!(
+                    "metadata checksum mismatch: the image size, encoder or format fields have \
+                     CRC-32 {crc:08x}, the header says {declared:08x} (corrupted file)"
+                )));
+            }
+        }
     }
     let side = |key: &str| -> Result<u32> {
         let text = field(key)?;
@@ -160,11 +235,7 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
     let family_text = field("encoder_family")?;
     let family = EncoderFamily::from_name(family_text)
         .ok_or_else(|| format_error(format!("unknown `encoder_family` `{family_text}`")))?;
-    let crc_text = field("payload_crc32")?;
-    let payload_crc32 = (crc_text.len() == 8)
-        .then(|| u32::from_str_radix(crc_text, 16).ok())
-        .flatten()
-        .ok_or_else(|| format_error(format!("`payload_crc32` is malformed: `{crc_text}`")))?;
+    let payload_crc32 = hex32("payload_crc32")?;
 
     let names = family.tensor_names();
     if root.len() != 4 {
@@ -228,6 +299,7 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
         )));
     }
     Ok(Header {
+        format_version: version,
         image_width,
         image_height,
         fingerprint,
@@ -293,6 +365,63 @@ fn temp_path(path: &Path) -> Result<PathBuf> {
     Ok(path.with_file_name(tmp))
 }
 
+/// How many taken temporary names a save skips before giving up.
+const TEMP_ATTEMPTS: usize = 1000;
+
+/// Creates a new temporary file for a save into `path`. A name already taken (a file an earlier
+/// process with the same id left, or anyone's file) is skipped for the next one, never opened,
+/// truncated or removed: only a file this call created is ever ours to delete.
+fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
+    for _ in 0..TEMP_ATTEMPTS {
+        let tmp = temp_path(path)?;
+        match File::options().write(true).create_new(true).open(&tmp) {
+            Ok(file) => return Ok((tmp, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::io(
+                    format!("saving the embedding to {}", path.display()),
+                    e,
+                ))
+            }
+        }
+    }
+    Err(Error::io(
+        format!("saving the embedding to {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::AlreadyExists,
+            format!(
+                "{TEMP_ATTEMPTS} temporary names next to it are taken; remove the stale \
+                 `.*{TEMP_SUFFIX}` files of that directory"
+            ),
+        ),
+    ))
+}
+
+/// The JSON every embedding file (and every temporary file of a save, once its header is
+/// written) carries in its header.
+const FORMAT_MARK: &[u8] = b"\"format\":\"sam2-embedding\"";
+
+/// Whether the file at `path` starts like an embedding file: a plausible header length, then a
+/// header that names our format. A file killed before its header was written (empty) does not,
+/// and is left alone: nothing says it is ours.
+fn starts_like_ours(path: &Path) -> bool {
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(4096);
+    if file.take(8 + 4096).read_to_end(&mut head).is_err() || head.len() < 8 {
+        return false;
+    }
+    let n = u64::from_le_bytes(head[..8].try_into().expect("8 bytes"));
+    if n == 0 || n > MAX_HEADER_LEN {
+        return false;
+    }
+    let end = head.len().min(8 + n as usize);
+    head[8..end]
+        .windows(FORMAT_MARK.len())
+        .any(|w| w == FORMAT_MARK)
+}
+
 /// The process id in a temporary file name made by [`temp_path`], if it is one.
 fn temp_owner(file_name: &str) -> Option<i32> {
     let stem = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
@@ -311,9 +440,10 @@ fn process_exists(pid: i32) -> bool {
 
 /// Removes the temporary files that saves killed mid-write left in `dir` (a killed process
 /// cannot clean up, and each is the size of an embedding). A file is removed only when its name
-/// is exactly ours, the process that wrote it no longer exists, and it has not changed for 15
-/// minutes: a save in progress, even by a process in another PID namespace sharing
-/// the directory, keeps writing and is left alone. Done once per directory per process, after a
+/// is exactly ours, its contents start like an embedding file (a user's file that happens to
+/// match the name pattern is not ours), the process that wrote it no longer exists, and it has
+/// not changed for 15 minutes: a save in progress, even by a process in another PID namespace
+/// sharing the directory, keeps writing and is left alone. Done once per directory per process, after a
 /// successful save; failures are ignored (this is housekeeping, never a reason to fail a save).
 /// Returns the number of files removed.
 pub fn remove_abandoned_temps(dir: &Path) -> usize {
@@ -337,6 +467,7 @@ pub fn remove_abandoned_temps(dir: &Path) -> usize {
             .and_then(|m| m.modified().ok())
             .and_then(|t| t.elapsed().ok());
         if idle.is_some_and(|idle| idle >= ABANDONED_AFTER)
+            && starts_like_ours(&entry.path())
             && std::fs::remove_file(entry.path()).is_ok()
         {
             removed += 1;
@@ -368,9 +499,127 @@ fn clean_once(dir: &Path) {
     }
 }
 
+/// The directory holding `path`: its parent, or the current directory for a bare file name.
+fn directory_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+/// Symbolic links followed at most, as the kernel does (`ELOOP` beyond).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The file a save into `path` replaces. A save through a symbolic link replaces the file the
+/// link (or chain of links) finally names, in that file's directory, and leaves the link as it
+/// is, so the link keeps pointing at the new contents, as any write through a link would. A
+/// dangling link's target is created. Links in the directories above are left to the kernel.
+fn save_target(path: &Path) -> Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..=MAX_LINK_HOPS {
+        let is_link = std::fs::symlink_metadata(&current)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        if !is_link {
+            // Not a link, or nothing there yet (created by the save), or unreadable (the save
+            // reports why).
+            return Ok(current);
+        }
+        let link = std::fs::read_link(&current)
+            .map_err(|e| Error::io(format!("saving the embedding to {}", path.display()), e))?;
+        current = if link.is_absolute() {
+            link
+        } else {
+            directory_of(&current).join(link)
+        };
+    }
+    Err(Error::io(
+        format!("saving the embedding to {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "more than {MAX_LINK_HOPS} symbolic links in a row (a loop?); \
+                 give the path of a file or of a link that ends at one"
+            ),
+        ),
+    ))
+}
+
+/// Makes a rename in `dir` durable. A file system that cannot sync a directory says `EINVAL`
+/// (it has nothing to make durable that way); every other failure is reported.
+fn sync_directory(dir: &File) -> std::io::Result<()> {
+    match dir.sync_all() {
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        other => other,
+    }
+}
+
+/// Replaces `target` with what `write` writes, atomically: a temporary file in the target's
+/// directory, fsync, rename over the target, fsync of the directory (with `sync_dir`). The
+/// directory is opened first, so a save that could not be made durable fails before anything
+/// is written. A failure before the rename removes the temporary file and leaves `target` as it
+/// was; a failure to sync the directory after the rename is reported as such (the new contents
+/// are in place, their survival of a power loss is not assured). `shown` is the path the caller
+/// gave, for messages.
+fn replace_atomically(
+    target: &Path,
+    shown: &Path,
+    write: impl FnOnce(&mut File) -> std::io::Result<()>,
+    sync_dir: &dyn Fn(&File) -> std::io::Result<()>,
+) -> Result<()> {
+    let context = if target == shown {
+        format!("saving the embedding to {}", shown.display())
+    } else {
+        format!(
+            "saving the embedding to {} (the file its link names, {})",
+            shown.display(),
+            target.display()
+        )
+    };
+    let dir_path = directory_of(target);
+    let mut dir_options = File::options();
+    dir_options.read(true);
+    // Only a directory: opening a FIFO named like one would block.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut dir_options, libc::O_DIRECTORY);
+    let dir = dir_options.open(dir_path).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: opening its directory {} (to make the save durable)",
+                dir_path.display()
+            ),
+            e,
+        )
+    })?;
+    let (tmp, mut file) = create_temp(target)?;
+    let written = (|| -> std::io::Result<()> {
+        write(&mut file)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, target)
+    })();
+    if let Err(e) = written {
+        // The temporary file is this save's own (create_temp made it), so removing it is safe.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(context, e));
+    }
+    sync_dir(&dir).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: the new file is in place, but syncing its directory {} failed, \
+                 so it may not survive a crash or power loss",
+                dir_path.display()
+            ),
+            e,
+        )
+    })
+}
+
 /// Writes an embedding atomically: a temporary file in the same directory, fsync, rename, fsync
-/// of the directory. A crash at any point leaves `path` either as it was or complete.
-/// Refuses device memory before touching the filesystem.
+/// of the directory (the current directory for a bare file name). A crash at any point leaves
+/// the file either as it was or complete. A `path` that is a symbolic link stays a link: the file
+/// it names is the one replaced (see [`save_target`]). Refuses device memory before touching the
+/// filesystem.
 pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
     // A simulated device embedding is refused like a real one, whatever its label.
     if !embedding.is_serializable() || embedding.simulated {
@@ -388,30 +637,20 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
         hasher.update(s);
     }
     let header = encode_header(embedding, hasher.finalize())?;
-    let tmp = temp_path(path)?;
-    let result = (|| -> std::io::Result<()> {
-        let mut file = File::options().write(true).create_new(true).open(&tmp)?;
-        file.write_all(&header)?;
-        for s in &slices {
-            file.write_all(s)?;
-        }
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, path)?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            // Make the rename itself durable.
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
+    let target = save_target(path)?;
+    replace_atomically(
+        &target,
+        path,
+        |file| {
+            file.write_all(&header)?;
+            for s in &slices {
+                file.write_all(s)?;
             }
-        }
-        Ok(())
-    })();
-    result.map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        Error::io(format!("saving the embedding to {}", path.display()), e)
-    })?;
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
-    clean_once(dir.unwrap_or(Path::new(".")));
+            Ok(())
+        },
+        &sync_directory,
+    )?;
+    clean_once(directory_of(&target));
     Ok(())
 }
 
@@ -426,14 +665,66 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     })
 }
 
+/// What a file that is not a regular file is, for an error message.
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// Refuses anything but a regular file, with an I/O error that says what it is.
+fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()> {
+    if metadata.is_file() {
+        return Ok(());
+    }
+    let kind = kind_of(metadata.file_type());
+    Err(Error::io(
+        format!("reading {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("it is {kind}, not a regular file; give the path of an embedding file"),
+        ),
+    ))
+}
+
+/// Opens an embedding file for reading without ever blocking or touching a device. The type is
+/// checked before opening (opening a FIFO waits for a writer, opening a device can act on it),
+/// the open itself does not block (a FIFO put in its place meanwhile returns at once), and the
+/// opened file is checked again.
+fn open_regular_file(path: &Path) -> Result<File> {
+    let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+    require_regular_file(&std::fs::metadata(path).map_err(io)?, path)?;
+    let mut options = File::options();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path).map_err(io)?;
+    require_regular_file(&file.metadata().map_err(io)?, path)?;
+    Ok(file)
+}
+
 fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
-    let mut file = File::open(path).map_err(io)?;
+    let mut file = open_regular_file(path)?;
     let metadata = file.metadata().map_err(io)?;
-    if !metadata.is_file() {
-        // Opening a directory succeeds; say so instead of calling it a truncated file.
-        return Err(io(std::io::Error::other("not a regular file")));
-    }
     let file_len = metadata.len();
     if file_len < 8 {
         return Err(format_error(format!(
@@ -495,4 +786,62 @@ fn read_exact(file: &mut File, buf: &mut [u8], path: &Path) -> Result<()> {
             Error::io(format!("reading {}", path.display()), e)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::os::unix::fs::MetadataExt;
+
+    fn identity(path: &Path) -> (u64, u64) {
+        let m = std::fs::metadata(path).unwrap();
+        (m.dev(), m.ino())
+    }
+
+    #[test]
+    fn a_bare_file_name_syncs_the_current_directory() {
+        // The test runs in the package directory; the file is removed at once.
+        let name = format!("sam2-unit-test-bare-name-{}.bin", std::process::id());
+        let path = Path::new(&name);
+        // (device, inode) of each directory synced.
+        let synced = RefCell::new(Vec::new());
+        let sync = |dir: &File| {
+            let m = dir.metadata()?;
+            synced.borrow_mut().push((m.dev(), m.ino()));
+            dir.sync_all()
+        };
+        let result = replace_atomically(path, path, |f| f.write_all(b"new"), &sync);
+        let contents = std::fs::read(path);
+        let _ = std::fs::remove_file(path);
+        result.unwrap();
+        assert_eq!(contents.unwrap(), b"new");
+        assert_eq!(*synced.borrow(), vec![identity(Path::new("."))]);
+    }
+
+    #[test]
+    fn a_failed_directory_sync_fails_the_save_and_says_the_file_is_in_place() {
+        let dir = std::env::temp_dir().join(format!("sam2-unit-dirsync-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("e.sam2");
+        std::fs::write(&path, b"old").unwrap();
+        let failing =
+            |_: &File| -> std::io::Result<()> { Err(std::io::Error::from_raw_os_error(libc::EIO)) };
+        let result = replace_atomically(&path, &path, |f| f.write_all(b"new"), &failing);
+        let contents = std::fs::read(&path).unwrap();
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match result {
+            Err(Error::Io { context, source }) => {
+                assert_eq!(source.raw_os_error(), Some(libc::EIO));
+                assert!(
+                    context.contains("in place") && context.contains("power loss"),
+                    "{context}"
+                );
+            }
+            other => panic!("expected the directory's I/O error, got {other:?}"),
+        }
+        assert_eq!(contents, b"new", "the rename happened; the error says so");
+        assert_eq!(left, 1, "no temporary file left");
+    }
 }

@@ -115,7 +115,8 @@ impl Encoder {
         Location::of(&self.output_memory)
     }
 
-    /// Builds the encoder's input tensor from host pixels.
+    /// Builds the encoder's input tensor from host pixels. Touches no session: the tensor is
+    /// plain host memory, so preparing a request never waits for an encode in flight.
     pub fn prepare_input(&self, image: &ImageView<'_>) -> Result<DynValue> {
         let size = self.spec.input_size;
         let shape = [1usize, 3, size, size];
@@ -123,21 +124,19 @@ impl Encoder {
         Ok(match self.spec.input_type {
             InputType::F32 => Tensor::from_array((shape, data))?.into_dyn(),
             InputType::F16 => {
-                let session = self.session.lock().unwrap_or_else(|p| p.into_inner());
-                let mut tensor = ort::value::DynTensor::new(
-                    session.allocator(),
-                    TensorElementType::Float16,
-                    shape,
-                )?;
-                let ptr = tensor.data_ptr_mut() as *mut u16;
-                // SAFETY: a freshly allocated CPU tensor of 3·size² float16 elements.
-                let out = unsafe { std::slice::from_raw_parts_mut(ptr, data.len()) };
-                for (o, v) in out.iter_mut().zip(data.iter()) {
-                    *o = preprocess::f32_to_f16_bits(*v);
-                }
-                tensor.into_dyn()
+                let half: Vec<half::f16> = data
+                    .iter()
+                    .map(|v| half::f16::from_bits(preprocess::f32_to_f16_bits(*v)))
+                    .collect();
+                Tensor::from_array((shape, half))?.into_dyn()
             }
         })
+    }
+
+    /// Test support: holds the session as an encode in flight does, until the guard is dropped.
+    #[doc(hidden)]
+    pub fn hold_session_for_test(&self) -> impl Drop + '_ {
+        self.session.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Encodes one image.

@@ -501,3 +501,73 @@ fn a_failed_background_encode_reports_its_error_and_the_worker_goes_on() {
         (1, 4, 0)
     );
 }
+
+/// Cancelling the only request for an encode in flight dooms that run; a request for the same
+/// image made right after must not join it (and fail with `Cancelled`) but encode afresh.
+#[test]
+fn a_request_after_a_cancel_encodes_afresh_instead_of_joining_the_cancelled_run() {
+    let encoder = encoder("bench_a");
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    let img = image(1);
+    for priority in [Priority::Foreground, Priority::Background] {
+        let doomed = cache
+            .encode_async(&encoder, &view(&img), Priority::Background)
+            .unwrap();
+        wait_until("the encode to start", || {
+            doomed.state() == JobState::Running
+        });
+        doomed.cancel();
+        let fresh = cache.encode_async(&encoder, &view(&img), priority).unwrap();
+        assert_eq!(
+            fresh.source(),
+            Source::Encoded,
+            "{priority:?}: a new encode, not the cancelled one"
+        );
+        match fresh.wait(None) {
+            Ok(embedding) => assert_eq!(embedding.image_size(), (512, 384)),
+            Err(e) => panic!("{priority:?}: the new request failed: {e}"),
+        }
+        assert!(matches!(doomed.wait(None), Err(Error::Cancelled)));
+        cache.clear();
+    }
+    // The blocking call a host makes when the user opens the image.
+    let doomed = cache
+        .encode_async(&encoder, &view(&img), Priority::Background)
+        .unwrap();
+    wait_until("the encode to start", || {
+        doomed.state() == JobState::Running
+    });
+    doomed.cancel();
+    let (embedding, source) = cache.encode(&encoder, &view(&img)).unwrap();
+    assert_eq!(
+        (embedding.image_size(), source),
+        ((512, 384), Source::Encoded)
+    );
+}
+
+/// An fp16 encoder's input is prepared on the requesting thread without its session: a request
+/// made while another image encodes returns at once instead of waiting for that run to end.
+#[test]
+fn an_fp16_request_does_not_wait_for_the_encode_in_flight() {
+    let encoder = encoder("tiny_a_fp16");
+    let cache = EmbeddingCache::new(CacheOptions::default()).unwrap();
+    let img = image(0);
+    let expected = bytes_of(&encoder.encode(&view(&img)).unwrap());
+    let (sent, received) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        // Stands for a long encode in flight on this encoder's session.
+        let in_flight = encoder.hold_session_for_test();
+        s.spawn(|| {
+            let input = encoder.prepare_input(&view(&img)).map(|_| ());
+            let job = cache.encode_async(&encoder, &view(&img), Priority::Background);
+            let _ = sent.send((input, job));
+        });
+        let answer = received.recv_timeout(Duration::from_secs(20));
+        drop(in_flight);
+        let (input, job) = answer.expect("the request waited for the session");
+        input.unwrap();
+        let job = job.unwrap();
+        assert_eq!(job.source(), Source::Encoded);
+        assert_eq!(bytes_of(&job.wait(None).unwrap()), expected);
+    });
+}

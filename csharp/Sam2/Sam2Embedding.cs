@@ -43,7 +43,8 @@ namespace Sam2
 
         /// <summary>
         /// Saves the embedding (<c>sam2_embedding_save</c>; safetensors with sam2 metadata). The
-        /// write is atomic: a crash leaves any previous file intact.
+        /// write is atomic: a crash leaves any previous file intact. Through a symbolic link, the
+        /// file the link names is replaced and the link kept.
         /// </summary>
         /// <exception cref="EmbeddingNotSerializableException">The embedding is in device memory;
         /// nothing was written. Copy it with <see cref="ToHost"/> first.</exception>

@@ -127,10 +127,16 @@ pub const SAM2_PLACE_HOST: u32 = 0;
 /// when the predictor runs on the CPU).
 pub const SAM2_PLACE_DEVICE: u32 = 1;
 
-/// Saves a host embedding to `path` (safetensors with sam2 metadata; see the README).
+/// Saves a host embedding to `path` (safetensors with sam2 metadata, format version 2, whose
+/// metadata and tensor bytes each carry a CRC-32; see the README).
 ///
-/// The write is atomic: a temporary file in the same directory, fsync, then rename, so a crash
-/// leaves any previous file at `path` intact. An embedding in device memory is refused with
+/// The write is atomic: a temporary file in the same directory, fsync, rename, then fsync of the
+/// directory (the current one for a bare file name), so a crash leaves any previous file at
+/// `path` intact. The directory is opened before anything is written; a directory sync that fails
+/// after the rename gives `SAM2_ERR_IO` with a message saying the new file is in place but may not
+/// survive a power loss. When `path` is a symbolic link (or a chain of them), the file it names is
+/// replaced, atomically in that file's directory, and the link is kept (a dangling link's file is
+/// created; a loop is `SAM2_ERR_IO`). An embedding in device memory is refused with
 /// `SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE` before anything is written (no file is created or
 /// changed, the embedding stays usable, and `sam2_embedding_allocator_name` names the
 /// allocator); copy it first with `sam2_embedding_to_host`. OS failures give `SAM2_ERR_IO`.
@@ -155,8 +161,10 @@ pub extern "C" fn sam2_embedding_save(
 /// than the predictor's (or by an encoder of another export family) gives
 /// `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
 /// `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
-/// foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT`; an OS failure `SAM2_ERR_IO`.
-/// On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
+/// foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by
+/// earlier releases, and 2 are read); an OS failure `SAM2_ERR_IO`,
+/// as does anything but a regular file (a directory, a FIFO, a device), refused without opening
+/// it or waiting. On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
 #[no_mangle]
 pub extern "C" fn sam2_embedding_load(
     path: *const c_char,

@@ -726,6 +726,14 @@ static void files(void) {
     load_fails("\xff.sam2", NULL, SAM2_PLACE_HOST, SAM2_ERR_INVALID_ARGUMENT, "path");
     load_fails("/nonexistent/e.sam2", NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "/nonexistent/e.sam2");
     load_fails(dir, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, dir);
+    /* Other files that are not regular: refused at once (reading a FIFO used to block until a
+     * writer came). */
+    char fifo[TEST_PATH_MAX];
+    scratch(fifo, "pipe.sam2");
+    CHECK(mkfifo(fifo, 0600) == 0);
+    load_fails(fifo, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "FIFO");
+    CHECK(unlink(fifo) == 0);
+    load_fails("/dev/null", NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "character device");
     const uint32_t places[] = {SAM2_PLACE_DEVICE + 1, 0xFFFFFFFFu};
     for (size_t i = 0; i < 2; i++) {
         load_fails(path, predictor, places[i], SAM2_ERR_INVALID_ARGUMENT, "placement");
