@@ -18,6 +18,13 @@
 #include <stddef.h>
 
 /**
+ * Largest result of one predict: `objects × candidates × width × height` mask bytes (multimask
+ * counted as 3 candidates). A larger request is refused before anything runs; predict fewer
+ * prompts per call instead.
+ */
+#define MAX_RESULT_BYTES (4 << 30)
+
+/**
  * `sam2_cache_encode` found the embedding kept in the cache.
  */
 #define SAM2_CACHE_HIT 0
@@ -311,6 +318,10 @@ enum sam2_status
    * A bounded queue is full; wait for work to finish, or cancel some.
    */
   SAM2_ERR_QUEUE_FULL = 15,
+  /**
+   * Memory for a result could not be allocated (the message says how much); nothing changed.
+   */
+  SAM2_ERR_OUT_OF_MEMORY = 16,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1034,10 +1045,12 @@ void sam2_predictor_free(struct sam2_predictor *predictor);
  * by the caller (release with `sam2_masks_free`), holding `prompt_count × candidates` masks at
  * the original image size. The embedding is read in place, never copied. Errors:
  * `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
- * x2 < x1, an embedding in device memory this predictor cannot read, …, naming the argument),
- * `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+ * x2 < x1, an embedding in device memory this predictor cannot read, a result over 4 GiB of
+ * masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3 — …, naming
+ * the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
  * `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
- * `allow_embedding_copy`). Thread-safe: several threads
+ * `allow_embedding_copy`), `SAM2_ERR_OUT_OF_MEMORY` (the result's memory could not be had; the
+ * process goes on). Thread-safe: several threads
  * may predict at once on one predictor and one embedding.
  */
 sam2_status sam2_predict(const struct sam2_predictor *predictor,

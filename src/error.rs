@@ -76,6 +76,10 @@ pub enum Error {
     /// A panic was caught at the C boundary.
     #[error("internal error (panic): {0}")]
     Panic(String),
+
+    /// Memory for a result could not be allocated; nothing was changed.
+    #[error("not enough memory for {what}: {bytes} bytes could not be allocated")]
+    OutOfMemory { what: String, bytes: usize },
 }
 
 impl Error {
@@ -107,6 +111,10 @@ impl Error {
             },
             Error::QueueFull { limit } => Error::QueueFull { limit: *limit },
             Error::Panic(s) => Error::Panic(s.clone()),
+            Error::OutOfMemory { what, bytes } => Error::OutOfMemory {
+                what: what.clone(),
+                bytes: *bytes,
+            },
         }
     }
 
@@ -139,3 +147,33 @@ impl<T> From<ort::Error<T>> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A vector of `len` default values, or [`Error::OutOfMemory`] naming `what` when the memory
+/// cannot be had (instead of aborting the process, as `vec!` does).
+pub(crate) fn try_zeroed<T: Clone + Default>(len: usize, what: &str) -> Result<Vec<T>> {
+    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
+        what: what.to_string(),
+        bytes,
+    })?;
+    v.resize(len, T::default());
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_allocation_that_cannot_be_had_is_an_error_not_an_abort() {
+        match try_zeroed::<u8>(usize::MAX / 2, "a test buffer") {
+            Err(Error::OutOfMemory { what, bytes }) => {
+                assert_eq!(what, "a test buffer");
+                assert_eq!(bytes, usize::MAX / 2);
+            }
+            other => panic!("expected OutOfMemory, got {:?}", other.map(|v| v.len())),
+        }
+        assert_eq!(try_zeroed::<f32>(3, "small").unwrap(), vec![0.0; 3]);
+    }
+}

@@ -121,6 +121,10 @@ pub struct Predictor {
 /// that keeps the prompt tensors small.
 pub const MAX_OBJECTS: usize = 256;
 pub const MAX_POINTS: usize = 1024;
+/// Largest result of one predict: `objects × candidates × width × height` mask bytes (multimask
+/// counted as 3 candidates). A larger request is refused before anything runs; predict fewer
+/// prompts per call instead.
+pub const MAX_RESULT_BYTES: usize = 4 << 30;
 /// Largest predictor pool.
 pub const MAX_POOL: usize = 64;
 
@@ -380,6 +384,26 @@ impl Predictor {
     ) -> Result<Prediction> {
         self.check_embedding(embedding)?;
         validate_prompts(prompts, embedding.image_size(), self.spec.low_res_size)?;
+        let (w, h) = embedding.image_size();
+        let candidates = if options.multimask { 3 } else { 1 };
+        let result = (w as usize)
+            .saturating_mul(h as usize)
+            .saturating_mul(prompts.len())
+            .saturating_mul(candidates);
+        if result > MAX_RESULT_BYTES {
+            return Err(Error::invalid(
+                "prompts",
+                format!(
+                    "{} prompt{} × {candidates} mask{} of {w}×{h} would take {:.1} GiB, more than \
+                     the {} GiB one predict may return; predict fewer prompts per call",
+                    prompts.len(),
+                    if prompts.len() == 1 { "" } else { "s" },
+                    if candidates == 1 { "" } else { "s" },
+                    result as f64 / (1u64 << 30) as f64,
+                    MAX_RESULT_BYTES >> 30
+                ),
+            ));
+        }
         let copied;
         let embedding = if self.needs_host_copy(embedding)? {
             copied = embedding.copy_to_host()?;
@@ -563,22 +587,25 @@ impl Predictor {
                 "decoder returned iou_predictions of shape {iou_shape:?}, expected [{objects}, M]"
             )));
         }
-        let out = out.get_or_insert_with(|| {
+        if out.is_none() {
             let candidates = if options.multimask {
                 model_candidates
             } else {
                 1
             };
             let total = prompts.len() * candidates;
-            Outputs {
+            // Within MAX_RESULT_BYTES (checked before running), and still refused cleanly when the
+            // memory is not there: an abort would take the host process down.
+            *out = Some(Outputs {
                 model_candidates,
                 candidates,
-                masks: vec![0u8; total * plane],
-                scores: vec![0.0; total],
-                low_res: vec![0.0f32; total * lr * lr],
-                candidate_index: vec![0; total],
-            }
-        });
+                masks: crate::error::try_zeroed(total * plane, "the masks of the prediction")?,
+                scores: crate::error::try_zeroed(total, "the scores of the prediction")?,
+                low_res: crate::error::try_zeroed(total * lr * lr, "the low-res logits")?,
+                candidate_index: crate::error::try_zeroed(total, "the candidate indices")?,
+            });
+        }
+        let out = out.as_mut().expect("allocated above");
         if out.model_candidates != model_candidates {
             return Err(Error::OnnxRuntime(format!(
                 "decoder returned {model_candidates} candidates for one batch and {} for another",

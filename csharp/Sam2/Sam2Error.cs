@@ -59,6 +59,8 @@ namespace Sam2
                     return new TimeoutException(message);
                 case Sam2Status.Cancelled:
                     return new OperationCanceledException(message);
+                case Sam2Status.OutOfMemory:
+                    return new InsufficientMemoryException(message);
                 default:
                     return new Sam2Exception(status, message);
             }

@@ -38,5 +38,7 @@ namespace Sam2
         Cancelled = 14,
         /// <summary>SAM2_ERR_QUEUE_FULL: the cache's background queue is full.</summary>
         QueueFull = 15,
+        /// <summary>SAM2_ERR_OUT_OF_MEMORY: memory for a result could not be allocated; nothing changed.</summary>
+        OutOfMemory = 16,
     }
 }

@@ -88,6 +88,8 @@ pub enum sam2_status {
     SAM2_ERR_CANCELLED = 14,
     /// A bounded queue is full; wait for work to finish, or cancel some.
     SAM2_ERR_QUEUE_FULL = 15,
+    /// Memory for a result could not be allocated (the message says how much); nothing changed.
+    SAM2_ERR_OUT_OF_MEMORY = 16,
 }
 
 impl sam2_status {
@@ -109,6 +111,7 @@ impl sam2_status {
             Error::Timeout { .. } => SAM2_ERR_TIMEOUT,
             Error::Cancelled => SAM2_ERR_CANCELLED,
             Error::QueueFull { .. } => SAM2_ERR_QUEUE_FULL,
+            Error::OutOfMemory { .. } => SAM2_ERR_OUT_OF_MEMORY,
         }
     }
 
@@ -135,6 +138,7 @@ impl sam2_status {
             SAM2_ERR_TIMEOUT => c"SAM2_ERR_TIMEOUT: the wait ended before the work did",
             SAM2_ERR_CANCELLED => c"SAM2_ERR_CANCELLED: the work was cancelled",
             SAM2_ERR_QUEUE_FULL => c"SAM2_ERR_QUEUE_FULL: the queue is full",
+            SAM2_ERR_OUT_OF_MEMORY => c"SAM2_ERR_OUT_OF_MEMORY: not enough memory for the result",
         }
     }
 }

@@ -330,10 +330,12 @@ fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
 /// by the caller (release with `sam2_masks_free`), holding `prompt_count × candidates` masks at
 /// the original image size. The embedding is read in place, never copied. Errors:
 /// `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
-/// x2 < x1, an embedding in device memory this predictor cannot read, …, naming the argument),
-/// `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+/// x2 < x1, an embedding in device memory this predictor cannot read, a result over 4 GiB of
+/// masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3 — …, naming
+/// the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
 /// `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
-/// `allow_embedding_copy`). Thread-safe: several threads
+/// `allow_embedding_copy`), `SAM2_ERR_OUT_OF_MEMORY` (the result's memory could not be had; the
+/// process goes on). Thread-safe: several threads
 /// may predict at once on one predictor and one embedding.
 #[no_mangle]
 pub extern "C" fn sam2_predict(

@@ -62,6 +62,7 @@ pub extern "C" fn sam2_status_str(status: u32) -> *const c_char {
         sam2_status::SAM2_ERR_TIMEOUT,
         sam2_status::SAM2_ERR_CANCELLED,
         sam2_status::SAM2_ERR_QUEUE_FULL,
+        sam2_status::SAM2_ERR_OUT_OF_MEMORY,
     ];
     known
         .iter()

@@ -70,6 +70,7 @@ const char *test_status_name(sam2_status status) {
     case SAM2_ERR_TIMEOUT: return "SAM2_ERR_TIMEOUT";
     case SAM2_ERR_CANCELLED: return "SAM2_ERR_CANCELLED";
     case SAM2_ERR_QUEUE_FULL: return "SAM2_ERR_QUEUE_FULL";
+    case SAM2_ERR_OUT_OF_MEMORY: return "SAM2_ERR_OUT_OF_MEMORY";
     default: return "unknown";
     }
 }

@@ -278,7 +278,7 @@ static void runtime(const char *fake_old, const char *fake_null_api) {
 /* ---- Strings, errors, log callback, options_init ---- */
 
 static void library(void) {
-    const uint32_t unknown[] = {SAM2_ERR_QUEUE_FULL + 1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu};
+    const uint32_t unknown[] = {SAM2_ERR_OUT_OF_MEMORY + 1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *s = sam2_status_str(unknown[i]);
         TRY_VALUE("sam2_status_str", s != NULL && strstr(s, "unknown") != NULL, NULL);

@@ -575,7 +575,7 @@ static void buffer_errors(void) {
 /* ---- sam2_status_str ---- */
 
 static void status_strings(void) {
-    for (uint32_t s = SAM2_OK; s <= SAM2_ERR_QUEUE_FULL; s++) {
+    for (uint32_t s = SAM2_OK; s <= SAM2_ERR_OUT_OF_MEMORY; s++) {
         const char *text = sam2_status_str(s);
         const char *name = test_status_name((sam2_status)s);
         CHECK(text != NULL);
@@ -588,7 +588,7 @@ static void status_strings(void) {
         }
         CHECK(text == sam2_status_str(s)); /* static */
     }
-    const uint32_t unknown[] = {SAM2_ERR_QUEUE_FULL + 1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu};
+    const uint32_t unknown[] = {SAM2_ERR_OUT_OF_MEMORY + 1, 100, 0x7FFFFFFFu, 0xFFFFFFFFu};
     for (size_t i = 0; i < sizeof unknown / sizeof unknown[0]; i++) {
         const char *text = sam2_status_str(unknown[i]);
         CHECK(text != NULL);
