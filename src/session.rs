@@ -39,6 +39,13 @@ pub enum Optimization {
 
 /// Reads a model file whole. Kept separate so the bytes can be fingerprinted and shared.
 pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
+    // A FIFO would block the read forever and a device would never end: only regular files.
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            return Err(Error::model(path, "is not a regular file"));
+        }
+        _ => {}
+    }
     let bytes = std::fs::read(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
             Error::model(path, format!("cannot be read: {e}"))

@@ -50,3 +50,30 @@ fn a_prediction_beyond_the_result_limit_is_refused_not_an_abort() {
         .unwrap();
     assert_eq!((one.width, one.height, one.objects), (side, side, 1));
 }
+
+/// A model path that names a FIFO or a device is refused at once, never a hang.
+#[test]
+fn a_model_that_is_a_fifo_or_a_device_is_refused_at_once() {
+    init_runtime();
+    let dir = std::env::temp_dir().join(format!("sam2-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("model.onnx");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    for path in [fifo.as_path(), std::path::Path::new("/dev/zero")] {
+        let started = std::time::Instant::now();
+        match Encoder::new(path, &EncoderOptions::default()) {
+            Err(sam2::Error::Model { reason, .. }) => {
+                assert!(reason.contains("not a regular file"), "{reason}")
+            }
+            other => panic!(
+                "{}: expected a model error, got {:?}",
+                path.display(),
+                other.err()
+            ),
+        }
+        assert!(started.elapsed().as_secs() < 5);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
