@@ -18,13 +18,6 @@
 #include <stddef.h>
 
 /**
- * Largest result of one predict: `objects × candidates × width × height` mask bytes (multimask
- * counted as 3 candidates). A larger request is refused before anything runs; predict fewer
- * prompts per call instead.
- */
-#define MAX_RESULT_BYTES (4 << 30)
-
-/**
  * `sam2_cache_encode` found the embedding kept in the cache.
  */
 #define SAM2_CACHE_HIT 0
@@ -617,11 +610,6 @@ typedef struct sam2_prompt {
  * May be called from any thread, including ONNX Runtime's; must not call back into sam2.
  */
 typedef void (*sam2_log_callback)(uint32_t level, const char *message, void *user_data);
-
-/**
- * Versions this library reads.
- */
-#define READABLE_VERSIONS { 1, 2, }
 
 #ifdef __cplusplus
 extern "C" {

@@ -28,6 +28,7 @@ use crate::embedding::{element_size, Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
+use crate::platform;
 
 /// Value of `__metadata__.format`.
 pub const FORMAT: &str = "sam2-embedding";
@@ -431,13 +432,6 @@ fn temp_owner(file_name: &str) -> Option<i32> {
     pid.parse::<i32>().ok().filter(|p| *p > 0)
 }
 
-/// Whether a process exists (including one another user owns).
-fn process_exists(pid: i32) -> bool {
-    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-}
-
 /// Removes the temporary files that saves killed mid-write left in `dir` (a killed process
 /// cannot clean up, and each is the size of an embedding). A file is removed only when its name
 /// is exactly ours, its contents start like an embedding file (a user's file that happens to
@@ -457,7 +451,7 @@ pub fn remove_abandoned_temps(dir: &Path) -> usize {
         let Some(pid) = name.to_str().and_then(temp_owner) else {
             continue;
         };
-        if pid == own || process_exists(pid) {
+        if pid == own || platform::process_exists(pid) {
             continue;
         }
         let idle = entry
@@ -549,7 +543,7 @@ fn save_target(path: &Path) -> Result<PathBuf> {
 /// (it has nothing to make durable that way); every other failure is reported.
 fn sync_directory(dir: &File) -> std::io::Result<()> {
     match dir.sync_all() {
-        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(()),
+        Err(e) if platform::is_unsupported_sync(&e) => Ok(()),
         other => other,
     }
 }
@@ -577,20 +571,18 @@ fn replace_atomically(
         )
     };
     let dir_path = directory_of(target);
-    let mut dir_options = File::options();
-    dir_options.read(true);
     // Only a directory: opening a FIFO named like one would block.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut dir_options, libc::O_DIRECTORY);
-    let dir = dir_options.open(dir_path).map_err(|e| {
-        Error::io(
-            format!(
-                "{context}: opening its directory {} (to make the save durable)",
-                dir_path.display()
-            ),
-            e,
-        )
-    })?;
+    let dir = platform::directory_open_options()
+        .open(dir_path)
+        .map_err(|e| {
+            Error::io(
+                format!(
+                    "{context}: opening its directory {} (to make the save durable)",
+                    dir_path.display()
+                ),
+                e,
+            )
+        })?;
     let (tmp, mut file) = create_temp(target)?;
     let written = (|| -> std::io::Result<()> {
         write(&mut file)?;
@@ -712,11 +704,9 @@ fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()>
 fn open_regular_file(path: &Path) -> Result<File> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
     require_regular_file(&std::fs::metadata(path).map_err(io)?, path)?;
-    let mut options = File::options();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    let file = options.open(path).map_err(io)?;
+    let file = platform::nonblocking_read_options()
+        .open(path)
+        .map_err(io)?;
     require_regular_file(&file.metadata().map_err(io)?, path)?;
     Ok(file)
 }

@@ -44,6 +44,107 @@ impl FileIdentity {
     }
 }
 
+/// The file of the binary that holds this code (`libsam2.so`, or an executable linking it
+/// statically), as the dynamic loader knows it.
+#[cfg(unix)]
+pub(crate) fn own_binary_path() -> Option<std::path::PathBuf> {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let addr = own_binary_path as *const () as *const libc::c_void;
+    // SAFETY: dladdr only reads the address and fills the struct; a zero return means "unknown".
+    let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
+    if found == 0 {
+        return None;
+    }
+    // SAFETY: dladdr succeeded, so the struct is initialised.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return None;
+    }
+    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
+    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
+    Some(std::path::PathBuf::from(std::ffi::OsStr::new(
+        std::str::from_utf8(name.to_bytes()).ok()?,
+    )))
+}
+
+/// A shared library opened for a look at its symbols, closed when dropped.
+#[cfg(unix)]
+pub(crate) struct Library(*mut libc::c_void);
+
+#[cfg(unix)]
+impl Library {
+    /// Opens `path` (resolving every symbol now, keeping them local); the error is the loader's.
+    pub(crate) fn open(path: &Path) -> Result<Self, String> {
+        use std::os::unix::ffi::OsStrExt;
+        let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| "path contains NUL".to_string())?;
+        // SAFETY: dlopen/dlerror are thread-safe and read a NUL-terminated path.
+        unsafe {
+            let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+            if handle.is_null() {
+                let err = libc::dlerror();
+                return Err(if err.is_null() {
+                    "cannot be loaded".to_string()
+                } else {
+                    std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned()
+                });
+            }
+            Ok(Library(handle))
+        }
+    }
+
+    /// The address of `name`, valid while the library is open.
+    pub(crate) fn symbol(&self, name: &std::ffi::CStr) -> Option<*mut libc::c_void> {
+        // SAFETY: the handle is open; dlsym reads a NUL-terminated name.
+        let sym = unsafe { libc::dlsym(self.0, name.as_ptr()) };
+        (!sym.is_null()).then_some(sym)
+    }
+}
+
+#[cfg(unix)]
+impl Drop for Library {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from dlopen and is closed once.
+        unsafe {
+            libc::dlclose(self.0);
+        }
+    }
+}
+
+/// Whether a process exists (including one another user owns).
+#[cfg(unix)]
+pub(crate) fn process_exists(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Options that open a directory for reading (to sync it), and nothing else: a FIFO put where
+/// the directory was expected fails instead of blocking.
+pub(crate) fn directory_open_options() -> std::fs::OpenOptions {
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DIRECTORY);
+    options
+}
+
+/// Options that open a file for reading without blocking in the open itself (a FIFO returns at
+/// once; the caller then checks what it opened).
+pub(crate) fn nonblocking_read_options() -> std::fs::OpenOptions {
+    let mut options = std::fs::File::options();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    options
+}
+
+/// A directory sync refused because the file system cannot sync directories at all (`EINVAL`):
+/// nothing to make durable that way, not a failure.
+pub(crate) fn is_unsupported_sync(error: &std::io::Error) -> bool {
+    error.raw_os_error() == Some(libc::EINVAL)
+}
+
 /// A directory only this process uses, removed with everything in it when dropped.
 pub(crate) struct PrivateTempDir(PathBuf);
 

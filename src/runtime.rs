@@ -368,23 +368,7 @@ fn library_files_in(dir: &Path) -> Vec<PathBuf> {
 
 /// The directory of the binary that holds this code (`libsam2.so`, or an executable linking it statically).
 fn own_directory() -> Option<PathBuf> {
-    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
-    let addr = own_directory as *const () as *const libc::c_void;
-    // SAFETY: dladdr only reads the address and fills the struct; a zero return means "unknown".
-    let found = unsafe { libc::dladdr(addr, info.as_mut_ptr()) };
-    if found == 0 {
-        return None;
-    }
-    // SAFETY: dladdr succeeded, so the struct is initialised.
-    let info = unsafe { info.assume_init() };
-    if info.dli_fname.is_null() {
-        return None;
-    }
-    // SAFETY: dli_fname is a NUL-terminated string owned by the loader.
-    let name = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
-    let path = PathBuf::from(std::ffi::OsStr::new(
-        std::str::from_utf8(name.to_bytes()).ok()?,
-    ));
+    let path = crate::platform::own_binary_path()?;
     let path = path.canonicalize().unwrap_or(path);
     path.parent().map(Path::to_path_buf)
 }
@@ -392,60 +376,42 @@ fn own_directory() -> Option<PathBuf> {
 /// Opens a candidate library and checks it is an ONNX Runtime that provides the API version the
 /// binding needs, without keeping it; gives its version string.
 fn probe(path: &Path) -> std::result::Result<String, String> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| "path contains NUL".to_string())?;
-    // SAFETY: dlopen/dlsym/dlerror/dlclose are thread-safe; the symbol is called with its
-    // documented signature (OrtGetApiBase, then the base's GetVersionString and GetApi, which
-    // have no preconditions), and the handle is closed before returning.
+    let library = crate::platform::Library::open(path)?;
+    let sym = library
+        .symbol(c"OrtGetApiBase")
+        .ok_or_else(|| "does not export OrtGetApiBase: not ONNX Runtime".to_string())?;
+    // SAFETY: the symbol is called with its documented signature (OrtGetApiBase, then the base's
+    // GetVersionString and GetApi, which have no preconditions) while the library is open.
     unsafe {
-        let handle = libc::dlopen(c_path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
-        if handle.is_null() {
-            let err = libc::dlerror();
-            let why = if err.is_null() {
-                "cannot be loaded".to_string()
-            } else {
-                std::ffi::CStr::from_ptr(err).to_string_lossy().into_owned()
-            };
-            return Err(why);
+        let get_base: unsafe extern "C" fn() -> *const ort::sys::OrtApiBase =
+            std::mem::transmute(sym);
+        let base = get_base();
+        if base.is_null() {
+            return Err("OrtGetApiBase returned NULL".to_string());
         }
-        let result = (|| {
-            let sym = libc::dlsym(handle, c"OrtGetApiBase".as_ptr());
-            if sym.is_null() {
-                return Err("does not export OrtGetApiBase: not ONNX Runtime".to_string());
-            }
-            let get_base: unsafe extern "C" fn() -> *const ort::sys::OrtApiBase =
-                std::mem::transmute(sym);
-            let base = get_base();
-            if base.is_null() {
-                return Err("OrtGetApiBase returned NULL".to_string());
-            }
-            let v = ((*base).GetVersionString)();
-            let version = if v.is_null() {
-                String::from("unknown")
-            } else {
-                std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned()
-            };
-            let minor: u32 = version
-                .split('.')
-                .nth(1)
-                .and_then(|m| m.parse().ok())
-                .unwrap_or(0);
-            if !version.starts_with("1.") || minor < MIN_ORT_MINOR {
-                return Err(format!(
-                    "is ONNX Runtime {version}; version 1.{MIN_ORT_MINOR} or newer is needed"
-                ));
-            }
-            if ((*base).GetApi)(ort::sys::ORT_API_VERSION).is_null() {
-                return Err(format!(
-                    "ONNX Runtime {version} does not provide API version {}",
-                    ort::sys::ORT_API_VERSION
-                ));
-            }
-            Ok(version)
-        })();
-        libc::dlclose(handle);
-        result
+        let v = ((*base).GetVersionString)();
+        let version = if v.is_null() {
+            String::from("unknown")
+        } else {
+            std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned()
+        };
+        let minor: u32 = version
+            .split('.')
+            .nth(1)
+            .and_then(|m| m.parse().ok())
+            .unwrap_or(0);
+        if !version.starts_with("1.") || minor < MIN_ORT_MINOR {
+            return Err(format!(
+                "is ONNX Runtime {version}; version 1.{MIN_ORT_MINOR} or newer is needed"
+            ));
+        }
+        if ((*base).GetApi)(ort::sys::ORT_API_VERSION).is_null() {
+            return Err(format!(
+                "ONNX Runtime {version} does not provide API version {}",
+                ort::sys::ORT_API_VERSION
+            ));
+        }
+        Ok(version)
     }
 }
 
