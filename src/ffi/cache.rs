@@ -174,7 +174,7 @@ pub extern "C" fn sam2_cache_new(
             device_budget: usize::try_from(options.device_budget_bytes).unwrap_or(usize::MAX),
             queue_limit: options.queue_limit as usize,
         })?;
-        *out = Box::into_raw(Box::new(sam2_cache {
+        out.set(super::publish(sam2_cache {
             tag: HandleTag::new::<sam2_cache>(),
             inner: cache,
         }));
@@ -233,7 +233,7 @@ pub extern "C" fn sam2_cache_encode(
                 }
             };
         }
-        *out = Box::into_raw(Box::new(sam2_embedding::new(embedding)));
+        out.set(super::publish(sam2_embedding::new(embedding)));
         Ok(())
     })
 }
@@ -286,7 +286,7 @@ pub extern "C" fn sam2_cache_encode_async(
         };
         let out = arg_out(out, "out")?;
         let job = cache.inner.encode_async(&encoder.inner, &image, priority)?;
-        *out = Box::into_raw(Box::new(sam2_encode_job {
+        out.set(super::publish(sam2_encode_job {
             tag: HandleTag::new::<sam2_encode_job>(),
             inner: job,
         }));
@@ -359,19 +359,23 @@ pub extern "C" fn sam2_cache_get_stats(
 ) -> sam2_status {
     guard(|| {
         let cache = handle_ref(cache, "cache")?;
-        let out = arg_out(out, "out")?;
+        if out.is_null() {
+            return Err(Error::NullArgument("out"));
+        }
+        // Only the leading `struct_size` is read before it is checked: a caller's struct may be
+        // shorter than this version's (a reference over the whole struct would be unsound).
+        // SAFETY: non-NULL; every version of the struct starts with its `uint32_t struct_size`.
+        let given = unsafe { std::ptr::addr_of!((*out).struct_size).read_unaligned() };
         let full = std::mem::size_of::<sam2_cache_stats>();
-        if out.struct_size as usize != full {
+        if given as usize != full {
             return Err(Error::invalid(
                 "out.struct_size",
-                format!(
-                    "is {}; set it to sizeof(sam2_cache_stats) ({full})",
-                    out.struct_size
-                ),
+                format!("is {given}; set it to sizeof(sam2_cache_stats) ({full})"),
             ));
         }
+        let out = arg_out(out, "out")?;
         let s = cache.inner.stats();
-        *out = sam2_cache_stats {
+        out.set(sam2_cache_stats {
             struct_size: full as u32,
             running: s.running as u32,
             hits: s.hits,
@@ -385,7 +389,7 @@ pub extern "C" fn sam2_cache_get_stats(
             host_bytes: s.host_bytes as u64,
             device_bytes: s.device_bytes as u64,
             queued: s.queued as u64,
-        };
+        });
         Ok(())
     })
 }
@@ -407,7 +411,7 @@ pub extern "C" fn sam2_encode_job_wait(
         let timeout =
             (timeout_ms != SAM2_WAIT_FOREVER).then(|| Duration::from_millis(u64::from(timeout_ms)));
         let embedding = job.inner.wait(timeout)?;
-        *out = Box::into_raw(Box::new(sam2_embedding::new(embedding)));
+        out.set(super::publish(sam2_embedding::new(embedding)));
         Ok(())
     })
 }
@@ -421,13 +425,13 @@ pub extern "C" fn sam2_encode_job_state(
     guard(|| {
         let job = handle_ref(job, "job")?;
         let out = arg_out(out_state, "out_state")?;
-        *out = match job.inner.state() {
+        out.set(match job.inner.state() {
             JobState::Queued => SAM2_JOB_QUEUED,
             JobState::Running => SAM2_JOB_RUNNING,
             JobState::Done => SAM2_JOB_DONE,
             JobState::Failed => SAM2_JOB_FAILED,
             JobState::Cancelled => SAM2_JOB_CANCELLED,
-        };
+        });
         Ok(())
     })
 }

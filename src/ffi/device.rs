@@ -193,9 +193,9 @@ pub(crate) fn write_device(
     let p = arg_out(out_provider, "out_provider")?;
     let d = arg_out(out_device_id, "out_device_id")?;
     let f = arg_out(out_fell_back, "out_fell_back")?;
-    *p = provider_code(device.primary);
-    *d = device.device_id;
-    *f = device.fell_back as i32;
+    p.set(provider_code(device.primary));
+    d.set(device.device_id);
+    f.set(device.fell_back as i32);
     Ok(())
 }
 

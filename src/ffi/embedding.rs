@@ -83,7 +83,7 @@ pub extern "C" fn sam2_embedding_device_id(
     guard(|| {
         let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out_device_id, "out_device_id")?;
-        *out = e.inner.device_id();
+        out.set(e.inner.device_id());
         Ok(())
     })
 }
@@ -100,8 +100,8 @@ pub extern "C" fn sam2_embedding_image_size(
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
         let (width, height) = e.inner.image_size();
-        *w = width;
-        *h = height;
+        w.set(width);
+        h.set(height);
         Ok(())
     })
 }
@@ -205,7 +205,7 @@ pub extern "C" fn sam2_embedding_load(
             (SAM2_PLACE_DEVICE, Some(p)) => p.inner.place_on_device(embedding)?,
             _ => embedding,
         };
-        *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(embedding))));
+        out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));
         Ok(())
     })
 }
@@ -226,7 +226,7 @@ pub extern "C" fn sam2_embedding_to_host(
         let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out, "out")?;
         let host = e.inner.to_host()?;
-        *out = Box::into_raw(Box::new(sam2_embedding::new(host)));
+        out.set(super::publish(sam2_embedding::new(host)));
         Ok(())
     })
 }
@@ -249,7 +249,7 @@ pub extern "C" fn sam2_test_embedding_simulate_device(
         let name = super::arg_str(allocator_name, "allocator_name")?;
         let out = arg_out(out, "out")?;
         let sim = Embedding::simulate_device(&e.inner, name, device_id)?;
-        *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(sim))));
+        out.set(super::publish(sam2_embedding::new(Arc::new(sim))));
         Ok(())
     })
 }

@@ -191,7 +191,7 @@ pub extern "C" fn sam2_encoder_new(
         )?;
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
-        *out = Box::into_raw(Box::new(sam2_encoder {
+        out.set(super::publish(sam2_encoder {
             tag: HandleTag::new::<sam2_encoder>(),
             inner: Arc::new(encoder),
         }));
@@ -233,7 +233,7 @@ pub extern "C" fn sam2_encode(
         let out = arg_out(out, "out")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let embedding = encoder.inner.encode(&image)?;
-        *out = Box::into_raw(Box::new(sam2_embedding::new(Arc::new(embedding))));
+        out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));
         Ok(())
     })
 }

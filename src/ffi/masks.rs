@@ -56,8 +56,8 @@ pub extern "C" fn sam2_masks_count(
         let m = &handle_ref(masks, "masks")?.inner;
         let o = arg_out(out_objects, "out_objects")?;
         let c = arg_out(out_candidates, "out_candidates")?;
-        *o = m.objects;
-        *c = m.candidates;
+        o.set(m.objects);
+        c.set(m.candidates);
         Ok(())
     })
 }
@@ -73,8 +73,8 @@ pub extern "C" fn sam2_masks_size(
         let m = &handle_ref(masks, "masks")?.inner;
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
-        *w = m.width as u32;
-        *h = m.height as u32;
+        w.set(m.width as u32);
+        h.set(m.height as u32);
         Ok(())
     })
 }
@@ -94,8 +94,8 @@ pub extern "C" fn sam2_masks_mask(
         let l = arg_out(out_len, "out_len")?;
         check_index(m, index)?;
         let mask = m.mask(index);
-        *d = mask.as_ptr();
-        *l = mask.len();
+        d.set(mask.as_ptr());
+        l.set(mask.len());
         Ok(())
     })
 }
@@ -111,7 +111,7 @@ pub extern "C" fn sam2_masks_score(
         let m = &handle_ref(masks, "masks")?.inner;
         let s = arg_out(out_score, "out_score")?;
         check_index(m, index)?;
-        *s = m.scores[index];
+        s.set(m.scores[index]);
         Ok(())
     })
 }
@@ -134,7 +134,7 @@ pub extern "C" fn sam2_masks_box(
         check_index(m, index)?;
         // SAFETY: checked non-NULL; the caller promises room for 4 values.
         unsafe { std::ptr::copy_nonoverlapping(m.boxes[index].as_ptr(), out_box, 4) };
-        *a = m.areas[index];
+        a.set(m.areas[index]);
         Ok(())
     })
 }
@@ -156,9 +156,9 @@ pub extern "C" fn sam2_masks_low_res(
         let s = arg_out(out_side, "out_side")?;
         check_index(m, index)?;
         let logits = m.low_res_logits(index);
-        *d = logits.as_ptr();
-        *l = logits.len();
-        *s = m.low_res_size as u32;
+        d.set(logits.as_ptr());
+        l.set(logits.len());
+        s.set(m.low_res_size as u32);
         Ok(())
     })
 }

@@ -5,20 +5,19 @@
 //!
 //! # Handles and their type tags
 //!
-//! Every handle struct (`sam2_encoder`, `sam2_embedding`, …) starts with a [`HandleTag`]: eight
-//! bytes naming its type while it is alive, overwritten when it is freed. Exports never
-//! dereference a handle pointer themselves; they go through [`handle_ref`] (or
-//! [`opt_handle_ref`] where NULL is allowed), which checks the pointer is plausible (not in the
-//! first page, aligned) and that the tag is the expected type's, and [`free_handle`], which
-//! checks the tag, poisons it and releases the box. So a handle of the wrong type, a stray
-//! small integer, or a handle already freed (while its memory has not been reused) gives
-//! `SAM2_ERR_INVALID_ARGUMENT` naming the argument, and a double free is ignored (with a
-//! warning through the log callback) instead of corrupting the heap.
+//! Every handle the library hands out is recorded, with its type's tag, in a registry of live
+//! handles ([`publish`]); exports never dereference a handle pointer before [`handle_ref`] (or
+//! [`opt_handle_ref`] where NULL is allowed) has found it there with the expected type, and
+//! [`free_handle`] takes it out of the registry before releasing it. A pointer is checked by
+//! its address, never read: a handle of the wrong type, a stray integer, or a handle already
+//! freed gives `SAM2_ERR_INVALID_ARGUMENT` naming the argument, and a double free is ignored (with
+//! a warning through the log callback) instead of corrupting the heap, without the library
+//! touching memory the host does not own. (Handle structs still begin with a [`HandleTag`],
+//! poisoned on free, as a debugging aid.)
 //!
-//! Detection is best effort: freed memory may be handed out again, and a new handle of the same
-//! type at the same address is indistinguishable from the old one; a wild pointer into unmapped
-//! memory still faults. The tag turns the common host mistakes into errors; it is not a
-//! substitute for correct ownership.
+//! One limit remains: freed memory may be handed out again, and a new handle of the same type at
+//! the same address is indistinguishable from the old one. The registry turns the common host
+//! mistakes into errors; it is not a substitute for correct ownership.
 //!
 //! A new handle type takes three steps (and a line in `handle_name`, so that messages about a
 //! pointer of that type passed where another is expected can name it):
@@ -29,7 +28,7 @@
 //!     pub(crate) inner: Thing,
 //! }
 //! impl_handle!(sam2_thing, b"sam2_thg");                      // the tag: 8 ASCII bytes, unique
-//! // create:  Box::into_raw(Box::new(sam2_thing { tag: HandleTag::new::<sam2_thing>(), inner }))
+//! // create:  publish(sam2_thing { tag: HandleTag::new::<sam2_thing>(), inner })
 //! // use:     let thing = handle_ref(ptr, "thing")?;
 //! // free:    free_handle(ptr, "thing");
 //! ```
@@ -245,31 +244,69 @@ fn handle_name(tag: u64) -> Option<&'static str> {
     .map(|(_, name)| name)
 }
 
-/// Why a non-NULL pointer is not a live handle of type `T`, or `None` when it is (best effort).
+/// The handles alive now (address → type tag), and the most recently freed ones, for messages.
+/// A pointer is checked against this registry, never read: a freed handle, a stray integer or a
+/// handle of another type is recognised without touching memory the host does not own.
+struct Registry {
+    live: std::collections::HashMap<usize, u64>,
+    freed: std::collections::VecDeque<(usize, u64)>,
+}
+
+/// How many freed handles are remembered for "already freed" messages.
+const FREED_REMEMBERED: usize = 4096;
+
+static REGISTRY: std::sync::LazyLock<std::sync::RwLock<Registry>> =
+    std::sync::LazyLock::new(|| {
+        std::sync::RwLock::new(Registry {
+            live: std::collections::HashMap::new(),
+            freed: std::collections::VecDeque::new(),
+        })
+    });
+
+fn registry_read() -> std::sync::RwLockReadGuard<'static, Registry> {
+    REGISTRY.read().unwrap_or_else(|p| p.into_inner())
+}
+
+fn registry_write() -> std::sync::RwLockWriteGuard<'static, Registry> {
+    REGISTRY.write().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Hands a new handle to the host: boxes it and records it as alive.
+pub(crate) fn publish<T: Handle>(value: T) -> *mut T {
+    let ptr = Box::into_raw(Box::new(value));
+    let mut registry = registry_write();
+    let addr = ptr as usize;
+    registry.freed.retain(|(a, _)| *a != addr);
+    registry.live.insert(addr, T::TAG);
+    ptr
+}
+
+/// Why a non-NULL pointer is not a live handle of type `T`, or `None` when it is.
 fn handle_problem<T: Handle>(ptr: *const T) -> Option<String> {
     let addr = ptr as usize;
-    // Nothing is ever mapped in the first page; small integers passed as handles land there.
-    if addr < 4096 || addr % std::mem::align_of::<T>() != 0 {
-        return Some(format!(
+    let registry = registry_read();
+    match registry.live.get(&addr) {
+        Some(&tag) if tag == T::TAG => None,
+        Some(&tag) => Some(match handle_name(tag) {
+            Some(other) => format!("is a {other}, not a {}", T::NAME),
+            None => format!("is not a {} this library returned", T::NAME),
+        }),
+        None if registry
+            .freed
+            .iter()
+            .any(|&(a, t)| a == addr && t == T::TAG) =>
+        {
+            Some(format!("is a {} that was already freed", T::NAME))
+        }
+        None if addr < 4096 || addr % std::mem::align_of::<T>() != 0 => Some(format!(
             "{addr:#x} is not a {} this library returned",
             T::NAME
-        ));
-    }
-    // SAFETY: best effort, as documented: the pointer is aligned and outside the first page; a
-    // live handle of any type has at least these 8 bytes; freed memory of a small block stays
-    // mapped. A volatile read, so the check is never assumed away.
-    let tag = unsafe { std::ptr::read_volatile(ptr as *const u64) };
-    if tag == T::TAG {
-        return None;
-    }
-    Some(match handle_name(tag) {
-        Some(other) => format!("is a {other}, not a {}", T::NAME),
-        None if tag == FREED_TAG => format!("is a {} that was already freed", T::NAME),
-        None => format!(
+        )),
+        None => Some(format!(
             "is not a live {} (already freed, or not a handle this library returned)",
             T::NAME
-        ),
-    })
+        )),
+    }
 }
 
 /// A handle argument: NULL gives `SAM2_ERR_NULL_ARGUMENT`; a pointer that is not a live handle
@@ -281,8 +318,8 @@ pub(crate) fn handle_ref<'a, T: Handle>(ptr: *const T, name: &'static str) -> Re
     if let Some(problem) = handle_problem(ptr) {
         return Err(Error::invalid(name, problem));
     }
-    // SAFETY: non-NULL, and its tag says it is a live `T` (the caller promises no one frees it
-    // during the call).
+    // SAFETY: non-NULL, and the registry says it is a live `T` (the caller promises no one frees
+    // it during the call).
     Ok(unsafe { &*ptr })
 }
 
@@ -298,10 +335,31 @@ pub(crate) fn opt_handle_ref<'a, T: Handle>(
     }
 }
 
+/// A NULL-checked out-param, written through its raw pointer: no `&mut` is formed, so a host
+/// that passes one pointer for two out-params (or an out-param that overlaps an input) gets the
+/// last write, not undefined behaviour.
+pub(crate) struct Out<'a, T> {
+    ptr: *mut T,
+    _lifetime: std::marker::PhantomData<&'a mut T>,
+}
+
+impl<T> Out<'_, T> {
+    /// Writes the value (the old contents are not dropped: out-params hold plain C data).
+    pub(crate) fn set(self, value: T) {
+        // SAFETY: non-NULL; the caller promises it is valid for writes of a `T`.
+        unsafe { self.ptr.write_unaligned(value) }
+    }
+}
+
 /// NULL-checked out-param.
-pub(crate) fn arg_out<'a, T>(ptr: *mut T, name: &'static str) -> Result<&'a mut T, Error> {
-    // SAFETY: the caller promises a non-NULL out-pointer is valid for writes.
-    unsafe { ptr.as_mut() }.ok_or(Error::NullArgument(name))
+pub(crate) fn arg_out<'a, T>(ptr: *mut T, name: &'static str) -> Result<Out<'a, T>, Error> {
+    if ptr.is_null() {
+        return Err(Error::NullArgument(name));
+    }
+    Ok(Out {
+        ptr,
+        _lifetime: std::marker::PhantomData,
+    })
 }
 
 /// NUL-terminated UTF-8 string argument.
@@ -456,8 +514,19 @@ pub(crate) fn free_handle<T: Handle>(ptr: *mut T, name: &'static str) {
             fail(error);
             return;
         }
-        // SAFETY: a live `T` (its tag says so) from this library's Box::into_raw. The tag is
-        // overwritten first, through a volatile write the compiler cannot drop as a dead store.
+        {
+            let mut registry = registry_write();
+            // Another thread may have freed it since the check: only one free takes it out.
+            if registry.live.remove(&(ptr as usize)).is_none() {
+                return;
+            }
+            registry.freed.push_back((ptr as usize, T::TAG));
+            if registry.freed.len() > FREED_REMEMBERED {
+                registry.freed.pop_front();
+            }
+        }
+        // SAFETY: a live `T` from `publish` (this library's Box::into_raw), taken out of the
+        // registry above, so released once. Dropped outside the lock: a session may take a while.
         unsafe {
             std::ptr::write_volatile(ptr as *mut u64, FREED_TAG);
             drop(Box::from_raw(ptr));

@@ -240,7 +240,7 @@ pub extern "C" fn sam2_predictor_new(
         if let Some(encoder) = encoder {
             predictor.check_encoder(&encoder.inner)?;
         }
-        *out = Box::into_raw(Box::new(sam2_predictor {
+        out.set(super::publish(sam2_predictor {
             tag: HandleTag::new::<sam2_predictor>(),
             inner: predictor,
         }));
@@ -382,7 +382,7 @@ pub extern "C" fn sam2_predict(
             predictor
                 .inner
                 .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
-        *out = Box::into_raw(Box::new(sam2_masks::new(prediction)));
+        out.set(super::publish(sam2_masks::new(prediction)));
         Ok(())
     })
 }
