@@ -30,6 +30,9 @@ import numpy as np
 import onnxruntime as ort
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_check import read_pnm  # noqa: E402  (the project's one PPM reader in Python)
+
 MEAN = np.array([0.485, 0.456, 0.406])
 STD = np.array([0.229, 0.224, 0.225])
 SIZE = 1024
@@ -37,24 +40,6 @@ SIZE = 1024
 
 def say(msg):
     print(f"[real-reference] {msg}", file=sys.stderr, flush=True)
-
-
-def read_ppm(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    fields, i = [], 0
-    while len(fields) < 4:
-        while data[i : i + 1].isspace():
-            i += 1
-        j = i
-        while not data[j : j + 1].isspace():
-            j += 1
-        fields.append(data[i:j])
-        i = j
-    i += 1
-    assert fields[0] == b"P6" and fields[3] == b"255"
-    w, h = int(fields[1]), int(fields[2])
-    return np.frombuffer(data[i : i + w * h * 3], np.uint8).reshape(h, w, 3)
 
 
 def cases(w, h):
@@ -164,7 +149,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     manifest = json.load(open(os.path.join(args.models, "manifest.json")))
-    rgb = read_ppm(args.image)
+    rgb = read_pnm(args.image)
     h, w = rgb.shape[:2]
     all_cases = cases(w, h)
     out = {"image": os.path.basename(args.image), "width": w, "height": h, "cases": all_cases, "pairs": []}
