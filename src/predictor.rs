@@ -144,13 +144,12 @@ impl Predictor {
         // share the cores instead of oversubscribing them (an idle multi-threaded session's
         // workers spin and take the cores the others need: measured, two threads on such a pool
         // predicted 0.7x the rate of two one-thread sessions).
-        let session_options = options.session.clone();
-        let split = pool_size > 1 && cores > 1 && session_options.intra_threads.is_none();
+        let split = pool_size > 1 && cores > 1 && options.session.intra_threads.is_none();
         let mut others = options.session.clone();
         if split {
             others.intra_threads = Some(1);
         }
-        let (session, device) = session::build(&weights, path, &session_options, "predictor")?;
+        let (session, device) = session::build(&weights, path, &options.session, "predictor")?;
         let spec = contract::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
         let input_shape =
@@ -205,12 +204,10 @@ impl Predictor {
     fn session(&self) -> PoolGuard<'_> {
         let running = self.in_flight.fetch_add(1, Ordering::AcqRel);
         let counted = InFlight(&self.in_flight);
-        let order: Box<dyn Iterator<Item = usize>> = if !self.lone_session || running == 0 {
-            Box::new(0..self.sessions.len())
-        } else {
-            Box::new((1..self.sessions.len()).chain(0..1))
-        };
-        for i in order {
+        // Alone: from the session on every core; beside others: from the one-thread sessions,
+        // that one last.
+        let first = usize::from(self.lone_session && running > 0);
+        for i in (first..self.sessions.len()).chain(0..first) {
             if let Ok(guard) = self.sessions[i].try_lock() {
                 return PoolGuard {
                     session: guard,
