@@ -657,37 +657,12 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     })
 }
 
-/// What a file that is not a regular file is, for an error message.
-fn kind_of(file_type: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if file_type.is_fifo() {
-            return "a FIFO (named pipe)";
-        }
-        if file_type.is_char_device() {
-            return "a character device";
-        }
-        if file_type.is_block_device() {
-            return "a block device";
-        }
-        if file_type.is_socket() {
-            return "a socket";
-        }
-    }
-    if file_type.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file"
-    }
-}
-
 /// Refuses anything but a regular file, with an I/O error that says what it is.
 fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()> {
     if metadata.is_file() {
         return Ok(());
     }
-    let kind = kind_of(metadata.file_type());
+    let kind = platform::kind_of(metadata.file_type());
     Err(Error::io(
         format!("reading {}", path.display()),
         std::io::Error::new(

@@ -119,6 +119,31 @@ pub(crate) fn process_exists(pid: i32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// What a file that is not a regular file is, for an error message.
+pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if file_type.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if file_type.is_char_device() {
+            return "a character device";
+        }
+        if file_type.is_block_device() {
+            return "a block device";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+    }
+    if file_type.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
+    }
+}
+
 /// Options that open a directory for reading (to sync it), and nothing else: a FIFO put where
 /// the directory was expected fails instead of blocking.
 pub(crate) fn directory_open_options() -> std::fs::OpenOptions {

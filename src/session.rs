@@ -42,7 +42,8 @@ pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
     // A FIFO would block the read forever and a device would never end: only regular files.
     match std::fs::metadata(path) {
         Ok(meta) if !meta.is_file() && !meta.is_dir() => {
-            return Err(Error::model(path, "is not a regular file"));
+            let kind = crate::platform::kind_of(meta.file_type());
+            return Err(Error::model(path, format!("is {kind}, not a regular file")));
         }
         _ => {}
     }

@@ -245,11 +245,15 @@ fn optimize(path: &Path, plan: &Plan) -> Result<Vec<u8>> {
 /// only references to them.
 fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
-    // A file that is not ONNX at all gets the splitter's precise message (field, byte offset)
-    // rather than ONNX Runtime's parse error.
-    onnx_split::split(bytes, usize::MAX)
-        .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
-    let optimized = optimize(path, plan)?;
+    let optimized = optimize(path, plan).map_err(|error| {
+        // A file that is not ONNX at all gets the splitter's precise message (field, byte
+        // offset) rather than ONNX Runtime's parse error; the walk (a copy of the model) is
+        // made only when loading failed.
+        match onnx_split::split(bytes, usize::MAX) {
+            Err(e) => Error::model(path, format!("is not a readable ONNX model: {e}")),
+            Ok(_) => error,
+        }
+    })?;
     let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, platform::EMPTY_FILE)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
     let mut values = Vec::with_capacity(split.initializers.len());
