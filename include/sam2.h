@@ -846,19 +846,6 @@ sam2_status sam2_embedding_to_host(const struct sam2_embedding *embedding,
                                    struct sam2_embedding **out);
 
 /**
- * TEST SUPPORT ONLY, not for production use: makes a stand-in for a device-resident embedding
- * on machines without a GPU. The result shares `host_embedding`'s bytes but labels them as
- * `allocator_name` memory ("Cuda", "DML", …) on `device_id`, so residency checks see a device
- * embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
- * `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
- * `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
- */
-sam2_status sam2_test_embedding_simulate_device(const struct sam2_embedding *host_embedding,
-                                                const char *allocator_name,
-                                                int32_t device_id,
-                                                struct sam2_embedding **out);
-
-/**
  * Fills `options` with the defaults and sets its `struct_size`. Pass
  * `sizeof(sam2_encoder_options)` as `struct_size`: exactly that many bytes are written, so a
  * caller built against an older header (a smaller struct) is safe with a newer library.

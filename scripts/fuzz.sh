@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of untrusted bytes for a bounded time each (default 60 s): the embedding-
 # file loader, the ONNX splitter, host pixel buffers and prompt batches (the checks are in
-# src/fuzzing.rs). Corpora are seeded with real files and the committed regression inputs.
+# src/test_support/fuzzing.rs). Corpora are seeded with real files and the committed regression inputs.
 # Prints the executions run per target (and writes them to $SAM2_REPORT_DIR/fuzz.tsv when set).
 # A crash stops the script: keep its input as a regression test by copying it from
 # fuzz/artifacts/<target>/ to fuzz/regressions/<target>/ (tests/fuzz_regressions.rs replays it).

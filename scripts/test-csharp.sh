@@ -3,9 +3,9 @@
 # build/csharp/, then runs the sample and the tests with mono. The last line of the tests is
 # "N passed, M failed"; the exit status is non-zero when anything fails.
 #
-# Normally called by scripts/test.sh after `. scripts/setup.sh` and `cargo build --release`;
-# run alone it does both itself when needed. SAM2_LIB_DIR overrides where libsam2.so is taken
-# from (default: target/release).
+# Normally called by scripts/test.sh after `. scripts/setup.sh`; run alone it sets up itself.
+# SAM2_LIB_DIR overrides where libsam2.so is taken from (default: target/release, built here
+# with the test hooks).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -15,28 +15,37 @@ if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_TESTDATA:-}" ]; then
 fi
 export ORT_DISABLE_TELEMETRY=1
 
-LIB_DIR="${SAM2_LIB_DIR:-$ROOT/target/release}"
-if [ ! -f "$LIB_DIR/libsam2.so" ]; then
-    if [ -n "${SAM2_LIB_DIR:-}" ]; then
+# The tests need the library's test hooks: unless SAM2_LIB_DIR names a library to test, build
+# (or bring up to date) the one with them.
+if [ -n "${SAM2_LIB_DIR:-}" ]; then
+    LIB_DIR="$SAM2_LIB_DIR"
+    if [ ! -f "$LIB_DIR/libsam2.so" ]; then
         echo "test-csharp: $LIB_DIR/libsam2.so does not exist (SAM2_LIB_DIR)" >&2
         exit 1
     fi
-    echo "[test-csharp] building libsam2.so (cargo build --release --lib)" >&2
-    cargo build --release --lib
+else
+    LIB_DIR="$ROOT/target/release"
+    cargo build --release --lib --features test-support --quiet
 fi
 
 OUT="$ROOT/build/csharp"
 mkdir -p "$OUT"
 
-# Every function of the C ABI must have a P/Invoke declaration.
-missing="$(comm -23 \
-    <(grep -oE '\bsam2_[a-z0-9_]+\(' include/sam2.h | tr -d '(' | sort -u) \
-    <(grep -oE 'static extern [A-Za-z0-9_]+ sam2_[a-z0-9_]+' csharp/Sam2/NativeMethods.cs | awk '{print $4}' | sort -u))"
-if [ -n "$missing" ]; then
-    echo "test-csharp: functions of include/sam2.h without a DllImport in csharp/Sam2/NativeMethods.cs:" >&2
-    echo "$missing" >&2
-    exit 1
-fi
+# Every function of the C ABI must have a P/Invoke declaration (the test hooks of
+# tests/c/sam2_test_support.h theirs in the test assembly).
+check_pinvokes() { # header, C# file
+    local missing
+    missing="$(comm -23 \
+        <(grep -oE '\bsam2_[a-z0-9_]+\(' "$1" | tr -d '(' | sort -u) \
+        <(grep -oE 'static extern [A-Za-z0-9_]+ sam2_[a-z0-9_]+' "$2" | awk '{print $4}' | sort -u))"
+    if [ -n "$missing" ]; then
+        echo "test-csharp: functions of $1 without a DllImport in $2:" >&2
+        echo "$missing" >&2
+        exit 1
+    fi
+}
+check_pinvokes include/sam2.h csharp/Sam2/NativeMethods.cs
+check_pinvokes tests/c/sam2_test_support.h csharp/Tests/TestSupport.cs
 
 # Constants (#define) without a mirror in NativeMethods.cs are reported, not fatal.
 unmirrored="$(comm -23 \

@@ -38,6 +38,11 @@ soname_of() { readelf -d "$1" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p'; }
 needed_of() { readelf -d "$1" | sed -n 's/.*Shared library: \[\(libsam2[^]]*\)\]/\1/p'; }
 runpath_of() { readelf -d "$1" | sed -n 's/.*Library r\(un\)\{0,1\}path: \[\(.*\)\]/\2/p'; }
 
+# The shipped library is built without the test-support feature: no test hook is exported.
+hooks="$(nm -D --defined-only target/release/libsam2.so | awk '$3 ~ /^sam2_test_/ {print $3}')"
+[ -z "$hooks" ] || fail "the shipped libsam2.so exports test hooks: $hooks"
+say "the shipped libsam2.so exports no test hooks"
+
 version="$(awk -F'"' '/^\[/{section=$0} section=="[package]" && /^version *=/{print $2; exit}' Cargo.toml)"
 IFS=. read -r major minor _ <<<"$version"
 if [ "$major" = 0 ]; then abi="0.$minor"; else abi="$major"; fi

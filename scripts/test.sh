@@ -23,7 +23,8 @@ step() { printf '\n==> %s\n' "$*"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy -- -D warnings"
+step "cargo clippy -- -D warnings (the shipped library, then every target with the test hooks)"
+cargo clippy --release --lib -- -D warnings
 cargo clippy --release --all-targets -- -D warnings
 
 step "cargo test (unit, integration, header check)"
@@ -32,8 +33,8 @@ cargo test --release
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
-step "build libsam2.so (the C and C# suites link it)"
-cargo build --release --lib
+step "build libsam2.so with its test hooks (the C and C# suites link it; the packaging step builds the shipped one)"
+cargo build --release --lib --features test-support
 
 if [ -f tests/c/CMakeLists.txt ]; then
     step "C tests under ctest"

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use ort::memory::MemoryInfo;
 use ort::value::{DynTensor, DynTensorValueType, DynValue, TensorElementType};
 
-use ort::memory::{AllocationDevice, AllocatorType, MemoryType};
-use ort::value::{TensorRefMut, ValueRefMut};
+use ort::memory::AllocationDevice;
+#[cfg(feature = "test-support")]
+use ort::value::ValueRefMut;
 
 use crate::contract::EncoderFamily;
 use crate::error::{Error, Result};
@@ -33,12 +34,28 @@ impl Location {
     }
 }
 
-/// A tensor value: owned (made by ONNX Runtime or loaded), or a view of memory owned elsewhere
-/// (the test-support device stand-ins).
+/// A tensor value: owned (made by ONNX Runtime or loaded), or, in test builds only, a
+/// device-labelled view of a host embedding's memory (see `test_support::simulate_device`).
 #[derive(Debug)]
 pub(crate) enum TensorValue {
     Owned(DynTensor),
-    View(ValueRefMut<'static, DynTensorValueType>),
+    #[cfg(feature = "test-support")]
+    Simulated {
+        view: ValueRefMut<'static, DynTensorValueType>,
+        /// The host embedding whose memory `view` borrows, kept alive with it.
+        _host: Arc<Embedding>,
+    },
+}
+
+impl TensorValue {
+    /// True for a test-support stand-in of device memory (never in a release build).
+    fn is_simulated(&self) -> bool {
+        match self {
+            TensorValue::Owned(_) => false,
+            #[cfg(feature = "test-support")]
+            TensorValue::Simulated { .. } => true,
+        }
+    }
 }
 
 impl std::ops::Deref for TensorValue {
@@ -46,7 +63,8 @@ impl std::ops::Deref for TensorValue {
     fn deref(&self) -> &DynTensor {
         match self {
             TensorValue::Owned(v) => v,
-            TensorValue::View(v) => v,
+            #[cfg(feature = "test-support")]
+            TensorValue::Simulated { view, .. } => view,
         }
     }
 }
@@ -58,8 +76,6 @@ pub struct EmbeddingTensor {
     pub(crate) shape: Vec<i64>,
     pub(crate) dtype: TensorElementType,
     pub(crate) location: Location,
-    /// Keeps alive memory the value borrows (test-support device stand-ins only).
-    pub(crate) _backing: Option<Arc<Embedding>>,
     /// Bytes this tensor owns, counted in [`live_bytes`] while it lives (0 for views).
     owned_bytes: usize,
 }
@@ -87,7 +103,7 @@ impl EmbeddingTensor {
         Self::from_tensor(TensorValue::Owned(value))
     }
 
-    fn from_tensor(value: TensorValue) -> Result<Self> {
+    pub(crate) fn from_tensor(value: TensorValue) -> Result<Self> {
         let location = Location::of(value.memory_info());
         let (dtype, shape) = match value.dtype() {
             ort::value::ValueType::Tensor { ty, shape, .. } => {
@@ -105,7 +121,6 @@ impl EmbeddingTensor {
             shape,
             dtype,
             location,
-            _backing: None,
             owned_bytes: 0,
         };
         if owned {
@@ -166,8 +181,6 @@ pub struct Embedding {
     pub(crate) image_height: u32,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) family: EncoderFamily,
-    /// Test support: host memory labelled as device memory (see [`Embedding::simulate_device`]).
-    pub(crate) simulated: bool,
 }
 
 impl Embedding {
@@ -217,16 +230,17 @@ impl Embedding {
 }
 
 impl Embedding {
-    /// True for a test-support stand-in made by [`Embedding::simulate_device`].
-    pub fn is_simulated(&self) -> bool {
-        self.simulated
+    /// True for a test-support stand-in of a device embedding (always false in a release build):
+    /// its bytes are the host's, so it is never run, copied or saved.
+    pub(crate) fn is_simulated(&self) -> bool {
+        self.tensors.iter().any(|t| t.value.is_simulated())
     }
 
     /// An embedding whose tensors are all in host memory: this one (shared, no copy) when it
     /// already is, otherwise a device→host copy made by ONNX Runtime through the device's
     /// execution provider. Fails with `EnvironmentConfiguration` when that provider is missing.
     pub fn to_host(self: &Arc<Self>) -> Result<Arc<Embedding>> {
-        if self.is_serializable() && !self.simulated {
+        if self.is_serializable() && !self.is_simulated() {
             return Ok(Arc::clone(self));
         }
         self.copy_to_host().map(Arc::new)
@@ -234,7 +248,7 @@ impl Embedding {
 
     /// A new host embedding with a copy of every tensor (device tensors through ONNX Runtime).
     pub fn copy_to_host(&self) -> Result<Embedding> {
-        if self.simulated {
+        if self.is_simulated() {
             return Err(Error::EnvironmentConfiguration(format!(
                 "this embedding only simulates `{}` memory (test support); its bytes are not on a device \
                  and cannot be copied from one",
@@ -255,7 +269,7 @@ impl Embedding {
     /// A copy of this host embedding on a device ("Cuda", "DML"), made by ONNX Runtime through that
     /// device's execution provider.
     pub fn copy_to(&self, device: AllocationDevice<'static>, device_id: i32) -> Result<Embedding> {
-        if self.simulated {
+        if self.is_simulated() {
             return Err(Error::invalid(
                 "embedding",
                 "a simulated device embedding cannot be copied",
@@ -287,74 +301,6 @@ impl Embedding {
             image_height: self.image_height,
             fingerprint: self.fingerprint,
             family: self.family,
-            simulated: false,
-        })
-    }
-
-    /// TEST SUPPORT: a view of a host embedding whose tensors are labelled as living in
-    /// `allocator` memory ("Cuda", "DML", …) on `device_id`, standing for a device-resident
-    /// embedding in residency checks on machines without a GPU. The bytes stay the host
-    /// embedding's (kept alive by the view). Such an embedding is never handed to ONNX Runtime:
-    /// predictors and copies refuse it, and saving it is refused like any device embedding.
-    pub fn simulate_device(
-        host: &Arc<Embedding>,
-        allocator: &str,
-        device_id: i32,
-    ) -> Result<Embedding> {
-        if !host.is_serializable() || host.simulated {
-            return Err(Error::invalid(
-                "embedding",
-                "a simulation must be made from a host embedding",
-            ));
-        }
-        if host
-            .tensors
-            .iter()
-            .any(|t| t.dtype != TensorElementType::Float32)
-        {
-            return Err(Error::invalid(
-                "embedding",
-                "simulations are made from float32 embeddings",
-            ));
-        }
-        if allocator.is_empty()
-            || allocator.len() > 64
-            || !allocator
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
-        {
-            return Err(Error::invalid(
-                "allocator_name",
-                format!("`{allocator}` is not an allocator name"),
-            ));
-        }
-        let info = ort::memory::MemoryInfo::new(
-            AllocationDevice::new(allocator),
-            device_id,
-            AllocatorType::Device,
-            MemoryType::Default,
-        )?;
-        let mut tensors = Vec::with_capacity(3);
-        for t in host.tensors.iter() {
-            let shape = ort::value::Shape::new(t.shape.iter().copied());
-            let ptr = t.value.data_ptr() as *mut std::ffi::c_void;
-            // SAFETY: the host tensor's memory stays alive (the view holds an Arc of its owner)
-            // and is never written: a simulated embedding is only inspected, never run.
-            let view: TensorRefMut<'static, f32> =
-                unsafe { TensorRefMut::from_raw(info.clone(), ptr, shape)? };
-            let view = view.into_dyn().downcast::<DynTensorValueType>()?;
-            let mut tensor = EmbeddingTensor::from_tensor(TensorValue::View(view))?;
-            tensor._backing = Some(Arc::clone(host));
-            tensors.push(tensor);
-        }
-        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
-        Ok(Embedding {
-            tensors,
-            image_width: host.image_width,
-            image_height: host.image_height,
-            fingerprint: host.fingerprint,
-            family: host.family,
-            simulated: true,
         })
     }
 }

@@ -614,7 +614,7 @@ fn replace_atomically(
 /// filesystem.
 pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
     // A simulated device embedding is refused like a real one, whatever its label.
-    if !embedding.is_serializable() || embedding.simulated {
+    if !embedding.is_serializable() || embedding.is_simulated() {
         return Err(Error::EmbeddingNotSerializable {
             allocator: embedding.allocator_name().to_string(),
         });
@@ -739,7 +739,6 @@ fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
         image_height: header.image_height,
         fingerprint: header.fingerprint,
         family: header.family,
-        simulated: false,
     })
 }
 

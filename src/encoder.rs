@@ -134,7 +134,7 @@ impl Encoder {
     }
 
     /// Test support: holds the session as an encode in flight does, until the guard is dropped.
-    #[doc(hidden)]
+    #[cfg(feature = "test-support")]
     pub fn hold_session_for_test(&self) -> impl Drop + '_ {
         self.session.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -205,7 +205,6 @@ impl Encoder {
             image_height: height,
             fingerprint: self.fingerprint,
             family: self.spec.family,
-            simulated: false,
         })
     }
 }

@@ -36,5 +36,7 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 pub mod ffi;
 
-#[doc(hidden)]
-pub mod fuzzing;
+/// Test hooks (device stand-ins, fuzzing properties): only in builds with the `test-support`
+/// feature, which the test builds turn on; never in the shipped library.
+#[cfg(feature = "test-support")]
+pub mod test_support;

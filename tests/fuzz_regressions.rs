@@ -1,6 +1,6 @@
 //! Replays every fuzz input that once crashed (`fuzz/regressions/<target>/`, committed) and the
 //! local fuzz corpora (`fuzz/corpus/<target>/`, when `scripts/fuzz.sh` has run) through the same
-//! checks the fuzz targets run (`sam2::fuzzing`), so a crash found by fuzzing stays fixed and
+//! checks the fuzz targets run (`sam2::test_support::fuzzing`), so a crash found by fuzzing stays fixed and
 //! plain `cargo test` covers it without cargo-fuzz. To keep a new crash: copy the artifact from
 //! `fuzz/artifacts/<target>/` to `fuzz/regressions/<target>/` under a name that says what it was.
 
@@ -22,10 +22,11 @@ fn inputs(dir: &str, target: &str) -> Vec<PathBuf> {
 #[test]
 fn every_input_that_once_crashed_is_handled() {
     let mut replayed = 0;
-    for target in sam2::fuzzing::targets() {
+    for target in sam2::test_support::fuzzing::targets() {
         for path in inputs("regressions", target) {
             let data = std::fs::read(&path).unwrap();
-            let outcome = std::panic::catch_unwind(|| sam2::fuzzing::run(target, &data));
+            let outcome =
+                std::panic::catch_unwind(|| sam2::test_support::fuzzing::run(target, &data));
             assert!(outcome.is_ok(), "{target}: {} fails again", path.display());
             replayed += 1;
         }
@@ -38,10 +39,11 @@ fn every_input_that_once_crashed_is_handled() {
 
 #[test]
 fn the_local_fuzz_corpora_pass() {
-    for target in sam2::fuzzing::targets() {
+    for target in sam2::test_support::fuzzing::targets() {
         for path in inputs("corpus", target) {
             let data = std::fs::read(&path).unwrap();
-            let outcome = std::panic::catch_unwind(|| sam2::fuzzing::run(target, &data));
+            let outcome =
+                std::panic::catch_unwind(|| sam2::test_support::fuzzing::run(target, &data));
             assert!(
                 outcome.is_ok(),
                 "{target}: corpus input {} fails",
@@ -72,7 +74,7 @@ fn hand_made_edges() {
         pixels(1, 1, u64::MAX, 4, 1),
         pixels(0, 0, 0, 0, 0),
     ] {
-        sam2::fuzzing::pixels(&input);
+        sam2::test_support::fuzzing::pixels(&input);
     }
     // Prompts: one object, a box of NaN; one object with 1025 points; a point on the far edge.
     let mut nan_box = vec![];
@@ -82,17 +84,17 @@ fn hand_made_edges() {
     for _ in 0..4 {
         nan_box.extend_from_slice(&f32::NAN.to_le_bytes());
     }
-    sam2::fuzzing::prompts(&nan_box);
+    sam2::test_support::fuzzing::prompts(&nan_box);
     let mut many = vec![];
     many.extend_from_slice(&100u32.to_le_bytes());
     many.extend_from_slice(&100u32.to_le_bytes());
     many.extend_from_slice(&[1, 0, 255]);
-    sam2::fuzzing::prompts(&many);
+    sam2::test_support::fuzzing::prompts(&many);
     let mut edge = vec![];
     edge.extend_from_slice(&99u32.to_le_bytes()); // width 100
     edge.extend_from_slice(&99u32.to_le_bytes());
     edge.extend_from_slice(&[1, 0, 1, 1]);
     edge.extend_from_slice(&100f32.to_le_bytes());
     edge.extend_from_slice(&100f32.to_le_bytes());
-    sam2::fuzzing::prompts(&edge);
+    sam2::test_support::fuzzing::prompts(&edge);
 }

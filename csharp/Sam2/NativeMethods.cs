@@ -245,10 +245,6 @@ namespace Sam2
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_embedding_to_host(EmbeddingHandle embedding, out EmbeddingHandle @out);
 
-        /// <summary>TEST SUPPORT ONLY (see Sam2TestSupport): a device-labelled view of a host embedding.</summary>
-        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
-        internal static extern Sam2Status sam2_test_embedding_simulate_device(EmbeddingHandle host_embedding, byte[] allocator_name, int device_id, out EmbeddingHandle @out);
-
         // ---- encoder --------------------------------------------------------------------------
 
         /// <summary>Writes the library's sizeof(sam2_encoder_options) bytes: call through NativeOptions.</summary>

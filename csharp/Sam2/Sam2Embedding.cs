@@ -131,34 +131,4 @@ namespace Sam2
             return new[] { width, height };
         }
     }
-
-    /// <summary>
-    /// TEST SUPPORT ONLY, not for production use: lets a machine without a GPU exercise the
-    /// device-residency paths.
-    /// </summary>
-    public static class Sam2TestSupport
-    {
-        /// <summary>
-        /// Makes a stand-in for a device-resident embedding (<c>sam2_test_embedding_simulate_device</c>):
-        /// it shares <paramref name="hostEmbedding"/>'s bytes but is labelled as
-        /// <paramref name="allocatorName"/> memory, so it is not serializable, Save refuses it, and
-        /// AllocatorName names the allocator. It is never run: Predict and ToHost refuse it.
-        /// It is a SIMULATION; no device memory is involved.
-        /// </summary>
-        /// <param name="hostEmbedding">A host embedding (float32).</param>
-        /// <param name="allocatorName">"Cuda", "DML", …</param>
-        /// <param name="deviceId">The device id to report.</param>
-        public static Sam2Embedding SimulateDeviceEmbedding(Sam2Embedding hostEmbedding, string allocatorName, int deviceId = 0)
-        {
-            if (hostEmbedding == null)
-                throw new ArgumentNullException("hostEmbedding");
-            if (allocatorName == null)
-                throw new ArgumentNullException("allocatorName");
-            EmbeddingHandle host = hostEmbedding.Handle;
-            EmbeddingHandle result;
-            Sam2Status status = NativeMethods.sam2_test_embedding_simulate_device(host, Utf8.ToNative(allocatorName, "allocatorName"),
-                deviceId, out result);
-            return new Sam2Embedding(Sam2Error.CheckNew(status, result, host));
-        }
-    }
 }

@@ -67,8 +67,6 @@ internal static class Program
                     Describe(masks, "click (580, 190)", 0);
                     Describe(masks, "box [52, 82, 327, 257]", 1);
 
-                    SimulatedDeviceSave(embedding, scratch);
-
                     // Save the host embedding and show the loaded one predicts the same masks.
                     string file = Path.Combine(scratch, "demo.sam2emb");
                     embedding.Save(file);
@@ -89,28 +87,6 @@ internal static class Program
         finally
         {
             Directory.Delete(scratch, true);
-        }
-    }
-
-    private static void SimulatedDeviceSave(Sam2Embedding hostEmbedding, string scratch)
-    {
-        Console.WriteLine("SIMULATION (CPU-only machine, test support): labelling the host embedding as \"Cuda\" device memory");
-        using (Sam2Embedding device = Sam2TestSupport.SimulateDeviceEmbedding(hostEmbedding, "Cuda", 0))
-        {
-            Console.WriteLine("  simulated embedding: allocator \"" + device.AllocatorName + "\", device " + device.DeviceId +
-                              ", serializable: " + device.IsSerializable);
-            string file = Path.Combine(scratch, "device.sam2emb");
-            try
-            {
-                device.Save(file);
-                throw new InvalidOperationException("saving a device embedding was not refused");
-            }
-            catch (EmbeddingNotSerializableException e)
-            {
-                Console.WriteLine("  Save refused: EmbeddingNotSerializableException, AllocatorName = \"" + e.AllocatorName + "\"");
-                Console.WriteLine("  message: " + e.Message);
-                Console.WriteLine("  file written: " + File.Exists(file));
-            }
         }
     }
 

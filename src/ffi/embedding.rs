@@ -230,26 +230,3 @@ pub extern "C" fn sam2_embedding_to_host(
         Ok(())
     })
 }
-
-/// TEST SUPPORT ONLY, not for production use: makes a stand-in for a device-resident embedding
-/// on machines without a GPU. The result shares `host_embedding`'s bytes but labels them as
-/// `allocator_name` memory ("Cuda", "DML", …) on `device_id`, so residency checks see a device
-/// embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
-/// `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
-/// `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
-#[no_mangle]
-pub extern "C" fn sam2_test_embedding_simulate_device(
-    host_embedding: *const sam2_embedding,
-    allocator_name: *const c_char,
-    device_id: i32,
-    out: *mut *mut sam2_embedding,
-) -> sam2_status {
-    guard(|| {
-        let e = handle_ref(host_embedding, "host_embedding")?;
-        let name = super::arg_str(allocator_name, "allocator_name")?;
-        let out = arg_out(out, "out")?;
-        let sim = Embedding::simulate_device(&e.inner, name, device_id)?;
-        out.set(super::publish(sam2_embedding::new(Arc::new(sim))));
-        Ok(())
-    })
-}

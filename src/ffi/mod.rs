@@ -50,6 +50,9 @@ pub mod encoder;
 pub mod masks;
 pub mod predictor;
 pub mod runtime;
+/// cbindgen:ignore
+#[cfg(feature = "test-support")]
+pub mod test_support;
 
 /// Result of every fallible function. Values are fixed forever; retired values stay reserved.
 #[repr(u32)]

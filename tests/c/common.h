@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "sam2.h"
+#include "sam2_test_support.h" /* test hooks: the library is built with the test-support feature */
 
 #define TEST_PATH_MAX 4096
 

@@ -1,0 +1,84 @@
+//! Test support, compiled only with the `test-support` cargo feature (the test builds turn it on;
+//! a release build of the library has none of it): stand-ins for device memory on machines
+//! without a GPU, the properties the fuzz targets check, and a hook to hold an encoder busy.
+//! The C side is `src/ffi/test_support.rs`, declared in its own header
+//! (`tests/c/sam2_test_support.h`).
+
+use std::sync::Arc;
+
+use ort::memory::{AllocationDevice, AllocatorType, MemoryType};
+use ort::value::{DynTensorValueType, TensorElementType, TensorRefMut};
+
+use crate::embedding::{Embedding, EmbeddingTensor, TensorValue};
+use crate::error::{Error, Result};
+
+pub mod fuzzing;
+
+impl Embedding {
+    /// A view of a host embedding whose tensors are labelled as living in
+    /// `allocator` memory ("Cuda", "DML", …) on `device_id`, standing for a device-resident
+    /// embedding in residency checks on machines without a GPU. The bytes stay the host
+    /// embedding's (kept alive by the view). Such an embedding is never handed to ONNX Runtime:
+    /// predictors and copies refuse it, and saving it is refused like any device embedding.
+    pub fn simulate_device(
+        host: &Arc<Embedding>,
+        allocator: &str,
+        device_id: i32,
+    ) -> Result<Embedding> {
+        if !host.is_serializable() || host.is_simulated() {
+            return Err(Error::invalid(
+                "embedding",
+                "a simulation must be made from a host embedding",
+            ));
+        }
+        if host
+            .tensors
+            .iter()
+            .any(|t| t.dtype != TensorElementType::Float32)
+        {
+            return Err(Error::invalid(
+                "embedding",
+                "simulations are made from float32 embeddings",
+            ));
+        }
+        if allocator.is_empty()
+            || allocator.len() > 64
+            || !allocator
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return Err(Error::invalid(
+                "allocator_name",
+                format!("`{allocator}` is not an allocator name"),
+            ));
+        }
+        let info = ort::memory::MemoryInfo::new(
+            AllocationDevice::new(allocator),
+            device_id,
+            AllocatorType::Device,
+            MemoryType::Default,
+        )?;
+        let mut tensors = Vec::with_capacity(3);
+        for t in host.tensors.iter() {
+            let shape = ort::value::Shape::new(t.shape.iter().copied());
+            let ptr = t.value.data_ptr() as *mut std::ffi::c_void;
+            // SAFETY: the host tensor's memory stays alive (the view holds an Arc of its owner)
+            // and is never written: a simulated embedding is only inspected, never run.
+            let view: TensorRefMut<'static, f32> =
+                unsafe { TensorRefMut::from_raw(info.clone(), ptr, shape)? };
+            let view = view.into_dyn().downcast::<DynTensorValueType>()?;
+            tensors.push(EmbeddingTensor::from_tensor(TensorValue::Simulated {
+                view,
+                _host: Arc::clone(host),
+            })?);
+        }
+        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
+        Ok(Embedding {
+            tensors,
+            image_width: host.image_width,
+            image_height: host.image_height,
+            fingerprint: host.fingerprint,
+            family: host.family,
+        })
+    }
+}
