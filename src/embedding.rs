@@ -10,8 +10,8 @@ use ort::memory::AllocationDevice;
 #[cfg(feature = "test-support")]
 use ort::value::ValueRefMut;
 
-use crate::contract::EncoderFamily;
 use crate::error::{Error, Result};
+use crate::export::EncoderFamily;
 use crate::fingerprint::Fingerprint;
 
 /// Where a tensor's memory is, as ONNX Runtime's memory info describes it.

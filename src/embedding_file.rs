@@ -23,9 +23,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use ort::memory::Allocator;
 use ort::value::{DynTensor, TensorElementType};
 
-use crate::contract::{EncoderFamily, EMBEDDING_SHAPES};
 use crate::embedding::{element_size, Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
+use crate::export::{EncoderFamily, EMBEDDING_SHAPES};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
 use crate::platform;

@@ -7,10 +7,10 @@ use ort::memory::MemoryInfo;
 use ort::session::{RunOptions, Session};
 use ort::value::{DynValue, Tensor, TensorElementType};
 
-use crate::contract::{self, EncoderSpec, InputType};
 use crate::device::{self, EffectiveDevice};
 use crate::embedding::{Embedding, EmbeddingTensor, Location};
 use crate::error::{Error, Result};
+use crate::export::{self, EncoderSpec, InputType};
 use crate::fingerprint::Fingerprint;
 use crate::image::ImageView;
 use crate::preprocess;
@@ -60,7 +60,7 @@ impl Encoder {
         )?;
         let fingerprint = weights.fingerprint;
         let (session, device) = session::build(&weights, path, &options.session, "encoder")?;
-        let spec = contract::detect_encoder(&session, path)?;
+        let spec = export::detect_encoder(&session, path)?;
         // Device target: the execution device's memory (the host for a CPU session, and after a
         // fallback, so nothing binds device tensors to a CPU session). Host target: the host.
         let output_memory = match options.output_target {
@@ -166,7 +166,7 @@ impl Encoder {
         // binding, and an embedding must never be overwritten by the next image.
         let mut binding = session.create_binding()?;
         binding.bind_input(self.spec.input_name.as_str(), input)?;
-        for (name, shape) in names.iter().zip(contract::EMBEDDING_SHAPES) {
+        for (name, shape) in names.iter().zip(export::EMBEDDING_SHAPES) {
             if self.output_memory.is_cpu_accessible() {
                 // Host embeddings live in memory of their own, not in ONNX Runtime's arena: an
                 // embedding outlives the run by minutes, and arena chunks pinned that long
@@ -174,7 +174,7 @@ impl Encoder {
                 // add a 64 MiB region after warm-up).
                 // ONNX Runtime's default CPU allocator: plain memory, outside the arena.
                 let allocator = ort::memory::Allocator::default();
-                let value = match contract::tensor_info(session.outputs(), name) {
+                let value = match export::tensor_info(session.outputs(), name) {
                     Some((TensorElementType::Float16, _)) => {
                         Tensor::<half::f16>::new(&allocator, shape)?.into_dyn()
                     }

@@ -3,12 +3,12 @@
 //! The safe core lives in this crate's modules; the C ABI (the product) is under [`ffi`].
 
 pub mod cache;
-pub mod contract;
 pub mod device;
 pub mod embedding;
 pub mod embedding_file;
 pub mod encoder;
 pub mod error;
+pub mod export;
 pub mod fingerprint;
 pub mod image;
 pub mod log;
@@ -22,11 +22,11 @@ pub mod session;
 pub mod weights;
 
 pub use cache::{CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Priority, Source};
-pub use contract::{Contract, EncoderFamily};
 pub use device::{DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest};
 pub use embedding::{Embedding, Location};
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};
+pub use export::{DecoderExport, EncoderFamily};
 pub use fingerprint::Fingerprint;
 pub use image::{ImageView, PixelFormat};
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};

@@ -8,10 +8,10 @@ use ort::memory::MemoryInfo;
 use ort::session::Session;
 use ort::value::Tensor;
 
-use crate::contract::{self, Contract, DecoderSpec};
 use crate::device::{self, EffectiveDevice};
 use crate::embedding::Embedding;
 use crate::error::{Error, Result};
+use crate::export::{self, Batch, Decoded, DecoderExport, DecoderSpec};
 use crate::fingerprint::Fingerprint;
 use crate::postprocess;
 use crate::session::{self, SessionOptions};
@@ -150,10 +150,10 @@ impl Predictor {
             others.intra_threads = Some(1);
         }
         let (session, device) = session::build(&weights, path, &options.session, "predictor")?;
-        let spec = contract::detect_decoder(&session, path)?;
+        let spec = export::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
         let input_shape =
-            |name: &str| contract::tensor_info(session.inputs(), name).map(|(_, shape)| shape);
+            |name: &str| export::tensor_info(session.inputs(), name).map(|(_, shape)| shape);
         let feature_shapes = names.map(|name| input_shape(name).unwrap_or_default());
         // The model is recognised; the rest of the pool shares its weights.
         let mut sessions = vec![Mutex::new(session)];
@@ -269,8 +269,9 @@ impl Predictor {
         &self.spec
     }
 
-    pub fn contract(&self) -> Contract {
-        self.spec.contract
+    /// The export the decoder comes from.
+    pub fn export(&self) -> DecoderExport {
+        self.spec.export
     }
 
     pub fn path(&self) -> &Path {
@@ -283,12 +284,12 @@ impl Predictor {
         let made = encoder.spec().family;
         if made != self.spec.family {
             return Err(Error::ModelMismatch(format!(
-                "encoder {} is a {} export, but decoder {} (contract {}) takes embeddings of {} \
+                "encoder {} is a {} export, but decoder {} ({} export) takes embeddings of {} \
                  encoders ({}); pair it with the encoder of the same export",
                 encoder.path().display(),
                 made.name(),
                 self.path.display(),
-                self.spec.contract.name(),
+                self.spec.export.name(),
                 self.spec.family.name(),
                 self.spec.family.tensor_names().join(", ")
             )));
@@ -308,9 +309,9 @@ impl Predictor {
         }
         if embedding.family() != self.spec.family {
             return Err(Error::ModelMismatch(format!(
-                "the embedding comes from an encoder of the {} family, but this decoder (contract {}) takes embeddings of the {} family",
+                "the embedding comes from an encoder of the {} family, but this decoder ({} export) takes embeddings of the {} family",
                 embedding.family().name(),
-                self.spec.contract.name(),
+                self.spec.export.name(),
                 self.spec.family.name()
             )));
         }
@@ -542,8 +543,9 @@ impl Predictor {
             }
         }
 
+        let io = self.spec.names();
         let coords = Tensor::from_array(([objects, n, 2], coords))?;
-        let labels_value = if self.spec.labels_int32 {
+        let labels_value = if io.labels_int32 {
             Tensor::from_array((
                 [objects, n],
                 labels.iter().map(|&v| v as i32).collect::<Vec<i32>>(),
@@ -563,21 +565,21 @@ impl Predictor {
             // Session outputs are bound in place (no copy): the embedding is read where it lies.
             binding.bind_input(*name, &tensor.value)?;
         }
-        binding.bind_input(self.spec.point_coords, &coords)?;
-        binding.bind_input(self.spec.point_labels, &labels_value)?;
-        binding.bind_input(self.spec.mask_input, &mask_input)?;
-        binding.bind_input(self.spec.has_mask_input, &has_mask)?;
-        if let Some(name) = self.spec.orig_size {
+        binding.bind_input(io.point_coords, &coords)?;
+        binding.bind_input(io.point_labels, &labels_value)?;
+        binding.bind_input(io.mask_input, &mask_input)?;
+        binding.bind_input(io.has_mask_input, &has_mask)?;
+        if let Some(name) = io.orig_size {
             binding.bind_input(name, &orig_size)?;
         }
-        binding.bind_output_to_device(self.spec.masks, &self.host_memory)?;
-        binding.bind_output_to_device(self.spec.iou, &self.host_memory)?;
-        if let Some(name) = self.spec.low_res {
+        binding.bind_output_to_device(io.masks, &self.host_memory)?;
+        binding.bind_output_to_device(io.iou, &self.host_memory)?;
+        if let Some(name) = io.low_res {
             binding.bind_output_to_device(name, &self.host_memory)?;
         }
         let outputs = session.run_binding(&binding)?;
 
-        let (iou_shape, iou) = outputs[self.spec.iou].try_extract_tensor::<f32>()?;
+        let (iou_shape, iou) = outputs[io.iou].try_extract_tensor::<f32>()?;
         let model_candidates = *iou_shape.last().unwrap_or(&0) as usize;
         if iou_shape.len() != 2 || iou_shape[0] as usize != objects || model_candidates == 0 {
             return Err(Error::OnnxRuntime(format!(
@@ -634,61 +636,19 @@ impl Predictor {
             }
         }
 
-        let masks_value = &outputs[self.spec.masks];
-        match self.spec.contract {
-            Contract::A => {
-                let (shape, logits) = masks_value.try_extract_tensor::<f32>()?;
-                expect_shape(shape, &[objects, model_candidates, lr, lr], "masks")?;
-                for &(l, k, slot) in &picks {
-                    let src = &logits[(l * model_candidates + k) * lr * lr..][..lr * lr];
-                    out.low_res[slot * lr * lr..(slot + 1) * lr * lr].copy_from_slice(src);
-                    postprocess::upsample_threshold(
-                        src,
-                        lr,
-                        lr,
-                        img_w,
-                        img_h,
-                        &mut out.masks[slot * plane..(slot + 1) * plane],
-                    );
-                }
-            }
-            Contract::B => {
-                let (shape, logits) = masks_value.try_extract_tensor::<f32>()?;
-                expect_shape(shape, &[objects, model_candidates, img_h, img_w], "masks")?;
-                for &(l, k, slot) in &picks {
-                    let src = &logits[(l * model_candidates + k) * plane..][..plane];
-                    for (d, &v) in out.masks[slot * plane..(slot + 1) * plane]
-                        .iter_mut()
-                        .zip(src)
-                    {
-                        *d = (v > 0.0) as u8;
-                    }
-                    // Contract B returns no low-res logits: derive them for refinement.
-                    let derived = postprocess::resample(src, img_w, img_h, lr, lr);
-                    out.low_res[slot * lr * lr..(slot + 1) * lr * lr].copy_from_slice(&derived);
-                }
-            }
-            Contract::C => {
-                let (shape, bits) = masks_value.try_extract_tensor::<bool>()?;
-                expect_shape(shape, &[objects, model_candidates, img_h, img_w], "masks")?;
-                let low_name = self.spec.low_res.expect("contract C has low-res output");
-                // The declared dims of `low_res_masks` are wrong in ONNX Runtime's own export
-                // (they say original size); the run-time shape is what counts.
-                let (lshape, logits) = outputs[low_name].try_extract_tensor::<f32>()?;
-                expect_shape(lshape, &[objects, model_candidates, lr, lr], low_name)?;
-                for &(l, k, slot) in &picks {
-                    let src = &bits[(l * model_candidates + k) * plane..][..plane];
-                    for (d, &v) in out.masks[slot * plane..(slot + 1) * plane]
-                        .iter_mut()
-                        .zip(src)
-                    {
-                        *d = v as u8;
-                    }
-                    let src = &logits[(l * model_candidates + k) * lr * lr..][..lr * lr];
-                    out.low_res[slot * lr * lr..(slot + 1) * lr * lr].copy_from_slice(src);
-                }
-            }
-        }
+        let batch = Batch {
+            objects,
+            candidates: model_candidates,
+            low_res: lr,
+            image_width: img_w,
+            image_height: img_h,
+            picks,
+        };
+        let mut decoded = Decoded {
+            masks: &mut out.masks,
+            low_res: &mut out.low_res,
+        };
+        self.spec.export.decode(&outputs, &batch, &mut decoded)?;
         Ok(())
     }
 }
@@ -838,13 +798,4 @@ pub fn prompt_points(prompts: &[&Prompt], image_size: (u32, u32)) -> (usize, Vec
         }
     }
     (n, coords, labels)
-}
-
-fn expect_shape(shape: &[i64], want: &[usize], name: &str) -> Result<()> {
-    if shape.len() != want.len() || shape.iter().zip(want).any(|(&g, &w)| g as usize != w) {
-        return Err(Error::OnnxRuntime(format!(
-            "decoder output `{name}` has shape {shape:?}, expected {want:?}"
-        )));
-    }
-    Ok(())
 }

@@ -4,15 +4,15 @@ mod common;
 
 use common::*;
 use sam2::{
-    Contract, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
-    PredictorOptions, Prompt,
+    DecoderExport, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions,
+    Predictor, PredictorOptions, Prompt,
 };
 
-const TINY: [(&str, Contract); 4] = [
-    ("tiny_a", Contract::A),
-    ("tiny_b", Contract::B),
-    ("tiny_c", Contract::C),
-    ("tiny_a_fp16", Contract::A),
+const TINY: [(&str, DecoderExport); 4] = [
+    ("tiny_a", DecoderExport::SamExporter),
+    ("tiny_b", DecoderExport::OnnxSam2),
+    ("tiny_c", DecoderExport::OnnxRuntime),
+    ("tiny_a_fp16", DecoderExport::SamExporter),
 ];
 
 fn open(pair: &str) -> (Encoder, Predictor) {
@@ -24,11 +24,15 @@ fn shapes_image() -> Image {
 }
 
 #[test]
-fn every_generated_model_loads_with_its_contract() {
+fn every_generated_model_loads_as_its_export() {
     init_runtime();
-    for (pair, contract) in TINY.iter().copied().chain([("bench_a", Contract::A)]) {
+    for (pair, export) in TINY
+        .iter()
+        .copied()
+        .chain([("bench_a", DecoderExport::SamExporter)])
+    {
         let (encoder, predictor) = open(pair);
-        assert_eq!(predictor.contract(), contract, "{pair}");
+        assert_eq!(predictor.export(), export, "{pair}");
         assert_eq!(encoder.spec().input_size, 1024, "{pair}");
         assert_eq!(encoder.spec().family, predictor.spec().family, "{pair}");
     }

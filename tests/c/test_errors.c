@@ -325,14 +325,14 @@ static void mismatch_errors(void) {
     CHECK(out == MASKS_SENTINEL);
     sam2_predictor_free(predictor_fp);
 
-    /* An A-family (samexporter) embedding to a contract C decoder, fingerprint unchecked. */
+    /* A samexporter embedding to an ONNX Runtime decoder, fingerprint unchecked. */
     sam2_predictor *predictor_c = test_open_predictor(NULL, "tiny_c");
     CHECK_FAILS(sam2_predict(predictor_c, embedding_a, &prompt, 1, NULL, &out),
                 SAM2_ERR_MODEL_MISMATCH, "samexporter");
-    CHECK_MESSAGE("contract C");
+    CHECK_MESSAGE("ONNX Runtime export");
     CHECK(out == MASKS_SENTINEL);
 
-    /* And the reverse: a contract C embedding to a contract A decoder. */
+    /* And the reverse: an ONNX Runtime embedding to a samexporter decoder. */
     sam2_encoder *encoder_c = test_open_encoder("tiny_c");
     sam2_embedding *embedding_c = test_encode(encoder_c, &image);
     sam2_predictor *predictor_a_free = test_open_predictor(NULL, "tiny_a");

@@ -1,0 +1,401 @@
+//! The SAM2 exports the library runs, recognised by their input and output names. Each decoder
+//! export has one module that recognises it, names the inputs it takes and turns its outputs
+//! into masks; a new export (or a quirk of one) is a new module and a line in [`DecoderExport`].
+//!
+//! | decoder export | made by | embedding (encoder) naming | decoder extras | decoder outputs |
+//! |---|---|---|---|---|
+//! | [`samexporter`] | samexporter, X-AnyLabeling | `high_res_feats_0/1`, `image_embed` | `mask_input`, `has_mask_input` | low-res `masks`, `iou_predictions` |
+//! | [`onnx_sam2`] | ibaiGorordo's ONNX-SAM2 | as samexporter | as samexporter + `orig_im_size` | upsampled `masks`, `iou_predictions` |
+//! | [`onnxruntime`] | ONNX Runtime's SAM2 tools | `image_features_0/1`, `image_embeddings` | int32 labels, `input_masks`, `has_input_masks`, `original_image_size` | bool `masks`, `iou_predictions`, `low_res_masks` |
+
+use std::path::Path;
+
+use ort::session::{Session, SessionOutputs};
+use ort::value::{TensorElementType, ValueType};
+
+use crate::error::{Error, Result};
+
+mod onnx_sam2;
+mod onnxruntime;
+mod samexporter;
+
+/// The export a decoder comes from: what it takes and what it returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecoderExport {
+    /// samexporter (and X-AnyLabeling): low-res logits out.
+    SamExporter,
+    /// ibaiGorordo's ONNX-SAM2: logits upsampled to the image size, no low-res ones.
+    OnnxSam2,
+    /// ONNX Runtime's SAM2 tools: boolean masks at the image size and low-res logits.
+    OnnxRuntime,
+}
+
+impl DecoderExport {
+    /// Every decoder export, in the order they are tried.
+    const ALL: [DecoderExport; 3] = [
+        DecoderExport::OnnxRuntime,
+        DecoderExport::OnnxSam2,
+        DecoderExport::SamExporter,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DecoderExport::SamExporter => "samexporter",
+            DecoderExport::OnnxSam2 => "ONNX-SAM2",
+            DecoderExport::OnnxRuntime => "ONNX Runtime",
+        }
+    }
+
+    /// What the export's module says about it.
+    fn describe(self) -> &'static Description {
+        match self {
+            DecoderExport::SamExporter => &samexporter::DESCRIPTION,
+            DecoderExport::OnnxSam2 => &onnx_sam2::DESCRIPTION,
+            DecoderExport::OnnxRuntime => &onnxruntime::DESCRIPTION,
+        }
+    }
+
+    /// Writes one batch's masks and low-res logits into `out` (see [`Batch`]).
+    pub(crate) fn decode(
+        self,
+        outputs: &SessionOutputs<'_>,
+        batch: &Batch,
+        out: &mut Decoded<'_>,
+    ) -> Result<()> {
+        match self {
+            DecoderExport::SamExporter => samexporter::decode(outputs, batch, out),
+            DecoderExport::OnnxSam2 => onnx_sam2::decode(outputs, batch, out),
+            DecoderExport::OnnxRuntime => onnxruntime::decode(outputs, batch, out),
+        }
+    }
+}
+
+/// What a decoder export's module declares: the names that recognise it and that the library
+/// feeds and reads.
+pub(crate) struct Description {
+    pub(crate) export: DecoderExport,
+    /// The naming of the embeddings it takes.
+    pub(crate) family: EncoderFamily,
+    /// Inputs that must all be there (with any others the export may have).
+    pub(crate) inputs: &'static [&'static str],
+    /// Outputs that must all be there.
+    pub(crate) outputs: &'static [&'static str],
+    /// An input whose presence tells this export from another with the same names otherwise.
+    pub(crate) marker: Option<&'static str>,
+    pub(crate) point_coords: &'static str,
+    pub(crate) point_labels: &'static str,
+    /// Labels are int32 rather than float32.
+    pub(crate) labels_int32: bool,
+    pub(crate) mask_input: &'static str,
+    pub(crate) has_mask_input: &'static str,
+    /// The original image size, int32 `[h, w]`, for exports that upsample inside the graph.
+    pub(crate) orig_size: Option<&'static str>,
+    pub(crate) masks: &'static str,
+    pub(crate) iou: &'static str,
+    pub(crate) low_res: Option<&'static str>,
+}
+
+impl Description {
+    fn matches(&self, inputs: &[String], outputs: &[String]) -> bool {
+        has_all(inputs, self.inputs)
+            && has_all(outputs, self.outputs)
+            && self.marker.map_or(true, |m| inputs.iter().any(|n| n == m))
+    }
+}
+
+/// One decoder run's geometry: which candidates of which rows go to which result slots.
+pub(crate) struct Batch {
+    /// Prompts in the run (rows of the outputs).
+    pub(crate) objects: usize,
+    /// Candidates the model returns per prompt.
+    pub(crate) candidates: usize,
+    /// Side of the low-res logits.
+    pub(crate) low_res: usize,
+    pub(crate) image_width: usize,
+    pub(crate) image_height: usize,
+    /// `(row, candidate, slot)`: write that candidate of that row at result slot `slot`.
+    pub(crate) picks: Vec<(usize, usize, usize)>,
+}
+
+impl Batch {
+    fn plane(&self) -> usize {
+        self.image_width * self.image_height
+    }
+
+    /// Checks an output's run-time shape: `[objects, candidates, side_y, side_x]`.
+    fn expect(&self, shape: &[i64], side: (usize, usize), name: &str) -> Result<()> {
+        let want = [self.objects, self.candidates, side.0, side.1];
+        if shape.len() != want.len() || shape.iter().zip(want).any(|(&g, w)| g as usize != w) {
+            return Err(Error::OnnxRuntime(format!(
+                "decoder output `{name}` has shape {shape:?}, expected {want:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Where a batch's results go: the prediction's masks (`slot × plane` bytes) and low-res logits
+/// (`slot × low_res²` values).
+pub(crate) struct Decoded<'a> {
+    pub(crate) masks: &'a mut [u8],
+    pub(crate) low_res: &'a mut [f32],
+}
+
+impl Decoded<'_> {
+    fn mask(&mut self, slot: usize, plane: usize) -> &mut [u8] {
+        &mut self.masks[slot * plane..(slot + 1) * plane]
+    }
+
+    fn logits(&mut self, slot: usize, side: usize) -> &mut [f32] {
+        &mut self.low_res[slot * side * side..(slot + 1) * side * side]
+    }
+}
+
+/// The naming of an encoder's outputs (the embedding tensors), shared by the decoder exports
+/// that take its embeddings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncoderFamily {
+    /// samexporter's naming (its decoders and ONNX-SAM2's).
+    SamExporter,
+    /// ONNX Runtime's SAM2 tools' naming.
+    OnnxRuntime,
+}
+
+impl EncoderFamily {
+    pub fn name(self) -> &'static str {
+        match self {
+            EncoderFamily::SamExporter => "samexporter",
+            EncoderFamily::OnnxRuntime => "onnxruntime",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "samexporter" => Some(EncoderFamily::SamExporter),
+            "onnxruntime" => Some(EncoderFamily::OnnxRuntime),
+            _ => None,
+        }
+    }
+
+    /// Names of the three embedding tensors, in the library's canonical order
+    /// (high-res level 0, high-res level 1, image embedding).
+    pub fn tensor_names(self) -> [&'static str; 3] {
+        match self {
+            EncoderFamily::SamExporter => ["high_res_feats_0", "high_res_feats_1", "image_embed"],
+            EncoderFamily::OnnxRuntime => {
+                ["image_features_0", "image_features_1", "image_embeddings"]
+            }
+        }
+    }
+}
+
+/// Canonical shapes of the three embedding tensors (batch 1).
+pub const EMBEDDING_SHAPES: [[i64; 4]; 3] =
+    [[1, 32, 256, 256], [1, 64, 128, 128], [1, 256, 64, 64]];
+
+/// Element type of the encoder's image input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputType {
+    F32,
+    F16,
+}
+
+/// What the library needs to drive an encoder.
+#[derive(Debug, Clone)]
+pub struct EncoderSpec {
+    pub family: EncoderFamily,
+    pub input_name: String,
+    pub input_type: InputType,
+    /// Side of the square input (1024 for SAM2).
+    pub input_size: usize,
+}
+
+/// What the library needs to drive a decoder.
+#[derive(Debug, Clone)]
+pub struct DecoderSpec {
+    pub export: DecoderExport,
+    /// The naming of the embeddings it takes.
+    pub family: EncoderFamily,
+    /// Side of the low-resolution mask grid (256 for SAM2).
+    pub low_res_size: usize,
+}
+
+impl DecoderSpec {
+    /// The names the decoder is fed and read by.
+    pub(crate) fn names(&self) -> &'static Description {
+        self.export.describe()
+    }
+}
+
+/// Recognises a decoder session.
+pub fn detect_decoder(session: &Session, path: &Path) -> Result<DecoderSpec> {
+    let inputs = names(session.inputs());
+    let outputs = names(session.outputs());
+    let Some(d) = DecoderExport::ALL
+        .iter()
+        .map(|e| e.describe())
+        .find(|d| d.matches(&inputs, &outputs))
+    else {
+        let expected: Vec<String> = DecoderExport::ALL
+            .iter()
+            .rev()
+            .map(|e| {
+                let d = e.describe();
+                format!(
+                    "{}: inputs {:?} and outputs {:?}",
+                    e.name(),
+                    d.inputs,
+                    d.outputs
+                )
+            })
+            .collect();
+        return Err(Error::model(
+            path,
+            format!(
+                "not a recognised SAM2 decoder: expected {}; found inputs {inputs:?} and outputs {outputs:?}",
+                expected.join("; or ")
+            ),
+        ));
+    };
+    // Check the dtypes the library will feed.
+    let expect = |name: &str, want: TensorElementType| -> Result<()> {
+        match tensor_info(session.inputs(), name) {
+            Some((ty, _)) if ty == want => Ok(()),
+            Some((ty, _)) => Err(Error::model(
+                path,
+                format!("decoder input `{name}` must be {want}, found {ty}"),
+            )),
+            None => Err(Error::model(
+                path,
+                format!("decoder input `{name}` is not a tensor"),
+            )),
+        }
+    };
+    expect(d.point_coords, TensorElementType::Float32)?;
+    expect(
+        d.point_labels,
+        if d.labels_int32 {
+            TensorElementType::Int32
+        } else {
+            TensorElementType::Float32
+        },
+    )?;
+    expect(d.mask_input, TensorElementType::Float32)?;
+    expect(d.has_mask_input, TensorElementType::Float32)?;
+    if let Some(name) = d.orig_size {
+        expect(name, TensorElementType::Int32)?;
+    }
+    let mut low_res_size = 256;
+    if let Some((_, shape)) = tensor_info(session.inputs(), d.mask_input) {
+        if shape.len() == 4 && shape[2] > 0 && shape[2] == shape[3] {
+            low_res_size = shape[2] as usize;
+        }
+    }
+    Ok(DecoderSpec {
+        export: d.export,
+        family: d.family,
+        low_res_size,
+    })
+}
+
+fn names(outlets: &[ort::value::Outlet]) -> Vec<String> {
+    outlets.iter().map(|o| o.name().to_string()).collect()
+}
+
+pub(crate) fn tensor_info(
+    outlets: &[ort::value::Outlet],
+    name: &str,
+) -> Option<(TensorElementType, Vec<i64>)> {
+    outlets
+        .iter()
+        .find(|o| o.name() == name)
+        .and_then(|o| match o.dtype() {
+            ValueType::Tensor { ty, shape, .. } => Some((*ty, shape.iter().copied().collect())),
+            _ => None,
+        })
+}
+
+fn has_all(have: &[String], want: &[&str]) -> bool {
+    want.iter().all(|w| have.iter().any(|h| h == w))
+}
+
+/// Recognises an encoder session.
+pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
+    let outputs = names(session.outputs());
+    let inputs = names(session.inputs());
+    let family = [EncoderFamily::SamExporter, EncoderFamily::OnnxRuntime]
+        .into_iter()
+        .find(|f| has_all(&outputs, &f.tensor_names()))
+        .ok_or_else(|| {
+            Error::model(
+                path,
+                format!(
+                    "not a recognised SAM2 encoder: expected outputs {:?} (samexporter/ibaiGorordo) or {:?} \
+                     (ONNX Runtime export), found outputs {outputs:?} and inputs {inputs:?}",
+                    EncoderFamily::SamExporter.tensor_names(),
+                    EncoderFamily::OnnxRuntime.tensor_names()
+                ),
+            )
+        })?;
+    if session.inputs().len() != 1 {
+        return Err(Error::model(
+            path,
+            format!("a SAM2 encoder has one input (the image); found {inputs:?}"),
+        ));
+    }
+    let input_name = inputs[0].clone();
+    let (ty, shape) = tensor_info(session.inputs(), &input_name).ok_or_else(|| {
+        Error::model(
+            path,
+            format!("encoder input `{input_name}` is not a tensor"),
+        )
+    })?;
+    let input_type = match ty {
+        TensorElementType::Float32 => InputType::F32,
+        TensorElementType::Float16 => InputType::F16,
+        other => {
+            return Err(Error::model(
+                path,
+                format!("encoder input `{input_name}` must be float32 or float16, found {other}"),
+            ))
+        }
+    };
+    if shape.len() != 4 || (shape[0] > 1) || (shape[1] != 3 && shape[1] != -1) {
+        return Err(Error::model(
+            path,
+            format!("encoder input `{input_name}` must be [1,3,S,S], found {shape:?}"),
+        ));
+    }
+    let input_size = match (shape[2], shape[3]) {
+        (h, w) if h == w && h > 0 => h as usize,
+        (-1, -1) => 1024,
+        (h, w) => {
+            return Err(Error::model(
+                path,
+                format!("encoder input `{input_name}` must be square, found {h}×{w}"),
+            ))
+        }
+    };
+    for (name, want) in family.tensor_names().iter().zip(EMBEDDING_SHAPES.iter()) {
+        let (_, shape) = tensor_info(session.outputs(), name).ok_or_else(|| {
+            Error::model(path, format!("encoder output `{name}` is not a tensor"))
+        })?;
+        let fits = shape.len() == 4
+            && shape
+                .iter()
+                .zip(want.iter())
+                .all(|(&got, &w)| got == w || got == -1);
+        if !fits {
+            return Err(Error::model(
+                path,
+                format!("encoder output `{name}` must have shape {want:?}, found {shape:?}"),
+            ));
+        }
+    }
+    Ok(EncoderSpec {
+        family,
+        input_name,
+        input_type,
+        input_size,
+    })
+}
