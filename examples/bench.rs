@@ -42,9 +42,9 @@ use ort::session::Session;
 use ort::value::{DynValue, Tensor};
 use serde_json::{json, Value};
 
-use sam2::embedding::EmbeddingTensor;
-use sam2::session::Optimization;
-use sam2::weights::WeightSharing;
+use sam2::EmbeddingTensor;
+use sam2::Optimization;
+use sam2::WeightSharing;
 use sam2::{
     Embedding, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
     PredictorOptions, Prompt,
@@ -498,7 +498,7 @@ impl DecoderFeed {
         let best = (0..iou.len()).fold(0, |b, i| if iou[i] > iou[b] { i } else { b });
         let (_, masks) = out["masks"].try_extract_tensor::<f32>().expect("masks");
         let n = LOW_RES * LOW_RES;
-        sam2::postprocess::upsample_threshold(
+        sam2::test_support::upsample_threshold(
             &masks[best * n..(best + 1) * n],
             LOW_RES,
             LOW_RES,
@@ -506,7 +506,7 @@ impl DecoderFeed {
             H,
             mask,
         );
-        black_box(sam2::postprocess::box_and_area(mask, W));
+        black_box(sam2::test_support::box_and_area(mask, W));
     }
 }
 
@@ -1058,7 +1058,7 @@ fn main() -> Res<()> {
     let mut pre_out = vec![0.0f32; 3 * SIZE * SIZE];
     let mut floor_out = vec![0.0f32; 3 * SIZE * SIZE];
     let pre = {
-        let mut lib = || timed(|| sam2::preprocess::preprocess_into(&view, SIZE, &mut pre_out));
+        let mut lib = || timed(|| sam2::test_support::preprocess_into(&view, SIZE, &mut pre_out));
         let mut floor_out2 = floor_out.clone();
         let mut floor1 = || timed(|| bandwidth_floor(&rgb, &mut floor_out, 1));
         let mut floor_n = || timed(|| bandwidth_floor(&rgb, &mut floor_out2, threads));
@@ -1078,7 +1078,7 @@ fn main() -> Res<()> {
         (Some(a), Some(b)) if b.median < a.median => (pre[2].clone(), threads),
         _ => (pre[1].clone(), 1),
     };
-    sam2::preprocess::preprocess_into(&view, SIZE, &mut pre_out);
+    sam2::test_support::preprocess_into(&view, SIZE, &mut pre_out);
     let pre_path = out_dir.join("bench_pre_lib.f32");
     write_f32(&pre_path, &pre_out)?;
     let pre_diff = peer_call(&format!("check_pre {}", pre_path.display()))
@@ -1192,7 +1192,7 @@ fn main() -> Res<()> {
     // --- postprocess --------------------------------------------------------------------------
     sections.start("postprocess");
     let mut mask = vec![0u8; W * H];
-    sam2::postprocess::upsample_threshold(&logits, LOW_RES, LOW_RES, W, H, &mut mask);
+    sam2::test_support::upsample_threshold(&logits, LOW_RES, LOW_RES, W, H, &mut mask);
     let mask_path = out_dir.join("bench_mask_lib.u8");
     std::fs::write(&mask_path, &mask)?;
     let post_diff = peer_call(&format!(
@@ -1206,7 +1206,7 @@ fn main() -> Res<()> {
     let post = {
         let mut lib = || {
             timed(|| {
-                sam2::postprocess::upsample_threshold(&logits, LOW_RES, LOW_RES, W, H, &mut mask);
+                sam2::test_support::upsample_threshold(&logits, LOW_RES, LOW_RES, W, H, &mut mask);
                 black_box(&mask);
             })
         };
@@ -1218,7 +1218,7 @@ fn main() -> Res<()> {
         };
         let mut boxes = || {
             timed(|| {
-                black_box(sam2::postprocess::box_and_area(&mask_box, W));
+                black_box(sam2::test_support::box_and_area(&mask_box, W));
             })
         };
         let mut scan = || {
@@ -1564,7 +1564,7 @@ fn main() -> Res<()> {
     );
     r.library = pred[0].clone();
     r.floor = pred[2].clone();
-    r.note = "floor = the same plain run, then best mask by IoU, sam2::postprocess::upsample_threshold and box_and_area: what remains is the library's own overhead (prompt tensors, binding, checks, result)".into();
+    r.note = "floor = the same plain run, then best mask by IoU, sam2::test_support::upsample_threshold and box_and_area: what remains is the library's own overhead (prompt tensors, binding, checks, result)".into();
     rows.push(r);
 
     let mut r = Row::new("predict_basic", "Predict e2e, Optimization::Basic", "ms");

@@ -31,13 +31,13 @@ use crate::image::MAX_SIDE;
 use crate::platform;
 
 /// Value of `__metadata__.format`.
-pub const FORMAT: &str = "sam2-embedding";
+pub(crate) const FORMAT: &str = "sam2-embedding";
 /// Version of the layout this library writes. 2 added `metadata_crc32`.
-pub const FORMAT_VERSION: u32 = 2;
+pub(crate) const FORMAT_VERSION: u32 = 2;
 /// Versions this library reads.
-pub const READABLE_VERSIONS: [u32; 2] = [1, 2];
+pub(crate) const READABLE_VERSIONS: [u32; 2] = [1, 2];
 /// The metadata fields `metadata_crc32` covers, in the order [`metadata_text`] lists them.
-pub const PROTECTED_METADATA: [&str; 7] = [
+pub(crate) const PROTECTED_METADATA: [&str; 7] = [
     "format",
     "format_version",
     "image_width",
@@ -58,7 +58,7 @@ pub fn metadata_text(value_of: impl Fn(&str) -> String) -> String {
 }
 /// Longest header accepted. A real one is about 700 bytes; the bound keeps a hostile file from
 /// driving a large allocation.
-pub const MAX_HEADER_LEN: u64 = 64 * 1024;
+pub(crate) const MAX_HEADER_LEN: u64 = 64 * 1024;
 
 fn dtype_name(dtype: TensorElementType) -> Result<&'static str> {
     match dtype {

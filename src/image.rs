@@ -43,7 +43,7 @@ pub struct ImageView<'a> {
 }
 
 /// The largest side accepted, far beyond any camera, so sizes cannot overflow.
-pub const MAX_SIDE: usize = 1 << 16;
+pub(crate) const MAX_SIDE: usize = 1 << 16;
 
 impl<'a> ImageView<'a> {
     /// A tightly packed image (stride = width × channels).

@@ -1,42 +1,51 @@
 //! Segment Anything 2 through ONNX Runtime: encode an image once, prompt it many times.
 //!
-//! The safe core lives in this crate's modules; the C ABI (the product) is under [`ffi`].
+//! The product is the C ABI under [`ffi`] (declared in `include/sam2.h`). The safe Rust core
+//! behind it is reached through the items re-exported here and three namespaces:
+//! [`runtime`] (loading ONNX Runtime), [`embedding_file`] (saving and loading embeddings) and
+//! [`log`] (the library's log sink). Everything else is internal.
 
-pub mod cache;
-pub mod device;
-pub mod embedding;
+mod cache;
+mod device;
+mod embedding;
 pub mod embedding_file;
-pub mod encoder;
-pub mod error;
-pub mod export;
-pub mod fingerprint;
-pub mod image;
+mod encoder;
+mod error;
+mod export;
+pub mod ffi;
+mod fingerprint;
+mod image;
 pub mod log;
-pub mod onnx_split;
+mod onnx_split;
 mod platform;
-pub mod postprocess;
-pub mod predictor;
-pub mod preprocess;
+mod postprocess;
+mod predictor;
+mod preprocess;
 pub mod runtime;
-pub mod session;
-pub mod weights;
+mod session;
+mod weights;
 
-pub use cache::{CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Priority, Source};
-pub use device::{DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest};
-pub use embedding::{Embedding, Location};
+/// Test hooks (device stand-ins, fuzzing properties, internals the benchmarks drive): only in
+/// builds with the `test-support` feature, which the test builds turn on; never in the shipped
+/// library.
+#[cfg(feature = "test-support")]
+pub mod test_support;
+
+pub use cache::{
+    pixel_hash, CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Priority, Source,
+};
+pub use device::{
+    ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
+};
+pub use embedding::{live_bytes as live_embedding_bytes, Embedding, EmbeddingTensor, Location};
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};
-pub use export::{DecoderExport, EncoderFamily};
+pub use export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec, InputType};
 pub use fingerprint::Fingerprint;
 pub use image::{ImageView, PixelFormat};
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
+pub use session::SessionOptions;
+pub use weights::{shared_models, Optimization, WeightSharing};
 
 /// Version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-pub mod ffi;
-
-/// Test hooks (device stand-ins, fuzzing properties): only in builds with the `test-support`
-/// feature, which the test builds turn on; never in the shipped library.
-#[cfg(feature = "test-support")]
-pub mod test_support;

@@ -57,7 +57,7 @@ use std::collections::HashSet;
 /// The `location` written into every rewritten initializer's external data. It names a file that
 /// never exists on disk; register the original model bytes under this name as an in-memory
 /// external-data file in every session (see the module documentation).
-pub const INPLACE_LOCATION: &str = "sam2-inplace.bin";
+pub(crate) const INPLACE_LOCATION: &str = "sam2-inplace.bin";
 
 /// One initializer moved out of the model proto.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,8 +7,8 @@ use rayon::prelude::*;
 use crate::image::ImageView;
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.
-pub const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
-pub const STD: [f64; 3] = [0.229, 0.224, 0.225];
+pub(crate) const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
+pub(crate) const STD: [f64; 3] = [0.229, 0.224, 0.225];
 
 /// `(v / 255 − mean) / std` as `v · scale + bias`: one multiply and one add per value instead of
 /// two divisions. The constants are computed in f64 and rounded once to f32, as the reference
@@ -213,8 +213,9 @@ pub fn f32_to_f16_bits(value: f32) -> u16 {
     sign | h
 }
 
-/// binary16 bits → f32.
-pub fn f16_bits_to_f32(h: u16) -> f32 {
+/// binary16 bits → f32 (the inverse the unit tests check the conversion against).
+#[cfg(test)]
+fn f16_bits_to_f32(h: u16) -> f32 {
     let sign = ((h & 0x8000) as u32) << 16;
     let exp = ((h >> 10) & 0x1f) as u32;
     let mant = (h & 0x03ff) as u32;

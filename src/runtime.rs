@@ -21,11 +21,11 @@ use crate::error::{Error, Result};
 use crate::log::{self, LogLevel};
 
 /// The environment variable naming the ONNX Runtime library to load.
-pub const ENV_VAR: &str = "SAM2_ONNXRUNTIME_PATH";
+pub(crate) const ENV_VAR: &str = "SAM2_ONNXRUNTIME_PATH";
 /// ONNX Runtime's own variable, honoured after ours.
-pub const ORT_ENV_VAR: &str = "ORT_DYLIB_PATH";
+pub(crate) const ORT_ENV_VAR: &str = "ORT_DYLIB_PATH";
 /// The oldest ONNX Runtime minor version (1.x) the pinned binding can drive.
-pub const MIN_ORT_MINOR: u32 = ort::MINOR_VERSION;
+pub(crate) const MIN_ORT_MINOR: u32 = ort::MINOR_VERSION;
 
 /// What was loaded, and from where.
 #[derive(Debug, Clone)]

@@ -8,7 +8,7 @@ use ort::session::Session;
 use crate::device::{self, DeviceOptions, EffectiveDevice};
 use crate::error::{Error, Result};
 use crate::runtime;
-use crate::weights::{ModelWeights, WeightSharing};
+use crate::weights::{ModelWeights, Optimization, WeightSharing};
 
 /// Session settings common to encoders and predictors.
 #[derive(Debug, Clone, Default)]
@@ -21,42 +21,6 @@ pub struct SessionOptions {
     pub weights: WeightSharing,
     /// Graph optimisations ONNX Runtime applies when building the session.
     pub optimization: Optimization,
-}
-
-/// How far ONNX Runtime optimises the graph. The graph is optimised once per process and model
-/// (see `weights`), so every level keeps the weights shared, fused ones included.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Optimization {
-    /// Provider-independent rewrites (constant folding, redundant-node removal, transposes).
-    Basic,
-    /// None at all: the graph runs as exported.
-    None,
-    /// Everything ONNX Runtime has for the session's provider: fusions and, on the CPU, blocked
-    /// layouts (the default; ONNX Runtime's own default level).
-    #[default]
-    All,
-}
-
-/// Reads a model file whole. Kept separate so the bytes can be fingerprinted and shared.
-pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
-    // A FIFO would block the read forever and a device would never end: only regular files.
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
-            let kind = crate::platform::kind_of(meta.file_type());
-            return Err(Error::model(path, format!("is {kind}, not a regular file")));
-        }
-        _ => {}
-    }
-    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
-            Error::model(path, format!("cannot be read: {e}"))
-        }
-        _ => Error::io(format!("reading model {}", path.display()), e),
-    })?;
-    if bytes.is_empty() {
-        return Err(Error::model(path, "file is empty"));
-    }
-    Ok(bytes)
 }
 
 /// Creates a session on the requested providers from a model's shared weights (each weight used

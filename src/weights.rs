@@ -37,7 +37,42 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::onnx_split;
 use crate::platform;
-use crate::session::Optimization;
+
+/// How far ONNX Runtime optimises the graph. The graph is optimised once per process and model
+/// (see [`get`]), so every level keeps the weights shared, fused ones included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Optimization {
+    /// Provider-independent rewrites (constant folding, redundant-node removal, transposes).
+    Basic,
+    /// None at all: the graph runs as exported.
+    None,
+    /// Everything ONNX Runtime has for the session's provider: fusions and, on the CPU, blocked
+    /// layouts (the default; ONNX Runtime's own default level).
+    #[default]
+    All,
+}
+
+/// Reads a model file whole. Kept separate so the bytes can be fingerprinted and shared.
+pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
+    // A FIFO would block the read forever and a device would never end: only regular files.
+    match std::fs::metadata(path) {
+        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+            let kind = crate::platform::kind_of(meta.file_type());
+            return Err(Error::model(path, format!("is {kind}, not a regular file")));
+        }
+        _ => {}
+    }
+    let bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied => {
+            Error::model(path, format!("cannot be read: {e}"))
+        }
+        _ => Error::io(format!("reading model {}", path.display()), e),
+    })?;
+    if bytes.is_empty() {
+        return Err(Error::model(path, "file is empty"));
+    }
+    Ok(bytes)
+}
 
 /// How sessions of one model hold its weights. Values are part of the C ABI (`SAM2_WEIGHTS_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -340,7 +375,7 @@ impl ModelWeights {
 pub(crate) fn get(path: &Path, sharing: WeightSharing, plan: Plan) -> Result<Arc<ModelWeights>> {
     crate::runtime::environment()?;
     if sharing == WeightSharing::Copy {
-        let bytes = crate::session::read_model(path)?;
+        let bytes = read_model(path)?;
         return Ok(Arc::new(load(path, &bytes, &plan)?));
     }
     let key = (key(path)?, plan);
@@ -354,7 +389,7 @@ pub(crate) fn get(path: &Path, sharing: WeightSharing, plan: Plan) -> Result<Arc
         return Ok(existing);
     }
     // Loading under the lock: two threads opening one model must not both read it.
-    let bytes = crate::session::read_model(path)?;
+    let bytes = read_model(path)?;
     let weights = Arc::new(load(path, &bytes, &key.1)?);
     drop(bytes);
     registry.push((key, Arc::downgrade(&weights)));

@@ -24,7 +24,7 @@ fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
             .unwrap();
         e.tensors().iter().map(|t| t.byte_len()).sum::<usize>()
     };
-    let baseline = sam2::embedding::live_bytes();
+    let baseline = sam2::live_embedding_bytes();
     let budget = 3 * one;
     const IMAGES: usize = 16;
     let cache = EmbeddingCache::new(CacheOptions {
@@ -39,7 +39,7 @@ fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
-                let live = sam2::embedding::live_bytes().saturating_sub(baseline);
+                let live = sam2::live_embedding_bytes().saturating_sub(baseline);
                 peak.fetch_max(live, Ordering::Relaxed);
                 std::thread::yield_now();
             }
@@ -91,7 +91,7 @@ fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
     assert_eq!(stats.host_bytes, budget);
     drop(cache);
     assert_eq!(
-        sam2::embedding::live_bytes(),
+        sam2::live_embedding_bytes(),
         baseline,
         "dropping the cache released every embedding it kept"
     );

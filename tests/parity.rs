@@ -26,7 +26,7 @@ fn preprocessing_is_bit_identical_to_the_reference() {
             .unwrap();
     let img = read_pnm(&testdata("shapes.ppm"));
     let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
-    let tensor = sam2::preprocess::preprocess(&view, 1024);
+    let tensor = sam2::test_support::preprocess(&view, 1024);
     let bytes: Vec<u8> = tensor.iter().flat_map(|v| v.to_le_bytes()).collect();
     let got = format!("{:x}", Sha256::digest(&bytes));
     assert_eq!(
@@ -36,7 +36,7 @@ fn preprocessing_is_bit_identical_to_the_reference() {
     );
     let half: Vec<u8> = tensor
         .iter()
-        .flat_map(|v| sam2::preprocess::f32_to_f16_bits(*v).to_le_bytes())
+        .flat_map(|v| sam2::test_support::f32_to_f16_bits(*v).to_le_bytes())
         .collect();
     let got = format!("{:x}", Sha256::digest(&half));
     assert_eq!(

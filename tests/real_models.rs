@@ -444,14 +444,11 @@ fn every_optimization_level_and_weight_policy_works() {
     let embedding = encoder.encode(&rgb(&image)).unwrap();
     let baseline = single(&predictor, &embedding, click(580.0, 190.0));
     for level in [
-        sam2::session::Optimization::None,
-        sam2::session::Optimization::Basic,
-        sam2::session::Optimization::All,
+        sam2::Optimization::None,
+        sam2::Optimization::Basic,
+        sam2::Optimization::All,
     ] {
-        for weights in [
-            sam2::weights::WeightSharing::Shared,
-            sam2::weights::WeightSharing::Copy,
-        ] {
+        for weights in [sam2::WeightSharing::Shared, sam2::WeightSharing::Copy] {
             let mut options = EncoderOptions::default();
             options.session.optimization = level;
             options.session.weights = weights;
@@ -461,7 +458,7 @@ fn every_optimization_level_and_weight_policy_works() {
             let what = format!("{level:?} {weights:?}");
             let e = Encoder::new(&pair.encoder, &options).expect(&what);
             let p = Predictor::new(&pair.decoder, &poptions).expect(&what);
-            if weights == sam2::weights::WeightSharing::Copy {
+            if weights == sam2::WeightSharing::Copy {
                 assert_ne!(e.weights_address(), encoder.weights_address(), "{what}");
             }
             let emb = e.encode(&rgb(&image)).expect(&what);

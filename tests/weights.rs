@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use sam2::weights::WeightSharing;
+use sam2::WeightSharing;
 use sam2::{
     Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
     PredictorOptions, Prompt,
@@ -59,19 +59,15 @@ fn the_registry_releases_weights_with_the_last_session() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("tiny_b_encoder.onnx");
     std::fs::copy(model("tiny_b_encoder.onnx"), &path).unwrap();
-    let before = sam2::weights::shared_models();
+    let before = sam2::shared_models();
     let a = Encoder::new(&path, &EncoderOptions::default()).unwrap();
     let b = Encoder::new(&path, &EncoderOptions::default()).unwrap();
-    assert_eq!(sam2::weights::shared_models(), before + 1);
+    assert_eq!(sam2::shared_models(), before + 1);
     drop(a);
-    assert_eq!(
-        sam2::weights::shared_models(),
-        before + 1,
-        "still used by b"
-    );
+    assert_eq!(sam2::shared_models(), before + 1, "still used by b");
     drop(b);
     assert_eq!(
-        sam2::weights::shared_models(),
+        sam2::shared_models(),
         before,
         "released with the last session"
     );
@@ -119,9 +115,9 @@ fn a_link_to_a_model_computes_that_model_whatever_lies_beside_the_link() {
     )
     .unwrap();
     for level in [
-        sam2::session::Optimization::None,
-        sam2::session::Optimization::Basic,
-        sam2::session::Optimization::All,
+        sam2::Optimization::None,
+        sam2::Optimization::Basic,
+        sam2::Optimization::All,
     ] {
         let mut o = EncoderOptions::default();
         o.session.optimization = level;
@@ -149,7 +145,7 @@ fn a_model_replaced_with_the_same_size_and_time_is_loaded_again() {
     let first = Encoder::new(&path, &EncoderOptions::default()).unwrap();
     let before = embed(&first);
     // The same model with other weights: the largest initializer's bytes reversed.
-    let split = sam2::onnx_split::split(&original, 1024).unwrap();
+    let split = sam2::test_support::split(&original, 1024).unwrap();
     let init = split.initializers.iter().max_by_key(|i| i.len).unwrap();
     let mut other = original.clone();
     other[init.offset..init.offset + init.len].reverse();
@@ -182,14 +178,11 @@ fn a_model_with_its_weights_in_a_file_beside_it_loads() {
     let original = std::fs::read(model("tiny_a_encoder.onnx")).unwrap();
     // The proto keeps references to "weights.bin" at the weights' offsets in the original bytes,
     // so the original file itself serves as the data file.
-    let split = sam2::onnx_split::split_with_location(&original, 1024, "weights.bin").unwrap();
+    let split = sam2::test_support::split_with_location(&original, 1024, "weights.bin").unwrap();
     assert!(!split.initializers.is_empty());
     std::fs::write(dir.join("external.onnx"), &split.model).unwrap();
     std::fs::write(dir.join("weights.bin"), &original).unwrap();
-    for level in [
-        sam2::session::Optimization::None,
-        sam2::session::Optimization::All,
-    ] {
+    for level in [sam2::Optimization::None, sam2::Optimization::All] {
         let mut o = EncoderOptions::default();
         o.session.optimization = level;
         let inline = embed(&Encoder::new(model("tiny_a_encoder.onnx"), &o).unwrap());
@@ -211,7 +204,7 @@ fn external_data_outside_the_model_directory_is_refused() {
     std::fs::write(dir.join("outside.bin"), &original).unwrap();
     let absolute = dir.join("outside.bin").to_string_lossy().into_owned();
     for location in ["../outside.bin", absolute.as_str()] {
-        let split = sam2::onnx_split::split_with_location(&original, 1024, location).unwrap();
+        let split = sam2::test_support::split_with_location(&original, 1024, location).unwrap();
         let path = inner.join("hostile.onnx");
         std::fs::write(&path, &split.model).unwrap();
         match Encoder::new(&path, &EncoderOptions::default()) {

@@ -190,7 +190,7 @@ impl EncoderFamily {
 }
 
 /// Canonical shapes of the three embedding tensors (batch 1).
-pub const EMBEDDING_SHAPES: [[i64; 4]; 3] =
+pub(crate) const EMBEDDING_SHAPES: [[i64; 4]; 3] =
     [[1, 32, 256, 256], [1, 64, 128, 128], [1, 256, 64, 64]];
 
 /// Element type of the encoder's image input.

@@ -7,7 +7,7 @@ use crate::device::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
 };
 use crate::error::Error;
-use crate::session::Optimization;
+use crate::weights::Optimization;
 use crate::weights::WeightSharing;
 
 /// Execution provider: the CPU.

@@ -14,6 +14,12 @@ use crate::error::{Error, Result};
 
 pub mod fuzzing;
 
+/// Internals the benchmarks and tests drive directly: the library's own pre- and post-processing
+/// (so ONNX Runtime alone is measured with the same arithmetic), and the ONNX splitter.
+pub use crate::onnx_split::{split, split_with_location};
+pub use crate::postprocess::{box_and_area, upsample_threshold};
+pub use crate::preprocess::{f32_to_f16_bits, preprocess, preprocess_into};
+
 impl Embedding {
     /// A view of a host embedding whose tensors are labelled as living in
     /// `allocator` memory ("Cuda", "DML", …) on `device_id`, standing for a device-resident
