@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test: Rust (unit, integration, header check), the Python reference check, the C
 # suite under ctest (and once more under valgrind), a short fuzzing run, the C# suite under Mono,
-# the packaging test (scripts/test-packaging.sh), and format/lint checks; then prints the
+# the packaging test (tools/test-packaging.sh), and format/lint checks; then prints the
 # reliability report (scripts/reliability.sh --print).
-# Does its own set-up (scripts/setup.sh) and is safe to run again: nothing is downloaded twice.
+# Does its own set-up (tools/setup.sh) and is safe to run again: nothing is downloaded twice.
 # Every suite is run with `bash path`, never behind an `if [ -x … ]`: a suite whose file lost its
 # run bit still runs, and a missing one fails the run instead of being skipped.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-. scripts/setup.sh
+. tools/setup.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
-. scripts/setup-real.sh
+. tools/setup-real.sh
 
 # The figures of the reliability report, written by the tests that measure them.
 export SAM2_REPORT_DIR="$ROOT/target/reliability"
@@ -43,16 +43,16 @@ cmake --build build/c -j 2 >/dev/null
 (cd build/c && ctest --output-on-failure -j 2)
 
 step "C tests under valgrind"
-bash scripts/test-valgrind.sh
+bash tools/test-valgrind.sh
 
 step "fuzzing, 10 s a target (scripts/fuzz.sh; longer: scripts/reliability.sh)"
 bash scripts/fuzz.sh 10
 
 step "C# tests under Mono"
-bash scripts/test-csharp.sh
+bash tools/test-csharp.sh
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
-bash scripts/test-packaging.sh
+bash tools/test-packaging.sh
 
 step "reliability report"
 bash scripts/reliability.sh --print

@@ -23,7 +23,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_ONNXRUNTIME_PATH:-}" ]; then
-    . scripts/setup.sh
+    . tools/setup.sh
 fi
 export ORT_DISABLE_TELEMETRY=1
 cargo build --release --lib --quiet
