@@ -14,7 +14,7 @@ exporters users run:
   name no exporter, and torch 2.9+ defaults to dynamo, which their decoder does not support)
   (`<name>_image_encoder.onnx`, `<name>_image_decoder.onnx`, `<name>_image_decoder_multi.onnx`).
 
-Runs in the exporters' own venv (tools/setup-real.sh). Deterministic: the same seed gives the
+Runs in the exporters' own venv (scripts/setup-real.sh). Deterministic: the same seed gives the
 same checkpoint and byte-identical exports. Writes `manifest.json` listing every pair.
 
     python tools/export_real.py --out DIR [--only sam2.1_hiera_tiny ...]

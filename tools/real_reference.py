@@ -11,7 +11,7 @@ compare the library against:
   themselves, which is taken as it is.
 * `meta`: Meta's PyTorch `SAM2ImagePredictor` on the checkpoint the exports were made from.
 
-Runs in the exporters' venv (tools/setup-real.sh); reads `manifest.json` in the models
+Runs in the exporters' venv (scripts/setup-real.sh); reads `manifest.json` in the models
 directory and writes `reference.json` there: the prompts of every case and, per pair and case,
 each pipeline's mask (run-length encoded, row-major, starting with a run of zeros) and score.
 The Rust test tests/real_models.rs replays the cases through the library and compares.
