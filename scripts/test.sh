@@ -25,6 +25,9 @@ step() { printf '\n==> %s\n' "$*"; }
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "documentation links (every relative link and #anchor in the markdown files resolves)"
+python3 tools/check_links.py $(git ls-files '*.md')
+
 step "cargo clippy -- -D warnings"
 cargo clippy --release --all-targets -- -D warnings
 
