@@ -375,7 +375,7 @@ fn write_f32(path: &Path, v: &[f32]) -> Res<()> {
 }
 
 /// The pair to measure: `SAM2_BENCH_ENCODER`/`SAM2_BENCH_DECODER` when set, else the real SAM2.1
-/// hiera-tiny export by samexporter (scripts/setup-real.sh), else the generated bench pair.
+/// hiera-tiny export by samexporter (tools/setup-real.sh), else the generated bench pair.
 fn bench_models() -> (PathBuf, PathBuf) {
     if let (Ok(e), Ok(d)) = (
         std::env::var("SAM2_BENCH_ENCODER"),

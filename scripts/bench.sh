@@ -3,7 +3,7 @@
 #
 #     ./scripts/bench.sh [--quick]
 #
-# Sets up (as scripts/setup.sh does), installs the peer's and the chart's pinned Python packages
+# Sets up (as tools/setup.sh does), installs the peer's and the chart's pinned Python packages
 # (tools/bench-requirements.txt: opencv-python-headless, matplotlib) into .venv, builds the
 # release bench and the process-wide allocation counter, and runs the bench: it prints a table and
 # writes out/bench.json and out/bench.png. Idempotent; takes about five minutes on 2 cores.
@@ -11,12 +11,12 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# shellcheck source=setup.sh
-. "$ROOT/scripts/setup.sh"
+# shellcheck source=../tools/setup.sh
+. "$ROOT/tools/setup.sh"
 # The real SAM2.1 hiera-tiny export is what the bench measures (SAM2_BENCH_ENCODER/_DECODER
 # name another pair).
-# shellcheck source=setup-real.sh
-. "$ROOT/scripts/setup-real.sh"
+# shellcheck source=../tools/setup-real.sh
+. "$ROOT/tools/setup-real.sh"
 say() { printf '[bench] %s\n' "$*" >&2; }
 
 # Peer and chart packages, pinned; constrained by tools/requirements.txt so that numpy and

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Runs the demo: a C host program that loads libsam2.so through its header, encodes the bundled
 # demo image once, runs a click, a box and a click with a negative click, and writes each mask
-# and an overlay PNG into out/. Does its own set-up (scripts/setup.sh).
+# and an overlay PNG into out/. Does its own set-up (tools/setup.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-. scripts/setup.sh
+. tools/setup.sh
 cargo build --release --lib
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
 cmake --build build/c -j 2 --target sam2_demo >/dev/null

@@ -15,7 +15,7 @@ SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts)
-. scripts/setup.sh
+. tools/setup.sh
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 

@@ -18,7 +18,7 @@
 #   --no-rpath        leave -Wl,-rpath out of sam2.pc (the default leaves it out only for /usr)
 #   DESTDIR=DIR       (environment) stage the files under DIR/PREFIX, for packagers
 #
-# ONNX Runtime is not installed: libsam2 loads it at run time (README, "How ONNX Runtime is found").
+# ONNX Runtime is not installed: libsam2 loads it at run time (docs/onnxruntime.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 

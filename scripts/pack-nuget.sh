@@ -2,7 +2,7 @@
 # Builds the NuGet package of the .NET wrapper: OUT_DIR/Sam2.<version>.nupkg (default OUT_DIR:
 # build/nuget), holding lib/netstandard2.0/Sam2.dll (+ Sam2.xml) compiled by Mono's mcs from
 # csharp/Sam2, and runtimes/linux-x64/native/libsam2.so, then checks its layout and metadata
-# (tools/nupkg.py). The version is Cargo.toml's. Needs mcs and python3 (scripts/setup.sh installs
+# (tools/nupkg.py). The version is Cargo.toml's. Needs mcs and python3 (tools/setup.sh installs
 # Mono); builds libsam2.so with cargo unless SAM2_LIB_DIR names a directory that holds it.
 #
 # Usage: scripts/pack-nuget.sh [OUT_DIR]

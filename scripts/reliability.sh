@@ -24,7 +24,7 @@ if [ "$MODE" != "--print" ]; then
         --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000" ;;
         *) echo "usage: $0 [--long | --print]" >&2; exit 2 ;;
     esac
-    . scripts/setup.sh
+    . tools/setup.sh
     rm -f "$SAM2_REPORT_DIR"/*.tsv
     step "build (with the test hooks the C suite uses)"
     cargo build --release --lib --features test-support
@@ -51,7 +51,7 @@ if [ "$MODE" != "--print" ]; then
     step "fuzzing, ${fuzz_seconds} s a target"
     scripts/fuzz.sh "$fuzz_seconds"
     step "the C suite under valgrind"
-    scripts/test-valgrind.sh
+    tools/test-valgrind.sh
 fi
 
 exec python3 - "$SAM2_REPORT_DIR" "$ROOT/include/sam2.h" <<'EOF'
@@ -144,7 +144,7 @@ if stress:
 vg = rows("valgrind.tsv")
 if vg:
     r = vg[0]
-    line(f"{'Valgrind memcheck (scripts/test-valgrind.sh)':<60}", f"{'programs':>10}", f"{'clean':>10}")
+    line(f"{'Valgrind memcheck (tools/test-valgrind.sh)':<60}", f"{'programs':>10}", f"{'clean':>10}")
     line(f"  {'the whole C suite: no invalid access, no leak':<58}", f"{r['programs']:>10}", f"{r['clean']:>10}",
          "" if r["programs"] == r["clean"] else "   NOT MET")
     if r["programs"] != r["clean"]:

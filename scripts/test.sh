@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test: Rust (unit, integration, header check), the Python reference check, the C
 # suite under ctest (and once more under valgrind), a short fuzzing run, the C# suite under Mono,
-# the packaging test (scripts/test-packaging.sh), and format/lint checks; then prints the
+# the packaging test (tools/test-packaging.sh), and format/lint checks; then prints the
 # reliability report (scripts/reliability.sh --print).
-# Does its own set-up (scripts/setup.sh) and is safe to run again: nothing is downloaded twice.
+# Does its own set-up (tools/setup.sh) and is safe to run again: nothing is downloaded twice.
+# Every suite is run with `bash path`, never behind an `if [ -x … ]`: a suite whose file lost its
+# run bit still runs, and a missing one fails the run instead of being skipped.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-. scripts/setup.sh
+. tools/setup.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
-. scripts/setup-real.sh
+. tools/setup-real.sh
 
 # The figures of the reliability report, written by the tests that measure them.
 export SAM2_REPORT_DIR="$ROOT/target/reliability"
@@ -22,6 +24,9 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
+
+step "documentation links (every relative link and #anchor in the markdown files resolves)"
+python3 tools/check_links.py $(git ls-files '*.md')
 
 step "cargo clippy -- -D warnings (the shipped library, then every target with the test hooks)"
 cargo clippy --release --lib -- -D warnings
@@ -36,30 +41,24 @@ step "Python reference check (onnxruntime's Python API, numpy pre/post-processin
 step "build libsam2.so with its test hooks (the C and C# suites link it; the packaging step builds the shipped one)"
 cargo build --release --lib --features test-support
 
-if [ -f tests/c/CMakeLists.txt ]; then
-    step "C tests under ctest"
-    cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
-    cmake --build build/c -j 2 >/dev/null
-    (cd build/c && ctest --output-on-failure -j 2)
-fi
+step "C tests under ctest"
+cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
+cmake --build build/c -j 2 >/dev/null
+(cd build/c && ctest --output-on-failure -j 2)
 
-if [ -x scripts/test-valgrind.sh ]; then
-    step "C tests under valgrind"
-    scripts/test-valgrind.sh
-fi
+step "C tests under valgrind"
+bash tools/test-valgrind.sh
 
 step "fuzzing, 10 s a target (scripts/fuzz.sh; longer: scripts/reliability.sh)"
-scripts/fuzz.sh 10
+bash scripts/fuzz.sh 10
 
-if [ -x scripts/test-csharp.sh ]; then
-    step "C# tests under Mono"
-    scripts/test-csharp.sh
-fi
+step "C# tests under Mono"
+bash tools/test-csharp.sh
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
-scripts/test-packaging.sh
+bash tools/test-packaging.sh
 
 step "reliability report"
-scripts/reliability.sh --print
+bash scripts/reliability.sh --print
 
 step "all tests passed"

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 fn reference() -> (std::path::PathBuf, serde_json::Value) {
     let dir = models_dir().join("reference");
     let text = std::fs::read_to_string(dir.join("reference.json"))
-        .expect("models/reference is written by scripts/setup.sh (reference_check.py --dump)");
+        .expect("models/reference is written by tools/setup.sh (reference_check.py --dump)");
     (dir, serde_json::from_str(&text).unwrap())
 }
 

@@ -1,6 +1,6 @@
 //! The real SAM2 architecture, exported by the real exporters (issue 16): Meta's SAM2 code with
 //! seeded random weights, exported by samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools
-//! (scripts/setup-real.sh builds them; `SAM2_REAL_MODELS` names the directory).
+//! (tools/setup-real.sh builds them; `SAM2_REAL_MODELS` names the directory).
 //!
 //! Every pair of `manifest.json` runs the cases of `reference.json` with default options and is
 //! compared with the two reference pipelines (tools/real_reference.py): the Python pipeline users
@@ -25,11 +25,11 @@ fn real_dir() -> PathBuf {
     let dir = std::env::var_os("SAM2_REAL_MODELS")
         .map(PathBuf::from)
         .expect(
-        "SAM2_REAL_MODELS is not set: run scripts/setup-real.sh (the README's test command does)",
-    );
+            "SAM2_REAL_MODELS is not set: run tools/setup-real.sh (the README's test command does)",
+        );
     assert!(
         dir.join("reference.json").exists(),
-        "{} has no reference.json: run scripts/setup-real.sh",
+        "{} has no reference.json: run tools/setup-real.sh",
         dir.display()
     );
     dir

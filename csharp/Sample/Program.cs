@@ -3,7 +3,7 @@
 //
 // Usage: Sample.exe [models-dir [testdata-dir [model-name]]]
 // Defaults: $SAM2_MODELS, $SAM2_TESTDATA, tiny_a. ONNX Runtime is found through
-// $SAM2_ONNXRUNTIME_PATH (see scripts/setup.sh).
+// $SAM2_ONNXRUNTIME_PATH (see tools/setup.sh).
 using System;
 using System.IO;
 using Sam2;

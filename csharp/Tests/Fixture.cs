@@ -1,4 +1,4 @@
-// Shared test data: paths from the environment (scripts/setup.sh), images, ground truth, and one
+// Shared test data: paths from the environment (tools/setup.sh), images, ground truth, and one
 // encoder/predictor/embedding of the shapes image reused by the tests that only read them.
 using System;
 using System.Collections.Generic;
@@ -179,7 +179,7 @@ namespace Sam2.Tests
         {
             string value = Environment.GetEnvironmentVariable(variable);
             if (string.IsNullOrEmpty(value))
-                throw new InvalidOperationException(variable + " is not set; source scripts/setup.sh first");
+                throw new InvalidOperationException(variable + " is not set; source tools/setup.sh first");
             return value;
         }
     }

@@ -5,14 +5,14 @@ using System.Linq;
 namespace Sam2.Tests
 {
     /// <summary>The real SAM2 architecture (random weights) from samexporter and ONNX Runtime's
-    /// tools, through the wrapper with default options ($SAM2_REAL_MODELS, scripts/setup-real.sh).</summary>
+    /// tools, through the wrapper with default options ($SAM2_REAL_MODELS, tools/setup-real.sh).</summary>
     internal static class RealModelTests
     {
         private static string Real(string file)
         {
             string dir = Environment.GetEnvironmentVariable("SAM2_REAL_MODELS");
             if (string.IsNullOrEmpty(dir))
-                throw new InvalidOperationException("SAM2_REAL_MODELS is not set: run `. scripts/setup-real.sh` first");
+                throw new InvalidOperationException("SAM2_REAL_MODELS is not set: run `. tools/setup-real.sh` first");
             return Path.Combine(dir, file);
         }
 

@@ -57,7 +57,7 @@ int test_last_error_contains(const char *needle);
 /* Returns the status's enumerator name ("SAM2_ERR_MODEL"), or "unknown". */
 const char *test_status_name(sam2_status status);
 
-/* ---- Paths: $SAM2_MODELS and $SAM2_TESTDATA (set by CMake from scripts/setup.sh). ---- */
+/* ---- Paths: $SAM2_MODELS and $SAM2_TESTDATA (set by CMake from tools/setup.sh). ---- */
 
 /* Sets SAM2_MODELS, SAM2_TESTDATA, SAM2_ONNXRUNTIME_PATH and ORT_DISABLE_TELEMETRY, where the
  * environment lacks them, to the values CMake found, so a test binary also runs on its own
@@ -75,7 +75,7 @@ char *test_scratch_template(char *out, const char *name);
 /* Initialises ONNX Runtime the way a host would (NULL: SAM2_ONNXRUNTIME_PATH) or exits. */
 void test_init_runtime(void);
 
-/* ---- Running under valgrind (scripts/test-valgrind.sh sets SAM2_TEST_UNDER_VALGRIND=1) ---- */
+/* ---- Running under valgrind (tools/test-valgrind.sh sets SAM2_TEST_UNDER_VALGRIND=1) ---- */
 
 /* 1 under valgrind: every code path still runs, with fewer repetitions (valgrind runs ONNX
  * Runtime ~50x slower), and probes that read freed memory on purpose are skipped. */

@@ -1,7 +1,7 @@
 /*
  * Bad input, everywhere: every exported function is called with every kind of bad argument a
  * host can pass, and each call must give its documented status with a message naming the
- * argument, leave its out-params untouched, and not crash (scripts/test-valgrind.sh also runs
+ * argument, leave its out-params untouched, and not crash (tools/test-valgrind.sh also runs
  * this program under valgrind: nothing may leak or touch invalid memory).
  *
  *   - handles: NULL, a small integer, a misaligned pointer, a live handle of another type, and

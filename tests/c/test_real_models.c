@@ -1,7 +1,7 @@
 /*
  * The real SAM2 architecture through the C ABI (issue 16): SAM2.1 hiera-tiny exported by
  * samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (single- and multi-mask decoders),
- * from $SAM2_REAL_MODELS (scripts/setup-real.sh). Default options throughout, as a new user would
+ * from $SAM2_REAL_MODELS (tools/setup-real.sh). Default options throughout, as a new user would
  * call the library: encode, click, a batch mixing clicks, a box and a refinement (each object as
  * a single call gives it), multimask, and a save/load round trip. The masks are compared with the
  * reference pipelines by tests/real_models.rs.
@@ -24,7 +24,7 @@ static const char *const PAIRS[][2] = {
 static char *real_path(char *out, const char *file) {
     const char *dir = getenv("SAM2_REAL_MODELS");
     if (dir == NULL || dir[0] == '\0') {
-        fprintf(stderr, "SAM2_REAL_MODELS is not set: run `. scripts/setup-real.sh` (the README's "
+        fprintf(stderr, "SAM2_REAL_MODELS is not set: run `. tools/setup-real.sh` (the README's "
                         "test command does) before configuring the C tests\n");
         exit(1);
     }

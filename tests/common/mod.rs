@@ -22,13 +22,13 @@ pub fn model(name: &str) -> PathBuf {
     let p = models_dir().join(name);
     assert!(
         p.exists(),
-        "{} is missing: run scripts/setup.sh (the README's test command does) to generate the models",
+        "{} is missing: run tools/setup.sh (the README's test command does) to generate the models",
         p.display()
     );
     p
 }
 
-/// Initialises ONNX Runtime the way a host would: from SAM2_ONNXRUNTIME_PATH (set by scripts/setup.sh).
+/// Initialises ONNX Runtime the way a host would: from SAM2_ONNXRUNTIME_PATH (set by tools/setup.sh).
 /// Without the variable (a bare `cargo test`), the set-up's venv copy is used.
 pub fn init_runtime() {
     let explicit = std::env::var_os("SAM2_ONNXRUNTIME_PATH")
@@ -36,7 +36,7 @@ pub fn init_runtime() {
         .then(venv_onnxruntime)
         .flatten();
     sam2::runtime::init(explicit.as_deref())
-        .expect("ONNX Runtime should load (run scripts/setup.sh first)");
+        .expect("ONNX Runtime should load (run tools/setup.sh first)");
 }
 
 fn venv_onnxruntime() -> Option<PathBuf> {

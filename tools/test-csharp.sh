@@ -3,7 +3,7 @@
 # build/csharp/, then runs the sample and the tests with mono. The last line of the tests is
 # "N passed, M failed"; the exit status is non-zero when anything fails.
 #
-# Normally called by scripts/test.sh after `. scripts/setup.sh`; run alone it sets up itself.
+# Normally called by scripts/test.sh after `. tools/setup.sh`; run alone it sets up itself.
 # SAM2_LIB_DIR overrides where libsam2.so is taken from (default: target/release, built here
 # with the test hooks).
 set -euo pipefail
@@ -11,7 +11,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_TESTDATA:-}" ]; then
-    . scripts/setup.sh
+    . tools/setup.sh
 fi
 export ORT_DISABLE_TELEMETRY=1
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent set-up: system packages, the Python venv with the pinned ONNX Runtime wheel, and the
 # generated models. A second run downloads and regenerates nothing.
-# Source it (`. scripts/setup.sh`) to get SAM2_ONNXRUNTIME_PATH and friends exported.
+# Source it (`. tools/setup.sh`) to get SAM2_ONNXRUNTIME_PATH and friends exported.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

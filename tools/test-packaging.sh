@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tests the packaging the way hosts consume it (README, "Installing"), all inside one temporary
+# Tests the packaging the way hosts consume it (docs/install.md), all inside one temporary
 # directory that is removed at the end:
 #
 #  1. scripts/install.sh into a temporary prefix: the layout, the SONAME (libsam2.so.<abi> by the
@@ -23,7 +23,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_ONNXRUNTIME_PATH:-}" ]; then
-    . scripts/setup.sh
+    . tools/setup.sh
 fi
 export ORT_DISABLE_TELEMETRY=1
 cargo build --release --lib --quiet

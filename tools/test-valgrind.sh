@@ -8,7 +8,7 @@
 # handles on purpose (type tags) are skipped, since valgrind rightly reports those reads.
 # Suppressions (tests/c/valgrind.supp) cover the dynamic loader and ONNX Runtime internals only.
 # Expects the C suite built in build/c (scripts/test.sh does that first).
-#   scripts/test-valgrind.sh [test-name-regex]
+#   tools/test-valgrind.sh [test-name-regex]
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 command -v valgrind >/dev/null 2>&1 || {

@@ -9,7 +9,7 @@
 #                                 packages even to import on a CPU)
 #     real-models/<hash>/         the exports, checkpoints, manifest.json and reference.json, keyed
 #                                 by the export script, its pins and the reference inputs
-# A second run downloads and exports nothing. Source it (`. scripts/setup-real.sh`) to get
+# A second run downloads and exports nothing. Source it (`. tools/setup-real.sh`) to get
 # SAM2_REAL_MODELS exported; scripts/test.sh does.
 set -euo pipefail
 
