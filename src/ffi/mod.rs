@@ -8,6 +8,7 @@
 #![allow(clippy::not_unsafe_ptr_arg_deref)]
 
 mod args;
+mod c_enum;
 mod handle;
 mod status;
 mod strings;

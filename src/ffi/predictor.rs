@@ -2,6 +2,7 @@
 
 use std::ffi::c_char;
 
+use super::c_enum::c_enum;
 use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
     SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
@@ -21,6 +22,14 @@ use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Promp
 pub const SAM2_POINT_POSITIVE: i32 = 1;
 /// Point label: exclude what is under the point.
 pub const SAM2_POINT_NEGATIVE: i32 = 0;
+
+c_enum! {
+    /// `SAM2_POINT_*` ↔ whether the point is positive.
+    pub(crate) PointLabelCodes: i32 => bool {
+        SAM2_POINT_POSITIVE => true,
+        SAM2_POINT_NEGATIVE => false,
+    }
+}
 
 /// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
 /// Thread-safe: `sam2_predict` may be called from several threads at once.
@@ -285,18 +294,7 @@ fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
     let points = points
         .iter()
         .map(|pt| {
-            let positive = match pt.label {
-                SAM2_POINT_POSITIVE => true,
-                SAM2_POINT_NEGATIVE => false,
-                other => {
-                    return Err(Error::invalid(
-                        "prompt.points.label",
-                        format!(
-                        "must be SAM2_POINT_POSITIVE (1) or SAM2_POINT_NEGATIVE (0), got {other}"
-                    ),
-                    ))
-                }
-            };
+            let positive = PointLabelCodes::parse(pt.label, "prompt.points.label")?;
             Ok(Point {
                 x: pt.x,
                 y: pt.y,

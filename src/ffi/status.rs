@@ -1,8 +1,7 @@
 //! `sam2_status`: the result of every fallible export, the one map from core errors onto it, and
 //! the guards that turn an export's body (its `Result`, or a panic) into a status.
 
-use std::ffi::CStr;
-
+use super::c_enum::c_enum;
 use super::strings::fail;
 use crate::error::Error;
 
@@ -47,6 +46,7 @@ pub enum sam2_status {
 }
 
 impl sam2_status {
+    /// The status of a core error: the one map from errors onto statuses.
     pub(crate) fn of(error: &Error) -> Self {
         use sam2_status::*;
         match error {
@@ -68,32 +68,27 @@ impl sam2_status {
             Error::OutOfMemory { .. } => SAM2_ERR_OUT_OF_MEMORY,
         }
     }
+}
 
-    pub(crate) fn as_str(self) -> &'static CStr {
-        use sam2_status::*;
-        match self {
-            SAM2_OK => c"SAM2_OK: success",
-            SAM2_ERR_NULL_ARGUMENT => c"SAM2_ERR_NULL_ARGUMENT: a required pointer argument was NULL",
-            SAM2_ERR_INVALID_ARGUMENT => c"SAM2_ERR_INVALID_ARGUMENT: an argument is invalid",
-            SAM2_ERR_BUFFER_TOO_SMALL => c"SAM2_ERR_BUFFER_TOO_SMALL: the buffer is too small",
-            SAM2_ERR_RUNTIME_NOT_FOUND => c"SAM2_ERR_RUNTIME_NOT_FOUND: ONNX Runtime could not be loaded",
-            SAM2_ERR_MODEL => c"SAM2_ERR_MODEL: the model is unreadable or not a recognised SAM2 export",
-            SAM2_ERR_IO => c"SAM2_ERR_IO: a file operation failed",
-            SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE => {
-                c"SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE: the embedding is in device memory and cannot be saved"
-            }
-            SAM2_ERR_EMBEDDING_FORMAT => c"SAM2_ERR_EMBEDDING_FORMAT: the embedding file is invalid",
-            SAM2_ERR_MODEL_MISMATCH => c"SAM2_ERR_MODEL_MISMATCH: made by a different model",
-            SAM2_ERR_ENVIRONMENT_CONFIGURATION => {
-                c"SAM2_ERR_ENVIRONMENT_CONFIGURATION: the requested device or environment is not available"
-            }
-            SAM2_ERR_ONNXRUNTIME => c"SAM2_ERR_ONNXRUNTIME: ONNX Runtime reported an error",
-            SAM2_ERR_PANIC => c"SAM2_ERR_PANIC: internal error",
-            SAM2_ERR_TIMEOUT => c"SAM2_ERR_TIMEOUT: the wait ended before the work did",
-            SAM2_ERR_CANCELLED => c"SAM2_ERR_CANCELLED: the work was cancelled",
-            SAM2_ERR_QUEUE_FULL => c"SAM2_ERR_QUEUE_FULL: the queue is full",
-            SAM2_ERR_OUT_OF_MEMORY => c"SAM2_ERR_OUT_OF_MEMORY: not enough memory for the result",
-        }
+c_enum! {
+    impl sam2_status {
+        SAM2_OK => "success",
+        SAM2_ERR_NULL_ARGUMENT => "a required pointer argument was NULL",
+        SAM2_ERR_INVALID_ARGUMENT => "an argument is invalid",
+        SAM2_ERR_BUFFER_TOO_SMALL => "the buffer is too small",
+        SAM2_ERR_RUNTIME_NOT_FOUND => "ONNX Runtime could not be loaded",
+        SAM2_ERR_MODEL => "the model is unreadable or not a recognised SAM2 export",
+        SAM2_ERR_IO => "a file operation failed",
+        SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE => "the embedding is in device memory and cannot be saved",
+        SAM2_ERR_EMBEDDING_FORMAT => "the embedding file is invalid",
+        SAM2_ERR_MODEL_MISMATCH => "made by a different model",
+        SAM2_ERR_ENVIRONMENT_CONFIGURATION => "the requested device or environment is not available",
+        SAM2_ERR_ONNXRUNTIME => "ONNX Runtime reported an error",
+        SAM2_ERR_PANIC => "internal error",
+        SAM2_ERR_TIMEOUT => "the wait ended before the work did",
+        SAM2_ERR_CANCELLED => "the work was cancelled",
+        SAM2_ERR_QUEUE_FULL => "the queue is full",
+        SAM2_ERR_OUT_OF_MEMORY => "not enough memory for the result",
     }
 }
 
