@@ -1,6 +1,7 @@
 //! Argument helpers of the exports: out-params, arrays, growable options structs (`struct_size`)
 //! and the small scalar fields the options share.
 
+use super::status::{guard, sam2_status};
 use crate::error::Error;
 
 /// A NULL-checked out-param, written through its raw pointer: no `&mut` is formed, so a host
@@ -49,15 +50,39 @@ pub(crate) fn arg_slice<'a, T>(
     Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
 }
 
-/// Reads a growable options struct whose first field is `struct_size`: NULL gives the defaults;
-/// the size of an earlier version of the struct (an older caller) reads the prefix it knows over
-/// the defaults. Only the sizes of published versions are accepted.
-pub(crate) fn read_options<T: Copy>(
+/// A growable options struct: `#[repr(C)]`, its first field `uint32_t struct_size`, its defaults
+/// from `Default`. Implement it with [`impl_options!`], which checks the layout at compile time.
+pub(crate) trait OptionsStruct: Copy + Default {
+    /// The sizes of the earlier published versions of the struct (older callers pass them).
+    const EARLIER_SIZES: &'static [usize];
+}
+
+/// Implements [`OptionsStruct`]: `impl_options!(sam2_thing_options, earlier_sizes: [12]);`.
+macro_rules! impl_options {
+    ($ty:ident, earlier_sizes: [$($size:expr),* $(,)?]) => {
+        impl $crate::ffi::OptionsStruct for $ty {
+            const EARLIER_SIZES: &'static [usize] = &[$($size),*];
+        }
+        // `struct_size` is read and written at offset 0 whatever the version, and an earlier
+        // version is a prefix of this one.
+        const _: () = {
+            assert!(std::mem::offset_of!($ty, struct_size) == 0);
+            $(assert!($size < std::mem::size_of::<$ty>());)*
+        };
+        const _: fn(&$ty) -> u32 = |options| options.struct_size;
+    };
+}
+pub(crate) use impl_options;
+
+/// Reads a growable options struct: NULL gives the defaults; the size of an earlier version of
+/// the struct (an older caller) reads the prefix it knows over the defaults. Only the sizes of
+/// published versions are accepted.
+pub(crate) fn read_options<T: OptionsStruct>(
     ptr: *const T,
-    defaults: T,
-    versions: &[usize],
     name: &'static str,
 ) -> Result<T, Error> {
+    let defaults = T::default();
+    let versions = T::EARLIER_SIZES;
     if ptr.is_null() {
         return Ok(defaults);
     }
@@ -78,32 +103,34 @@ pub(crate) fn read_options<T: Copy>(
     Ok(out)
 }
 
-/// Writes the defaults of a growable options struct into a caller struct of `struct_size` bytes
-/// (its `sizeof`, which may be an earlier version's), and sets its `struct_size`.
-pub(crate) fn init_options<T: Copy>(
-    ptr: *mut T,
-    struct_size: usize,
-    defaults: T,
-    versions: &[usize],
-) -> Result<(), Error> {
-    if ptr.is_null() {
-        return Err(Error::NullArgument("options"));
-    }
-    let full = std::mem::size_of::<T>();
-    if struct_size != full && !versions.contains(&struct_size) {
-        return Err(Error::invalid(
-            "struct_size",
-            format!("is {struct_size}; pass sizeof the options struct ({full} in this version of the header)"),
-        ));
-    }
-    let mut value = defaults;
-    // SAFETY: every options struct starts with a `uint32_t struct_size`.
-    unsafe { *(&mut value as *mut T as *mut u32) = struct_size as u32 };
-    // SAFETY: the caller promises `struct_size` writable bytes at `ptr`; `value` holds at least that many.
-    unsafe {
-        std::ptr::copy_nonoverlapping(&value as *const T as *const u8, ptr as *mut u8, struct_size)
-    };
-    Ok(())
+/// The whole body of every `sam2_*_options_init` export: writes the defaults of a growable
+/// options struct into a caller struct of `struct_size` bytes (its `sizeof`, which may be an
+/// earlier version's), and sets its `struct_size`.
+pub(crate) fn init_options<T: OptionsStruct>(ptr: *mut T, struct_size: usize) -> sam2_status {
+    guard(|| {
+        if ptr.is_null() {
+            return Err(Error::NullArgument("options"));
+        }
+        let full = std::mem::size_of::<T>();
+        if struct_size != full && !T::EARLIER_SIZES.contains(&struct_size) {
+            return Err(Error::invalid(
+                "struct_size",
+                format!("is {struct_size}; pass sizeof the options struct ({full} in this version of the header)"),
+            ));
+        }
+        let mut value = T::default();
+        // SAFETY: every options struct starts with a `uint32_t struct_size`.
+        unsafe { *(&mut value as *mut T as *mut u32) = struct_size as u32 };
+        // SAFETY: the caller promises `struct_size` writable bytes at `ptr`; `value` holds at least that many.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                &value as *const T as *const u8,
+                ptr as *mut u8,
+                struct_size,
+            )
+        };
+        Ok(())
+    })
 }
 
 /// The `intra_threads` field of the options structs: 0 = automatic, at most 1024.

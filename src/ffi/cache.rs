@@ -7,7 +7,9 @@ use std::time::Duration;
 use super::c_enum::c_enum;
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
-use super::{arg_out, guard, handle_ref, impl_handle, read_options, sam2_status, HandleTag};
+use super::{
+    arg_out, guard, handle_ref, impl_handle, impl_options, read_options, sam2_status, HandleTag,
+};
 use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
 use crate::error::Error;
 use crate::image::ImageView;
@@ -107,6 +109,9 @@ pub struct sam2_cache_options {
     pub device_budget_bytes: u64,
 }
 
+// Earlier published versions of `sam2_cache_options`: none yet.
+impl_options!(sam2_cache_options, earlier_sizes: []);
+
 impl Default for sam2_cache_options {
     fn default() -> Self {
         let defaults = CacheOptions::default();
@@ -173,7 +178,7 @@ pub extern "C" fn sam2_cache_options_init(
     options: *mut sam2_cache_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| super::init_options(options, struct_size, sam2_cache_options::default(), &[]))
+    super::init_options(options, struct_size)
 }
 
 /// Creates a cache and starts its encoder thread.
@@ -188,7 +193,7 @@ pub extern "C" fn sam2_cache_new(
 ) -> sam2_status {
     guard(|| {
         let out = arg_out(out, "out")?;
-        let options = read_options(options, sam2_cache_options::default(), &[], "options")?;
+        let options = read_options(options, "options")?;
         if options.queue_limit > MAX_QUEUE_LIMIT {
             return Err(Error::invalid(
                 "options.queue_limit",

@@ -10,8 +10,8 @@ use super::device::{
 };
 use super::embedding::sam2_embedding;
 use super::{
-    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, read_options,
-    sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, impl_options,
+    read_options, sam2_status, HandleTag,
 };
 use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
 use crate::error::Error;
@@ -85,8 +85,8 @@ pub struct sam2_encoder_options {
     pub graph_optimization: u32,
 }
 
-/// Sizes of earlier versions of `sam2_encoder_options` (the first layout: 12 bytes).
-const ENCODER_OPTIONS_VERSIONS: &[usize] = &[12];
+// Earlier versions of `sam2_encoder_options`: the first layout, 12 bytes.
+impl_options!(sam2_encoder_options, earlier_sizes: [12]);
 
 impl Default for sam2_encoder_options {
     fn default() -> Self {
@@ -111,14 +111,7 @@ pub extern "C" fn sam2_encoder_options_init(
     options: *mut sam2_encoder_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| {
-        super::init_options(
-            options,
-            struct_size,
-            sam2_encoder_options::default(),
-            ENCODER_OPTIONS_VERSIONS,
-        )
-    })
+    super::init_options(options, struct_size)
 }
 
 /// The pixel arguments shared by the encode functions, checked against each other.
@@ -178,12 +171,7 @@ pub extern "C" fn sam2_encoder_new(
     guard(|| {
         let path = arg_str(model_path, "model_path")?;
         let out = arg_out(out, "out")?;
-        let options = read_options(
-            options,
-            sam2_encoder_options::default(),
-            ENCODER_OPTIONS_VERSIONS,
-            "options",
-        )?;
+        let options = read_options(options, "options")?;
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
         out.set(super::publish(sam2_encoder {

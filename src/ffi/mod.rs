@@ -21,7 +21,10 @@ pub mod masks;
 pub mod predictor;
 pub mod runtime;
 
-pub(crate) use args::{arg_out, arg_slice, flag, init_options, intra_threads, read_options};
+pub(crate) use args::{
+    arg_out, arg_slice, flag, impl_options, init_options, intra_threads, read_options,
+    OptionsStruct,
+};
 pub(crate) use handle::{
     free_handle, handle_ref, impl_handle, opt_handle_ref, publish, Handle, HandleTag,
 };

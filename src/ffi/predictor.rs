@@ -11,8 +11,8 @@ use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
 use super::{
-    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, opt_handle_ref, read_options,
-    sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, impl_options, opt_handle_ref,
+    read_options, sam2_status, HandleTag,
 };
 use crate::error::Error;
 use crate::fingerprint::Fingerprint;
@@ -72,8 +72,8 @@ pub struct sam2_predictor_options {
     pub graph_optimization: u32,
 }
 
-/// Sizes of earlier versions of `sam2_predictor_options` (the first layout: 16 bytes).
-const PREDICTOR_OPTIONS_VERSIONS: &[usize] = &[16];
+// Earlier versions of `sam2_predictor_options`: the first layout, 16 bytes.
+impl_options!(sam2_predictor_options, earlier_sizes: [16]);
 
 impl Default for sam2_predictor_options {
     fn default() -> Self {
@@ -128,8 +128,8 @@ pub struct sam2_predict_options {
     pub multimask: u32,
 }
 
-/// Sizes of earlier published versions of `sam2_predict_options` (none yet).
-const PREDICT_OPTIONS_VERSIONS: &[usize] = &[];
+// Earlier published versions of `sam2_predict_options`: none yet.
+impl_options!(sam2_predict_options, earlier_sizes: []);
 
 impl Default for sam2_predict_options {
     fn default() -> Self {
@@ -147,14 +147,7 @@ pub extern "C" fn sam2_predictor_options_init(
     options: *mut sam2_predictor_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| {
-        super::init_options(
-            options,
-            struct_size,
-            sam2_predictor_options::default(),
-            PREDICTOR_OPTIONS_VERSIONS,
-        )
-    })
+    super::init_options(options, struct_size)
 }
 
 /// Fills `options` with the defaults and sets its `struct_size`; pass
@@ -164,14 +157,7 @@ pub extern "C" fn sam2_predict_options_init(
     options: *mut sam2_predict_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| {
-        super::init_options(
-            options,
-            struct_size,
-            sam2_predict_options::default(),
-            PREDICT_OPTIONS_VERSIONS,
-        )
-    })
+    super::init_options(options, struct_size)
 }
 
 /// Loads a prompt decoder.
@@ -195,12 +181,7 @@ pub extern "C" fn sam2_predictor_new(
     guard(|| {
         let path = arg_str(decoder_path, "decoder_path")?;
         let out = arg_out(out, "out")?;
-        let raw = read_options(
-            options,
-            sam2_predictor_options::default(),
-            PREDICTOR_OPTIONS_VERSIONS,
-            "options",
-        )?;
+        let raw = read_options(options, "options")?;
         let mut opts = PredictorOptions::default();
         opts.session.intra_threads = super::intra_threads(raw.intra_threads)?;
         opts.session.device =
@@ -364,12 +345,7 @@ pub extern "C" fn sam2_predict(
             ));
         }
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
-        let opts = read_options(
-            options,
-            sam2_predict_options::default(),
-            PREDICT_OPTIONS_VERSIONS,
-            "options",
-        )?;
+        let opts = read_options(options, "options")?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
         let low_res = predictor.inner.spec().low_res_size;
         let prompts = raw
