@@ -798,7 +798,7 @@ sam2_status sam2_embedding_fingerprint(const struct sam2_embedding *embedding,
 
 /**
  * Saves a host embedding to `path` (safetensors with sam2 metadata, format version 2, whose
- * metadata and tensor bytes each carry a CRC-32; see the README).
+ * metadata and tensor bytes each carry a CRC-32; see docs/embedding-files.md).
  *
  * The write is atomic: a temporary file in the same directory, fsync, rename, then fsync of the
  * directory (the current one for a bare file name), so a crash leaves any previous file at

@@ -1,9 +1,11 @@
 //! Errors of the safe core. The C boundary maps each variant onto one `sam2_status`.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-/// Every way an operation of this library can fail.
-#[derive(Debug, thiserror::Error)]
+/// Every way an operation of this library can fail. Cloneable, so that one failed background
+/// encode can be reported to each of its waiters.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// A required pointer was NULL (only produced by the C boundary).
     #[error("argument `{0}` must not be NULL")]
@@ -29,8 +31,9 @@ pub enum Error {
     #[error("{context}: {source}")]
     Io {
         context: String,
+        /// Shared, because `std::io::Error` cannot be cloned.
         #[source]
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
     },
 
     /// The embedding lives in memory the host cannot read (device memory), so it cannot be written.
@@ -83,41 +86,6 @@ pub enum Error {
 }
 
 impl Error {
-    /// The same error again, for every waiter of one background encode.
-    pub(crate) fn duplicate(&self) -> Error {
-        match self {
-            Error::NullArgument(name) => Error::NullArgument(name),
-            Error::InvalidArgument { name, reason } => Error::invalid(name, reason.clone()),
-            Error::BufferTooSmall { needed, given } => Error::BufferTooSmall {
-                needed: *needed,
-                given: *given,
-            },
-            Error::RuntimeNotFound(s) => Error::RuntimeNotFound(s.clone()),
-            Error::Model { path, reason } => Error::model(path.clone(), reason.clone()),
-            Error::Io { context, source } => Error::io(
-                context.clone(),
-                std::io::Error::new(source.kind(), source.to_string()),
-            ),
-            Error::EmbeddingNotSerializable { allocator } => Error::EmbeddingNotSerializable {
-                allocator: allocator.clone(),
-            },
-            Error::EmbeddingFormat(s) => Error::EmbeddingFormat(s.clone()),
-            Error::ModelMismatch(s) => Error::ModelMismatch(s.clone()),
-            Error::EnvironmentConfiguration(s) => Error::EnvironmentConfiguration(s.clone()),
-            Error::OnnxRuntime(s) => Error::OnnxRuntime(s.clone()),
-            Error::Cancelled => Error::Cancelled,
-            Error::Timeout { waited_ms } => Error::Timeout {
-                waited_ms: *waited_ms,
-            },
-            Error::QueueFull { limit } => Error::QueueFull { limit: *limit },
-            Error::Panic(s) => Error::Panic(s.clone()),
-            Error::OutOfMemory { what, bytes } => Error::OutOfMemory {
-                what: what.clone(),
-                bytes: *bytes,
-            },
-        }
-    }
-
     pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             name,
@@ -128,7 +96,7 @@ impl Error {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         Error::Io {
             context: context.into(),
-            source,
+            source: Arc::new(source),
         }
     }
 
@@ -175,5 +143,27 @@ mod tests {
             other => panic!("expected OutOfMemory, got {:?}", other.map(|v| v.len())),
         }
         assert_eq!(try_zeroed::<f32>(3, "small").unwrap(), vec![0.0; 3]);
+    }
+
+    #[test]
+    fn a_clone_is_the_same_error_down_to_the_os_code() {
+        let error = Error::io(
+            "cannot open /nowhere/x.sam2",
+            std::io::Error::from_raw_os_error(libc::ENOENT),
+        );
+        let copy = error.clone();
+        assert_eq!(copy.to_string(), error.to_string());
+        match copy {
+            Error::Io { source, .. } => {
+                assert_eq!(source.raw_os_error(), Some(libc::ENOENT));
+                assert_eq!(source.kind(), std::io::ErrorKind::NotFound);
+            }
+            other => panic!("expected Io, got {other:?}"),
+        }
+        let invalid = Error::invalid("options.pool_size", "must be 0 to 8, got 9");
+        assert_eq!(
+            invalid.clone().to_string(),
+            "invalid argument `options.pool_size`: must be 0 to 8, got 9"
+        );
     }
 }

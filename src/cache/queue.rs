@@ -108,7 +108,7 @@ impl Task {
             }
             match &*outcome {
                 Outcome::Done(embedding) => return Ok(Arc::clone(embedding)),
-                Outcome::Failed(error) => return Err(error.duplicate()),
+                Outcome::Failed(error) => return Err(error.clone()),
                 Outcome::Cancelled => return Err(Error::Cancelled),
                 Outcome::Queued | Outcome::Running => {}
             }

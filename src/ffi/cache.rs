@@ -4,9 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::c_enum::c_enum;
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
-use super::{arg_out, guard, handle_ref, impl_handle, read_options, sam2_status, HandleTag};
+use super::{
+    arg_out, guard, handle_ref, impl_handle, impl_options, read_options, sam2_status, HandleTag,
+};
 use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
 use crate::error::Error;
 use crate::image::ImageView;
@@ -18,11 +21,28 @@ pub const SAM2_CACHE_JOINED: u32 = 1;
 /// `sam2_cache_encode` ran the encoder.
 pub const SAM2_CACHE_MISS: u32 = 2;
 
+c_enum! {
+    /// `SAM2_CACHE_*` ↔ [`Source`].
+    pub(crate) CacheSourceCodes: u32 => Source {
+        SAM2_CACHE_HIT => Source::Cache,
+        SAM2_CACHE_JOINED => Source::Joined,
+        SAM2_CACHE_MISS => Source::Encoded,
+    }
+}
+
 /// `sam2_cache_encode_async` priority: pre-encoding (the back of the bounded queue).
 pub const SAM2_PRIORITY_BACKGROUND: u32 = 0;
 /// `sam2_cache_encode_async` priority: an image the user opened (ahead of background requests,
 /// interrupting a background encode in flight, never refused for a full queue).
 pub const SAM2_PRIORITY_FOREGROUND: u32 = 1;
+
+c_enum! {
+    /// `SAM2_PRIORITY_*` ↔ [`Priority`].
+    pub(crate) PriorityCodes: u32 => Priority {
+        SAM2_PRIORITY_BACKGROUND => Priority::Background,
+        SAM2_PRIORITY_FOREGROUND => Priority::Foreground,
+    }
+}
 
 /// Job state: waiting in the cache's queue.
 pub const SAM2_JOB_QUEUED: u32 = 0;
@@ -34,6 +54,17 @@ pub const SAM2_JOB_DONE: u32 = 2;
 pub const SAM2_JOB_FAILED: u32 = 3;
 /// Job state: cancelled before it finished.
 pub const SAM2_JOB_CANCELLED: u32 = 4;
+
+c_enum! {
+    /// `SAM2_JOB_*` ↔ [`JobState`].
+    pub(crate) JobStateCodes: u32 => JobState {
+        SAM2_JOB_QUEUED => JobState::Queued,
+        SAM2_JOB_RUNNING => JobState::Running,
+        SAM2_JOB_DONE => JobState::Done,
+        SAM2_JOB_FAILED => JobState::Failed,
+        SAM2_JOB_CANCELLED => JobState::Cancelled,
+    }
+}
 
 /// `timeout_ms` of `sam2_encode_job_wait` that waits as long as the encode takes.
 pub const SAM2_WAIT_FOREVER: u32 = u32::MAX;
@@ -77,6 +108,9 @@ pub struct sam2_cache_options {
     /// 64 MiB (four fp32 SAM2 embeddings).
     pub device_budget_bytes: u64,
 }
+
+// Earlier published versions of `sam2_cache_options`: none yet.
+impl_options!(sam2_cache_options, earlier_sizes: []);
 
 impl Default for sam2_cache_options {
     fn default() -> Self {
@@ -144,7 +178,7 @@ pub extern "C" fn sam2_cache_options_init(
     options: *mut sam2_cache_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| super::init_options(options, struct_size, sam2_cache_options::default(), &[]))
+    super::init_options(options, struct_size)
 }
 
 /// Creates a cache and starts its encoder thread.
@@ -159,7 +193,7 @@ pub extern "C" fn sam2_cache_new(
 ) -> sam2_status {
     guard(|| {
         let out = arg_out(out, "out")?;
-        let options = read_options(options, sam2_cache_options::default(), &[], "options")?;
+        let options = read_options(options, "options")?;
         if options.queue_limit > MAX_QUEUE_LIMIT {
             return Err(Error::invalid(
                 "options.queue_limit",
@@ -225,13 +259,7 @@ pub extern "C" fn sam2_cache_encode(
         let (embedding, source) = cache.inner.encode(&encoder.inner, &image)?;
         if !out_source.is_null() {
             // SAFETY: checked non-NULL; the caller promises it is writable.
-            unsafe {
-                *out_source = match source {
-                    Source::Cache => SAM2_CACHE_HIT,
-                    Source::Joined => SAM2_CACHE_JOINED,
-                    Source::Encoded => SAM2_CACHE_MISS,
-                }
-            };
+            unsafe { *out_source = CacheSourceCodes::code(source) };
         }
         out.set(super::publish(sam2_embedding::new(embedding)));
         Ok(())
@@ -272,18 +300,7 @@ pub extern "C" fn sam2_cache_encode_async(
             encoder,
             (pixels, pixels_len, width, height, stride, pixel_format),
         )?;
-        let priority = match priority {
-            SAM2_PRIORITY_BACKGROUND => Priority::Background,
-            SAM2_PRIORITY_FOREGROUND => Priority::Foreground,
-            other => {
-                return Err(Error::invalid(
-                    "priority",
-                    format!(
-                        "must be SAM2_PRIORITY_BACKGROUND (0) or SAM2_PRIORITY_FOREGROUND (1), got {other}"
-                    ),
-                ))
-            }
-        };
+        let priority = PriorityCodes::parse(priority, "priority")?;
         let out = arg_out(out, "out")?;
         let job = cache.inner.encode_async(&encoder.inner, &image, priority)?;
         out.set(super::publish(sam2_encode_job {
@@ -425,13 +442,7 @@ pub extern "C" fn sam2_encode_job_state(
     guard(|| {
         let job = handle_ref(job, "job")?;
         let out = arg_out(out_state, "out_state")?;
-        out.set(match job.inner.state() {
-            JobState::Queued => SAM2_JOB_QUEUED,
-            JobState::Running => SAM2_JOB_RUNNING,
-            JobState::Done => SAM2_JOB_DONE,
-            JobState::Failed => SAM2_JOB_FAILED,
-            JobState::Cancelled => SAM2_JOB_CANCELLED,
-        });
+        out.set(JobStateCodes::code(job.inner.state()));
         Ok(())
     })
 }

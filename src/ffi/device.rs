@@ -2,6 +2,7 @@
 
 use std::ffi::c_char;
 
+use super::c_enum::c_enum;
 use super::{arg_out, arg_slice, copy_out_str};
 use crate::device::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
@@ -21,16 +22,43 @@ pub const SAM2_PROVIDER_DIRECTML: u32 = 3;
 /// Execution provider: CoreML (Apple).
 pub const SAM2_PROVIDER_COREML: u32 = 4;
 
+c_enum! {
+    /// `SAM2_PROVIDER_*` ↔ [`Provider`].
+    pub(crate) ProviderCodes: u32 => Provider {
+        SAM2_PROVIDER_CPU => Provider::Cpu,
+        SAM2_PROVIDER_CUDA => Provider::Cuda,
+        SAM2_PROVIDER_TENSORRT => Provider::TensorRt,
+        SAM2_PROVIDER_DIRECTML => Provider::DirectMl,
+        SAM2_PROVIDER_COREML => Provider::CoreMl,
+    }
+}
+
 /// Device mismatch resolution: warn through the log callback and continue on the device that
 /// works (the next requested provider, or the CPU). The default.
 pub const SAM2_ON_MISMATCH_FALLBACK: u32 = 0;
 /// Device mismatch resolution: fail with `SAM2_ERR_ENVIRONMENT_CONFIGURATION`.
 pub const SAM2_ON_MISMATCH_FAIL: u32 = 1;
 
+c_enum! {
+    /// `SAM2_ON_MISMATCH_*` ↔ [`MismatchPolicy`].
+    pub(crate) MismatchPolicyCodes: u32 => MismatchPolicy {
+        SAM2_ON_MISMATCH_FALLBACK => MismatchPolicy::Fallback,
+        SAM2_ON_MISMATCH_FAIL => MismatchPolicy::Fail,
+    }
+}
+
 /// Weights: one copy per process, used in place by every session of the model (the default).
 pub const SAM2_WEIGHTS_SHARED: u32 = 0;
 /// Weights: an explicit copy for this session alone (isolation); never made unless asked for.
 pub const SAM2_WEIGHTS_COPY: u32 = 1;
+
+c_enum! {
+    /// `SAM2_WEIGHTS_*` ↔ [`WeightSharing`].
+    pub(crate) WeightSharingCodes: u32 => WeightSharing {
+        SAM2_WEIGHTS_SHARED => WeightSharing::Shared,
+        SAM2_WEIGHTS_COPY => WeightSharing::Copy,
+    }
+}
 
 /// Graph optimisation: provider-independent rewrites only (constant folding, redundant nodes,
 /// transposes). The graph is optimised once per process and model at every level, so the weights
@@ -43,32 +71,22 @@ pub const SAM2_OPTIMIZATION_NONE: u32 = 1;
 /// themselves (TensorRT, DirectML, CoreML) get the basic rewrites and do the rest.
 pub const SAM2_OPTIMIZATION_ALL: u32 = 2;
 
+c_enum! {
+    /// `SAM2_OPTIMIZATION_*` ↔ [`Optimization`].
+    pub(crate) OptimizationCodes: u32 => Optimization {
+        SAM2_OPTIMIZATION_BASIC => Optimization::Basic,
+        SAM2_OPTIMIZATION_NONE => Optimization::None,
+        SAM2_OPTIMIZATION_ALL => Optimization::All,
+    }
+}
+
 /// Converts the weight-sharing and optimisation fields shared by encoder and predictor options.
 pub(crate) fn weights_and_optimization(
     weight_sharing: u32,
     graph_optimization: u32,
 ) -> Result<(WeightSharing, Optimization), Error> {
-    let weights = match weight_sharing {
-        SAM2_WEIGHTS_SHARED => WeightSharing::Shared,
-        SAM2_WEIGHTS_COPY => WeightSharing::Copy,
-        other => {
-            return Err(Error::invalid(
-                "options.weight_sharing",
-                format!("must be SAM2_WEIGHTS_SHARED (0) or SAM2_WEIGHTS_COPY (1), got {other}"),
-            ))
-        }
-    };
-    let optimization = match graph_optimization {
-        SAM2_OPTIMIZATION_BASIC => Optimization::Basic,
-        SAM2_OPTIMIZATION_NONE => Optimization::None,
-        SAM2_OPTIMIZATION_ALL => Optimization::All,
-        other => {
-            return Err(Error::invalid(
-                "options.graph_optimization",
-                format!("must be SAM2_OPTIMIZATION_BASIC, _NONE or _ALL (0..2), got {other}"),
-            ))
-        }
-    };
+    let weights = WeightSharingCodes::parse(weight_sharing, "options.weight_sharing")?;
+    let optimization = OptimizationCodes::parse(graph_optimization, "options.graph_optimization")?;
     Ok((weights, optimization))
 }
 
@@ -76,6 +94,14 @@ pub(crate) fn weights_and_optimization(
 pub const SAM2_ARENA_NEXT_POWER_OF_TWO: u32 = 0;
 /// CUDA arena growth: by exactly what is requested.
 pub const SAM2_ARENA_SAME_AS_REQUESTED: u32 = 1;
+
+c_enum! {
+    /// `SAM2_ARENA_*` ↔ [`ArenaStrategy`].
+    pub(crate) ArenaStrategyCodes: u32 => ArenaStrategy {
+        SAM2_ARENA_NEXT_POWER_OF_TWO => ArenaStrategy::NextPowerOfTwo,
+        SAM2_ARENA_SAME_AS_REQUESTED => ArenaStrategy::SameAsRequested,
+    }
+}
 
 /// One requested execution provider. Fixed layout (an array element).
 #[repr(C)]
@@ -89,34 +115,6 @@ pub struct sam2_provider {
     pub memory_limit: u64,
     /// `SAM2_ARENA_*` (CUDA).
     pub arena_extend_strategy: u32,
-}
-
-pub(crate) fn provider_kind(value: u32) -> Result<Provider, Error> {
-    Ok(match value {
-        SAM2_PROVIDER_CPU => Provider::Cpu,
-        SAM2_PROVIDER_CUDA => Provider::Cuda,
-        SAM2_PROVIDER_TENSORRT => Provider::TensorRt,
-        SAM2_PROVIDER_DIRECTML => Provider::DirectMl,
-        SAM2_PROVIDER_COREML => Provider::CoreMl,
-        other => {
-            return Err(Error::invalid(
-                "options.providers.provider",
-                format!(
-                    "must be one of SAM2_PROVIDER_CPU..SAM2_PROVIDER_COREML (0..4), got {other}"
-                ),
-            ))
-        }
-    })
-}
-
-pub(crate) fn provider_code(p: Provider) -> u32 {
-    match p {
-        Provider::Cpu => SAM2_PROVIDER_CPU,
-        Provider::Cuda => SAM2_PROVIDER_CUDA,
-        Provider::TensorRt => SAM2_PROVIDER_TENSORRT,
-        Provider::DirectMl => SAM2_PROVIDER_DIRECTML,
-        Provider::CoreMl => SAM2_PROVIDER_COREML,
-    }
 }
 
 /// Converts the device fields shared by encoder and predictor options.
@@ -134,23 +132,17 @@ pub(crate) fn device_options(
     let raw = arg_slice(providers, count, "options.providers")?;
     let mut out = Vec::with_capacity(raw.len());
     for p in raw {
-        let provider = provider_kind(p.provider)?;
+        let provider = ProviderCodes::parse(p.provider, "options.providers.provider")?;
         if p.device_id < 0 {
             return Err(Error::invalid(
                 "options.providers.device_id",
                 format!("must be ≥ 0, got {}", p.device_id),
             ));
         }
-        let arena = match p.arena_extend_strategy {
-            SAM2_ARENA_NEXT_POWER_OF_TWO => ArenaStrategy::NextPowerOfTwo,
-            SAM2_ARENA_SAME_AS_REQUESTED => ArenaStrategy::SameAsRequested,
-            other => {
-                return Err(Error::invalid(
-                    "options.providers.arena_extend_strategy",
-                    format!("must be SAM2_ARENA_NEXT_POWER_OF_TWO (0) or SAM2_ARENA_SAME_AS_REQUESTED (1), got {other}"),
-                ))
-            }
-        };
+        let arena = ArenaStrategyCodes::parse(
+            p.arena_extend_strategy,
+            "options.providers.arena_extend_strategy",
+        )?;
         let memory_limit = match p.memory_limit {
             0 => None,
             n => Some(
@@ -165,18 +157,7 @@ pub(crate) fn device_options(
             arena,
         });
     }
-    let on_mismatch = match on_mismatch {
-        SAM2_ON_MISMATCH_FALLBACK => MismatchPolicy::Fallback,
-        SAM2_ON_MISMATCH_FAIL => MismatchPolicy::Fail,
-        other => {
-            return Err(Error::invalid(
-                "options.on_device_mismatch",
-                format!(
-                "must be SAM2_ON_MISMATCH_FALLBACK (0) or SAM2_ON_MISMATCH_FAIL (1), got {other}"
-            ),
-            ))
-        }
-    };
+    let on_mismatch = MismatchPolicyCodes::parse(on_mismatch, "options.on_device_mismatch")?;
     Ok(DeviceOptions {
         providers: out,
         on_mismatch,
@@ -193,7 +174,7 @@ pub(crate) fn write_device(
     let p = arg_out(out_provider, "out_provider")?;
     let d = arg_out(out_device_id, "out_device_id")?;
     let f = arg_out(out_fell_back, "out_fell_back")?;
-    p.set(provider_code(device.primary));
+    p.set(ProviderCodes::code(device.primary));
     d.set(device.device_id);
     f.set(device.fell_back as i32);
     Ok(())

@@ -3,6 +3,7 @@
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, OnceLock};
 
+use super::c_enum::c_enum;
 use super::{
     arg_out, copy_out_str, fail, guard, guard_value, handle_ref, impl_handle, opt_handle_ref,
     sam2_status, HandleTag,
@@ -127,8 +128,24 @@ pub const SAM2_PLACE_HOST: u32 = 0;
 /// when the predictor runs on the CPU).
 pub const SAM2_PLACE_DEVICE: u32 = 1;
 
+/// Where `sam2_embedding_load` puts an embedding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Placement {
+    Host,
+    /// The predictor's execution device.
+    Device,
+}
+
+c_enum! {
+    /// `SAM2_PLACE_*` ↔ [`Placement`].
+    pub(crate) PlacementCodes: u32 => Placement {
+        SAM2_PLACE_HOST => Placement::Host,
+        SAM2_PLACE_DEVICE => Placement::Device,
+    }
+}
+
 /// Saves a host embedding to `path` (safetensors with sam2 metadata, format version 2, whose
-/// metadata and tensor bytes each carry a CRC-32; see the README).
+/// metadata and tensor bytes each carry a CRC-32; see docs/embedding-files.md).
 ///
 /// The write is atomic: a temporary file in the same directory, fsync, rename, then fsync of the
 /// directory (the current one for a bare file name), so a crash leaves any previous file at
@@ -179,21 +196,12 @@ pub extern "C" fn sam2_embedding_load(
         }
         let out = arg_out(out, "out")?;
         let predictor = opt_handle_ref(predictor, "predictor")?;
-        match placement {
-            SAM2_PLACE_HOST => {}
-            SAM2_PLACE_DEVICE if predictor.is_some() => {}
-            SAM2_PLACE_DEVICE => {
-                return Err(crate::Error::invalid(
-                    "placement",
-                    "SAM2_PLACE_DEVICE needs the predictor whose device to use",
-                ))
-            }
-            other => {
-                return Err(crate::Error::invalid(
-                    "placement",
-                    format!("must be SAM2_PLACE_HOST (0) or SAM2_PLACE_DEVICE (1), got {other}"),
-                ))
-            }
+        let placement = PlacementCodes::parse(placement, "placement")?;
+        if placement == Placement::Device && predictor.is_none() {
+            return Err(crate::Error::invalid(
+                "placement",
+                "SAM2_PLACE_DEVICE needs the predictor whose device to use",
+            ));
         }
         let expected = predictor.and_then(|p| p.inner.expected_fingerprint());
         let embedding = crate::embedding_file::load(std::path::Path::new(path), expected)?;
@@ -202,7 +210,7 @@ pub extern "C" fn sam2_embedding_load(
             p.inner.check_embedding(&embedding)?;
         }
         let embedding = match (placement, predictor) {
-            (SAM2_PLACE_DEVICE, Some(p)) => p.inner.place_on_device(embedding)?,
+            (Placement::Device, Some(p)) => p.inner.place_on_device(embedding)?,
             _ => embedding,
         };
         out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));

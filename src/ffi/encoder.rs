@@ -3,14 +3,15 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
+use super::c_enum::c_enum;
 use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
     SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
 };
 use super::embedding::sam2_embedding;
 use super::{
-    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, read_options,
-    sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, impl_options,
+    read_options, sam2_status, HandleTag,
 };
 use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
 use crate::error::Error;
@@ -27,10 +28,29 @@ pub const SAM2_PIXEL_BGRA: u32 = 3;
 /// Pixel format: 1 byte per pixel, gray.
 pub const SAM2_PIXEL_GRAY: u32 = 4;
 
+c_enum! {
+    /// `SAM2_PIXEL_*` ↔ [`PixelFormat`].
+    pub(crate) PixelFormatCodes: u32 => PixelFormat {
+        SAM2_PIXEL_RGB => PixelFormat::Rgb,
+        SAM2_PIXEL_BGR => PixelFormat::Bgr,
+        SAM2_PIXEL_RGBA => PixelFormat::Rgba,
+        SAM2_PIXEL_BGRA => PixelFormat::Bgra,
+        SAM2_PIXEL_GRAY => PixelFormat::Gray,
+    }
+}
+
 /// Encoder output binding: keep the embedding on the execution device (default).
 pub const SAM2_OUTPUT_DEVICE: u32 = 0;
 /// Encoder output binding: place the embedding in host memory (so it can be saved).
 pub const SAM2_OUTPUT_HOST: u32 = 1;
+
+c_enum! {
+    /// `SAM2_OUTPUT_*` ↔ [`OutputTarget`].
+    pub(crate) OutputTargetCodes: u32 => OutputTarget {
+        SAM2_OUTPUT_DEVICE => OutputTarget::Device,
+        SAM2_OUTPUT_HOST => OutputTarget::Host,
+    }
+}
 
 /// An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
 /// Thread-safe: `sam2_encode` may be called from several threads at once.
@@ -65,8 +85,8 @@ pub struct sam2_encoder_options {
     pub graph_optimization: u32,
 }
 
-/// Sizes of earlier versions of `sam2_encoder_options` (the first layout: 12 bytes).
-const ENCODER_OPTIONS_VERSIONS: &[usize] = &[12];
+// Earlier versions of `sam2_encoder_options`: the first layout, 12 bytes.
+impl_options!(sam2_encoder_options, earlier_sizes: [12]);
 
 impl Default for sam2_encoder_options {
     fn default() -> Self {
@@ -91,30 +111,7 @@ pub extern "C" fn sam2_encoder_options_init(
     options: *mut sam2_encoder_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| {
-        super::init_options(
-            options,
-            struct_size,
-            sam2_encoder_options::default(),
-            ENCODER_OPTIONS_VERSIONS,
-        )
-    })
-}
-
-pub(crate) fn parse_pixel_format(value: u32) -> Result<PixelFormat, Error> {
-    Ok(match value {
-        SAM2_PIXEL_RGB => PixelFormat::Rgb,
-        SAM2_PIXEL_BGR => PixelFormat::Bgr,
-        SAM2_PIXEL_RGBA => PixelFormat::Rgba,
-        SAM2_PIXEL_BGRA => PixelFormat::Bgra,
-        SAM2_PIXEL_GRAY => PixelFormat::Gray,
-        other => {
-            return Err(Error::invalid(
-                "pixel_format",
-                format!("must be one of SAM2_PIXEL_RGB..SAM2_PIXEL_GRAY (0..4), got {other}"),
-            ))
-        }
-    })
+    super::init_options(options, struct_size)
 }
 
 /// The pixel arguments shared by the encode functions, checked against each other.
@@ -129,7 +126,7 @@ pub(crate) fn image_arg<'a>(
     if pixels.is_null() {
         return Err(Error::NullArgument("pixels"));
     }
-    let format = parse_pixel_format(pixel_format)?;
+    let format = PixelFormatCodes::parse(pixel_format, "pixel_format")?;
     let data = arg_slice(pixels, pixels_len, "pixels")?;
     let stride = if stride == 0 {
         (width as usize).saturating_mul(format.channels())
@@ -140,16 +137,7 @@ pub(crate) fn image_arg<'a>(
 }
 
 fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Error> {
-    let output_target = match options.output_target {
-        SAM2_OUTPUT_DEVICE => OutputTarget::Device,
-        SAM2_OUTPUT_HOST => OutputTarget::Host,
-        other => {
-            return Err(Error::invalid(
-                "options.output_target",
-                format!("must be SAM2_OUTPUT_DEVICE (0) or SAM2_OUTPUT_HOST (1), got {other}"),
-            ))
-        }
-    };
+    let output_target = OutputTargetCodes::parse(options.output_target, "options.output_target")?;
     let mut out = EncoderOptions {
         output_target,
         ..Default::default()
@@ -183,12 +171,7 @@ pub extern "C" fn sam2_encoder_new(
     guard(|| {
         let path = arg_str(model_path, "model_path")?;
         let out = arg_out(out, "out")?;
-        let options = read_options(
-            options,
-            sam2_encoder_options::default(),
-            ENCODER_OPTIONS_VERSIONS,
-            "options",
-        )?;
+        let options = read_options(options, "options")?;
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
         out.set(super::publish(sam2_encoder {

@@ -2,6 +2,7 @@
 
 use std::ffi::c_char;
 
+use super::c_enum::c_enum;
 use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
     SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
@@ -10,8 +11,8 @@ use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
 use super::{
-    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, opt_handle_ref, read_options,
-    sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, impl_options, opt_handle_ref,
+    read_options, sam2_status, HandleTag,
 };
 use crate::error::Error;
 use crate::fingerprint::Fingerprint;
@@ -21,6 +22,14 @@ use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Promp
 pub const SAM2_POINT_POSITIVE: i32 = 1;
 /// Point label: exclude what is under the point.
 pub const SAM2_POINT_NEGATIVE: i32 = 0;
+
+c_enum! {
+    /// `SAM2_POINT_*` ↔ whether the point is positive.
+    pub(crate) PointLabelCodes: i32 => bool {
+        SAM2_POINT_POSITIVE => true,
+        SAM2_POINT_NEGATIVE => false,
+    }
+}
 
 /// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
 /// Thread-safe: `sam2_predict` may be called from several threads at once.
@@ -63,8 +72,8 @@ pub struct sam2_predictor_options {
     pub graph_optimization: u32,
 }
 
-/// Sizes of earlier versions of `sam2_predictor_options` (the first layout: 16 bytes).
-const PREDICTOR_OPTIONS_VERSIONS: &[usize] = &[16];
+// Earlier versions of `sam2_predictor_options`: the first layout, 16 bytes.
+impl_options!(sam2_predictor_options, earlier_sizes: [16]);
 
 impl Default for sam2_predictor_options {
     fn default() -> Self {
@@ -119,8 +128,8 @@ pub struct sam2_predict_options {
     pub multimask: u32,
 }
 
-/// Sizes of earlier published versions of `sam2_predict_options` (none yet).
-const PREDICT_OPTIONS_VERSIONS: &[usize] = &[];
+// Earlier published versions of `sam2_predict_options`: none yet.
+impl_options!(sam2_predict_options, earlier_sizes: []);
 
 impl Default for sam2_predict_options {
     fn default() -> Self {
@@ -138,14 +147,7 @@ pub extern "C" fn sam2_predictor_options_init(
     options: *mut sam2_predictor_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| {
-        super::init_options(
-            options,
-            struct_size,
-            sam2_predictor_options::default(),
-            PREDICTOR_OPTIONS_VERSIONS,
-        )
-    })
+    super::init_options(options, struct_size)
 }
 
 /// Fills `options` with the defaults and sets its `struct_size`; pass
@@ -155,14 +157,7 @@ pub extern "C" fn sam2_predict_options_init(
     options: *mut sam2_predict_options,
     struct_size: usize,
 ) -> sam2_status {
-    guard(|| {
-        super::init_options(
-            options,
-            struct_size,
-            sam2_predict_options::default(),
-            PREDICT_OPTIONS_VERSIONS,
-        )
-    })
+    super::init_options(options, struct_size)
 }
 
 /// Loads a prompt decoder.
@@ -186,12 +181,7 @@ pub extern "C" fn sam2_predictor_new(
     guard(|| {
         let path = arg_str(decoder_path, "decoder_path")?;
         let out = arg_out(out, "out")?;
-        let raw = read_options(
-            options,
-            sam2_predictor_options::default(),
-            PREDICTOR_OPTIONS_VERSIONS,
-            "options",
-        )?;
+        let raw = read_options(options, "options")?;
         let mut opts = PredictorOptions::default();
         opts.session.intra_threads = super::intra_threads(raw.intra_threads)?;
         opts.session.device =
@@ -285,18 +275,7 @@ fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
     let points = points
         .iter()
         .map(|pt| {
-            let positive = match pt.label {
-                SAM2_POINT_POSITIVE => true,
-                SAM2_POINT_NEGATIVE => false,
-                other => {
-                    return Err(Error::invalid(
-                        "prompt.points.label",
-                        format!(
-                        "must be SAM2_POINT_POSITIVE (1) or SAM2_POINT_NEGATIVE (0), got {other}"
-                    ),
-                    ))
-                }
-            };
+            let positive = PointLabelCodes::parse(pt.label, "prompt.points.label")?;
             Ok(Point {
                 x: pt.x,
                 y: pt.y,
@@ -366,12 +345,7 @@ pub extern "C" fn sam2_predict(
             ));
         }
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
-        let opts = read_options(
-            options,
-            sam2_predict_options::default(),
-            PREDICT_OPTIONS_VERSIONS,
-            "options",
-        )?;
+        let opts = read_options(options, "options")?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
         let low_res = predictor.inner.spec().low_res_size;
         let prompts = raw

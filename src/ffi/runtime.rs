@@ -4,6 +4,7 @@ use std::ffi::{c_char, c_void, CString};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+use super::c_enum::c_enum;
 use super::{arg_str, copy_out_str, guard, guard_value, last_error, sam2_status};
 use crate::error::Error;
 use crate::log::{self, LogLevel};
@@ -23,6 +24,16 @@ pub const SAM2_LOG_INFO: u32 = 1;
 pub const SAM2_LOG_WARNING: u32 = 2;
 /// Log level: an error.
 pub const SAM2_LOG_ERROR: u32 = 3;
+
+c_enum! {
+    /// `SAM2_LOG_*` ↔ [`LogLevel`].
+    pub(crate) LogLevelCodes: u32 => LogLevel {
+        SAM2_LOG_DEBUG => LogLevel::Debug,
+        SAM2_LOG_INFO => LogLevel::Info,
+        SAM2_LOG_WARNING => LogLevel::Warning,
+        SAM2_LOG_ERROR => LogLevel::Error,
+    }
+}
 
 /// Receives log messages. `message` is NUL-terminated UTF-8, valid only during the call.
 /// May be called from any thread, including ONNX Runtime's; must not call back into sam2.
@@ -45,31 +56,9 @@ pub extern "C" fn sam2_version() -> *const c_char {
 /// The string is static; do not free it. Never returns NULL.
 #[no_mangle]
 pub extern "C" fn sam2_status_str(status: u32) -> *const c_char {
-    let known = [
-        sam2_status::SAM2_OK,
-        sam2_status::SAM2_ERR_NULL_ARGUMENT,
-        sam2_status::SAM2_ERR_INVALID_ARGUMENT,
-        sam2_status::SAM2_ERR_BUFFER_TOO_SMALL,
-        sam2_status::SAM2_ERR_RUNTIME_NOT_FOUND,
-        sam2_status::SAM2_ERR_MODEL,
-        sam2_status::SAM2_ERR_IO,
-        sam2_status::SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE,
-        sam2_status::SAM2_ERR_EMBEDDING_FORMAT,
-        sam2_status::SAM2_ERR_MODEL_MISMATCH,
-        sam2_status::SAM2_ERR_ENVIRONMENT_CONFIGURATION,
-        sam2_status::SAM2_ERR_ONNXRUNTIME,
-        sam2_status::SAM2_ERR_PANIC,
-        sam2_status::SAM2_ERR_TIMEOUT,
-        sam2_status::SAM2_ERR_CANCELLED,
-        sam2_status::SAM2_ERR_QUEUE_FULL,
-        sam2_status::SAM2_ERR_OUT_OF_MEMORY,
-    ];
-    known
-        .iter()
-        .find(|s| **s as u32 == status)
-        .map_or(c"unknown sam2_status value".as_ptr(), |s| {
-            s.as_str().as_ptr()
-        })
+    sam2_status::from_code(status).map_or(c"unknown sam2_status value".as_ptr(), |s| {
+        s.as_str().as_ptr()
+    })
 }
 
 /// Copies the calling thread's last error message (NUL-terminated UTF-8) into `buf`.
@@ -156,18 +145,7 @@ pub extern "C" fn sam2_set_log_callback(
     min_level: u32,
 ) -> sam2_status {
     guard(|| {
-        let level = match min_level {
-            SAM2_LOG_DEBUG => LogLevel::Debug,
-            SAM2_LOG_INFO => LogLevel::Info,
-            SAM2_LOG_WARNING => LogLevel::Warning,
-            SAM2_LOG_ERROR => LogLevel::Error,
-            other => {
-                return Err(Error::invalid(
-                    "min_level",
-                    format!("must be SAM2_LOG_DEBUG..SAM2_LOG_ERROR (0..3), got {other}"),
-                ))
-            }
-        };
+        let level = LogLevelCodes::parse(min_level, "min_level")?;
         match callback {
             None => log::set_sink(None, level),
             Some(callback) => {
@@ -179,7 +157,13 @@ pub extern "C" fn sam2_set_log_callback(
                     Some(Arc::new(move |level: LogLevel, message: &str| {
                         let text = CString::new(message.replace('\0', " ")).unwrap_or_default();
                         // SAFETY: the host's callback, with a NUL-terminated string valid during the call.
-                        unsafe { (target.callback)(level as u32, text.as_ptr(), target.user_data) };
+                        unsafe {
+                            (target.callback)(
+                                LogLevelCodes::code(level),
+                                text.as_ptr(),
+                                target.user_data,
+                            )
+                        };
                     })),
                     level,
                 );

@@ -18,9 +18,9 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Makes a stand-in for a device-resident embedding on machines without a GPU. The result shares `host_embedding`'s bytes but labels them as
- * `allocator_name` memory ("Cuda", "DML", …) on `device_id`, so residency checks see a device
- * embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
+ * Makes a stand-in for a device-resident embedding on machines without a GPU. The result
+ * shares `host_embedding`'s bytes but labels them as `allocator_name` memory ("Cuda", "DML", …)
+ * on `device_id`, so residency checks see a device embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
  * `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
  * `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
  */
