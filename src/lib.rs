@@ -17,6 +17,7 @@ mod fingerprint;
 mod image;
 pub mod log;
 mod onnx_split;
+mod ort_raw;
 mod platform;
 mod postprocess;
 mod predictor;

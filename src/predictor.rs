@@ -239,7 +239,7 @@ impl Predictor {
             return Vec::new();
         };
         match ort::memory::Allocator::new(&session, info) {
-            Ok(allocator) => crate::runtime::allocator_stats(&allocator),
+            Ok(allocator) => crate::ort_raw::allocator_stats(&allocator),
             Err(_) => Vec::new(),
         }
     }

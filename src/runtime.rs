@@ -155,7 +155,6 @@ const ARENA_MAX_STEP: usize = 64 << 20;
 /// (`kSameAsRequested` growth was measured too: more regions, more fragmentation, 1.23× growth.)
 /// Failure only costs memory, so it is logged, not returned.
 fn register_shared_cpu_arena(env: &Environment) -> bool {
-    use ort::AsPointer;
     let info = match ort::memory::MemoryInfo::new(
         ort::memory::AllocationDevice::CPU,
         0,
@@ -165,77 +164,20 @@ fn register_shared_cpu_arena(env: &Environment) -> bool {
         Ok(info) => info,
         Err(_) => return false,
     };
-    let api = ort::api();
-    let keys = [
-        c"arena_extend_strategy".as_ptr(),
-        c"max_power_of_two_extend_bytes".as_ptr(),
+    let config = [
+        (c"arena_extend_strategy", 0usize /* kNextPowerOfTwo */),
+        (c"max_power_of_two_extend_bytes", ARENA_MAX_STEP),
     ];
-    let values = [0usize /* kNextPowerOfTwo */, ARENA_MAX_STEP];
-    let mut config = std::ptr::null_mut();
-    // SAFETY: two keys and two values; `config` is released below.
-    let status =
-        unsafe { (api.CreateArenaCfgV2)(keys.as_ptr(), values.as_ptr(), keys.len(), &mut config) };
-    if !status.0.is_null() {
-        // SAFETY: a non-NULL status of the call just made, released once. The arena is then
-        // registered with ONNX Runtime's defaults (a NULL config).
-        unsafe { (api.ReleaseStatus)(status.0) };
-        config = std::ptr::null_mut();
-    }
-    // SAFETY: a live environment and memory info, and NULL or a live config (copied by the call).
-    let status =
-        unsafe { (api.CreateAndRegisterAllocator)(env.ptr() as *mut _, info.ptr(), config) };
-    if !config.is_null() {
-        // SAFETY: made above, released once.
-        unsafe { (api.ReleaseArenaCfg)(config) };
-    }
-    if status.0.is_null() {
-        return true;
-    }
-    // SAFETY: a non-NULL status from the call above, released once.
-    unsafe {
-        let msg = std::ffi::CStr::from_ptr((api.GetErrorMessage)(status.0))
-            .to_string_lossy()
-            .into_owned();
-        (api.ReleaseStatus)(status.0);
-        log::emit(
-            LogLevel::Debug,
-            &format!("sessions keep their own CPU arenas: {msg}"),
-        );
-    }
-    false
-}
-
-/// The statistics ONNX Runtime keeps for an allocator (for an arena: `InUse`, `TotalAllocated`
-/// — the bytes it holds from the system —, `MaxInUse`, `NumAllocs`, `NumArenaExtensions`, …);
-/// empty for an allocator that keeps none.
-pub(crate) fn allocator_stats(allocator: &ort::memory::Allocator) -> Vec<(String, String)> {
-    use ort::AsPointer;
-    let api = ort::api();
-    let mut pairs = std::ptr::null_mut();
-    // SAFETY: a live allocator; `pairs` is released below.
-    let status = unsafe { (api.AllocatorGetStats)(allocator.ptr(), &mut pairs) };
-    if !status.0.is_null() {
-        // SAFETY: a non-NULL status of the call just made, released once.
-        unsafe { (api.ReleaseStatus)(status.0) };
-        return Vec::new();
-    }
-    if pairs.is_null() {
-        return Vec::new();
-    }
-    let (mut keys, mut values, mut count) = (std::ptr::null(), std::ptr::null(), 0usize);
-    let mut out = Vec::new();
-    // SAFETY: `count` NUL-terminated keys and values owned by `pairs`, copied before it is released.
-    unsafe {
-        (api.GetKeyValuePairs)(pairs, &mut keys, &mut values, &mut count);
-        for i in 0..count {
-            let text = |p: *const std::ffi::c_char| {
-                std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
-            };
-            out.push((text(*keys.add(i)), text(*values.add(i))));
+    match crate::ort_raw::register_cpu_arena(env, &info, &config) {
+        Ok(()) => true,
+        Err(message) => {
+            log::emit(
+                LogLevel::Debug,
+                &format!("sessions keep their own CPU arenas: {message}"),
+            );
+            false
         }
-        (api.ReleaseKeyValuePairs)(pairs);
     }
-    out
 }
 
 /// The loaded runtime, if any.
@@ -380,39 +322,25 @@ fn probe(path: &Path) -> std::result::Result<String, String> {
     let sym = library
         .symbol(c"OrtGetApiBase")
         .ok_or_else(|| "does not export OrtGetApiBase: not ONNX Runtime".to_string())?;
-    // SAFETY: the symbol is called with its documented signature (OrtGetApiBase, then the base's
-    // GetVersionString and GetApi, which have no preconditions) while the library is open.
-    unsafe {
-        let get_base: unsafe extern "C" fn() -> *const ort::sys::OrtApiBase =
-            std::mem::transmute(sym);
-        let base = get_base();
-        if base.is_null() {
-            return Err("OrtGetApiBase returned NULL".to_string());
-        }
-        let v = ((*base).GetVersionString)();
-        let version = if v.is_null() {
-            String::from("unknown")
-        } else {
-            std::ffi::CStr::from_ptr(v).to_string_lossy().into_owned()
-        };
-        let minor: u32 = version
-            .split('.')
-            .nth(1)
-            .and_then(|m| m.parse().ok())
-            .unwrap_or(0);
-        if !version.starts_with("1.") || minor < MIN_ORT_MINOR {
-            return Err(format!(
-                "is ONNX Runtime {version}; version 1.{MIN_ORT_MINOR} or newer is needed"
-            ));
-        }
-        if ((*base).GetApi)(ort::sys::ORT_API_VERSION).is_null() {
-            return Err(format!(
-                "ONNX Runtime {version} does not provide API version {}",
-                ort::sys::ORT_API_VERSION
-            ));
-        }
-        Ok(version)
+    // SAFETY: `sym` is OrtGetApiBase of `library`, which stays open for the call.
+    let (version, provides_api) = unsafe { crate::ort_raw::probe_api_base(sym)? };
+    let minor: u32 = version
+        .split('.')
+        .nth(1)
+        .and_then(|m| m.parse().ok())
+        .unwrap_or(0);
+    if !version.starts_with("1.") || minor < MIN_ORT_MINOR {
+        return Err(format!(
+            "is ONNX Runtime {version}; version 1.{MIN_ORT_MINOR} or newer is needed"
+        ));
     }
+    if !provides_api {
+        return Err(format!(
+            "ONNX Runtime {version} does not provide API version {}",
+            ort::sys::ORT_API_VERSION
+        ));
+    }
+    Ok(version)
 }
 
 fn forward_ort_log(
