@@ -22,6 +22,7 @@ mod platform;
 mod postprocess;
 mod predictor;
 mod preprocess;
+mod rle;
 pub mod runtime;
 mod session;
 mod weights;
@@ -45,6 +46,7 @@ pub use export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec, InputTy
 pub use fingerprint::Fingerprint;
 pub use image::{ImageView, PixelFormat};
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
+pub use rle::Rle;
 pub use session::SessionOptions;
 pub use weights::{shared_models, Optimization, WeightSharing};
 
