@@ -1,6 +1,6 @@
-//! Replays every fuzz input that once crashed (`fuzz/regressions/<target>/`, committed) and the
-//! local fuzz corpora (`fuzz/corpus/<target>/`, when `scripts/fuzz.sh` has run) through the same
-//! checks the fuzz targets run (`sam2::fuzzing`), so a crash found by fuzzing stays fixed and
+//! Replays every fuzz input that once crashed (`fuzz/regressions/<target>/`, committed), the
+//! committed seeds (`fuzz/seeds/<target>/`) and the local fuzz corpora (`fuzz/corpus/<target>/`,
+//! when `scripts/fuzz.sh` has run) through the same checks the fuzz targets run (`sam2::fuzzing`), so a crash found by fuzzing stays fixed and
 //! plain `cargo test` covers it without cargo-fuzz. To keep a new crash: copy the artifact from
 //! `fuzz/artifacts/<target>/` to `fuzz/regressions/<target>/` under a name that says what it was.
 
@@ -34,6 +34,22 @@ fn every_input_that_once_crashed_is_handled() {
         replayed >= 1,
         "no regression inputs found under fuzz/regressions"
     );
+}
+
+/// The committed seeds (`fuzz/seeds/<target>/`): hostile cut-down real-architecture models
+/// (tools/hostile_seeds.py) among them.
+#[test]
+fn the_committed_seeds_pass() {
+    let mut replayed = 0;
+    for target in sam2::fuzzing::targets() {
+        for path in inputs("seeds", target) {
+            let data = std::fs::read(&path).unwrap();
+            let outcome = std::panic::catch_unwind(|| sam2::fuzzing::run(target, &data));
+            assert!(outcome.is_ok(), "{target}: seed {} fails", path.display());
+            replayed += 1;
+        }
+    }
+    assert!(replayed >= 10, "the seeds under fuzz/seeds are missing");
 }
 
 #[test]
