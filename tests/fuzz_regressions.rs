@@ -1,7 +1,8 @@
 //! Replays every fuzz input that once crashed (`fuzz/regressions/<target>/`, committed), the
 //! committed seeds (`fuzz/seeds/<target>/`) and the local fuzz corpora (`fuzz/corpus/<target>/`,
-//! when `scripts/fuzz.sh` has run) through the same checks the fuzz targets run (`sam2::fuzzing`), so a crash found by fuzzing stays fixed and
-//! plain `cargo test` covers it without cargo-fuzz. To keep a new crash: copy the artifact from
+//! when `scripts/fuzz.sh` has run) through the same checks the fuzz targets run (`sam2::fuzzing`),
+//! so a crash found by fuzzing stays fixed and plain `cargo test` covers it without cargo-fuzz.
+//! To keep a new crash: copy the artifact from
 //! `fuzz/artifacts/<target>/` to `fuzz/regressions/<target>/` under a name that says what it was.
 
 use std::path::PathBuf;
