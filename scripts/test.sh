@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: Rust (unit, integration, header check), the Python reference check, the C
-# suite under ctest (and once more under valgrind), a short fuzzing run, the C# suite under Mono,
+# Runs every test: Rust (unit, integration, header check), a short soak on the real SAM2.1 tiny
+# pair, the Python reference check, the C suite under ctest (the stress run on generated and real
+# models among it; once more under valgrind), a short fuzzing run, the C# suite under Mono,
 # the packaging test (scripts/test-packaging.sh), and format/lint checks; then prints the
 # reliability report (scripts/reliability.sh --print).
 # Does its own set-up (scripts/setup.sh) and is safe to run again: nothing is downloaded twice.
@@ -28,6 +29,10 @@ cargo clippy --release --all-targets -- -D warnings
 
 step "cargo test (unit, integration, header check)"
 cargo test --release
+
+step "soak on the real SAM2.1 tiny pair, short (scripts/reliability.sh runs it longer)"
+SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
+    SAM2_SOAK_REPORT=soak-real.tsv cargo test --release --test soak -- --nocapture
 
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"

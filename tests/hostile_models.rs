@@ -496,15 +496,56 @@ fn load_of(family: &str, role: Role, path: &Path, bytes: &[u8]) -> Outcome {
     }
 }
 
-/// The outcome must be a model error that names the file; returns its message.
-fn model_error(case: &str, path: &Path, outcome: &Outcome, failures: &mut Vec<String>) {
-    println!("{case}: {} {}", outcome.kind, outcome.message);
-    if outcome.kind != "load:Model" {
-        failures.push(format!("{case}: expected a model error, got {outcome:?}"));
-    } else if !outcome.message.contains(&path.display().to_string()) {
-        failures.push(format!(
-            "{case}: the message does not name the file: {outcome:?}"
-        ));
+/// The outcomes of one kind of hostile file: how many cases, how many were model errors, how many
+/// loaded and ran, and what went wrong. With `SAM2_REPORT_DIR` set, [`Tally::finish`] writes
+/// `hostile_<kind>.tsv` for scripts/reliability.sh.
+#[derive(Default)]
+struct Tally {
+    cases: usize,
+    model_errors: usize,
+    ran: usize,
+    failures: Vec<String>,
+}
+
+impl Tally {
+    fn count(&mut self, case: &str, outcome: &Outcome) {
+        println!("{case}: {} {}", outcome.kind, outcome.message);
+        self.cases += 1;
+        match outcome.kind.as_str() {
+            "load:Model" => self.model_errors += 1,
+            "ok" => self.ran += 1,
+            _ => {}
+        }
+    }
+
+    /// The outcome must be a model error that names the file.
+    fn model_error(&mut self, case: &str, path: &Path, outcome: &Outcome) {
+        self.count(case, outcome);
+        if outcome.kind != "load:Model" {
+            self.failures
+                .push(format!("{case}: expected a model error, got {outcome:?}"));
+        } else if !outcome.message.contains(&path.display().to_string()) {
+            self.failures.push(format!(
+                "{case}: the message does not name the file: {outcome:?}"
+            ));
+        }
+    }
+
+    fn finish(self, kind: &str) {
+        if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
+            std::fs::write(
+                PathBuf::from(dir).join(format!("hostile_{kind}.tsv")),
+                format!(
+                    "kind\tcases\tmodel_errors\tran\tfailed\n{kind}\t{}\t{}\t{}\t{}\n",
+                    self.cases,
+                    self.model_errors,
+                    self.ran,
+                    self.failures.len()
+                ),
+            )
+            .unwrap();
+        }
+        assert!(self.failures.is_empty(), "{}", self.failures.join("\n"));
     }
 }
 
@@ -518,7 +559,7 @@ fn model_error(case: &str, path: &Path, outcome: &Outcome, failures: &mut Vec<St
 fn truncated_real_models_are_model_errors() {
     let dir = scratch("truncated");
     let (encoder, decoder) = real_pair("samexporter");
-    let mut failures = Vec::new();
+    let mut tally = Tally::default();
     for (role, source) in [(Role::Encoder, &encoder), (Role::Decoder, &decoder)] {
         let model = std::fs::read(source).unwrap();
         let layout = Layout::of(&model);
@@ -540,17 +581,12 @@ fn truncated_real_models_are_model_errors() {
                 "{role:?} cut at byte {at} of {} ({what}, {name})",
                 model.len()
             );
-            model_error(
-                &case,
-                &path,
-                &load(role, &path, &model[..at]),
-                &mut failures,
-            );
+            tally.model_error(&case, &path, &load(role, &path, &model[..at]));
             std::fs::remove_file(&path).unwrap();
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    tally.finish("truncated");
 }
 
 /// Deterministic pseudo-random numbers (xorshift64*).
@@ -572,7 +608,7 @@ impl Rng {
 fn bit_flipped_real_models_load_and_run_or_are_model_errors() {
     let dir = scratch("flipped");
     let (encoder, decoder) = real_pair("samexporter");
-    let mut failures = Vec::new();
+    let mut tally = Tally::default();
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     // The decoder is cheap to load (16 MB): more places; the encoder (109 MB) one of each zone.
     for (role, source, per_zone, seed) in [
@@ -599,7 +635,7 @@ fn bit_flipped_real_models_load_and_run_or_are_model_errors() {
                 let outcome = load(role, &path, &copy);
                 drop(copy);
                 let case = format!("{role:?} bit {bit} of byte {at} ({zone})");
-                println!("{case}: {} {}", outcome.kind, outcome.message);
+                tally.count(&case, &outcome);
                 *counts.entry(outcome.kind.clone()).or_default() += 1;
                 let fine = match outcome.kind.as_str() {
                     "ok" | "load:Model" => true,
@@ -609,7 +645,7 @@ fn bit_flipped_real_models_load_and_run_or_are_model_errors() {
                     _ => false,
                 };
                 if !fine {
-                    failures.push(format!("{case}: {outcome:?}"));
+                    tally.failures.push(format!("{case}: {outcome:?}"));
                 }
                 std::fs::remove_file(&path).unwrap();
             }
@@ -617,7 +653,7 @@ fn bit_flipped_real_models_load_and_run_or_are_model_errors() {
     }
     println!("bit flips: {counts:?}");
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    tally.finish("bit_flipped");
 }
 
 /// Watches a directory for any open or read of what is in it (inotify): the proof that nothing
@@ -692,7 +728,7 @@ fn external_data_outside_the_model_directory_is_refused_and_never_read() {
     std::fs::create_dir_all(&models).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
     let (encoder, decoder) = real_pair("samexporter");
-    let mut failures = Vec::new();
+    let mut tally = Tally::default();
     for (role, source) in [(Role::Decoder, &decoder), (Role::Encoder, &encoder)] {
         let model = std::fs::read(source).unwrap();
         let layout = Layout::of(&model);
@@ -714,10 +750,10 @@ fn external_data_outside_the_model_directory_is_refused_and_never_read() {
             let watch = Watch::new(&outside);
             let outcome = load(role, &path, &hostile);
             let case = format!("{role:?}: initializer {name} in external data at {location:?}");
-            model_error(&case, &path, &outcome, &mut failures);
+            tally.model_error(&case, &path, &outcome);
             let opened = watch.events();
             if !opened.is_empty() {
-                failures.push(format!(
+                tally.failures.push(format!(
                     "{case}: opened or read outside the model's directory: {:?} in {}",
                     opened,
                     watch.dir.display()
@@ -745,7 +781,7 @@ fn external_data_outside_the_model_directory_is_refused_and_never_read() {
         "the watch saw the control's data file opened: {opened:?}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    tally.finish("external_data");
 }
 
 /// Huge declared dimensions: the encoder's image input (the library takes its input size from
@@ -754,7 +790,7 @@ fn external_data_outside_the_model_directory_is_refused_and_never_read() {
 #[test]
 fn huge_declared_dimensions_are_model_errors() {
     let dir = scratch("dims");
-    let mut failures = Vec::new();
+    let mut tally = Tally::default();
     let (encoder, decoder) = real_pair("samexporter");
     let (_, ort_decoder) = real_pair("onnxruntime");
     let mut cases: Vec<(String, Role, Vec<u8>)> = Vec::new();
@@ -840,9 +876,9 @@ fn huge_declared_dimensions_are_model_errors() {
     for (i, (family, (case, role, bytes))) in all.enumerate() {
         let path = dir.join(format!("dims-{i}.onnx"));
         let outcome = load_of(family, *role, &path, bytes);
-        model_error(case, &path, &outcome, &mut failures);
+        tally.model_error(case, &path, &outcome);
         std::fs::remove_file(&path).unwrap();
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    tally.finish("huge_dimensions");
 }
