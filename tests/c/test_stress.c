@@ -11,7 +11,8 @@
  * SAM2_STRESS_SECONDS sets the duration (default 5; 1 under valgrind), SAM2_STRESS_THREADS the
  * thread count (default 6). SAM2_STRESS_MODELS=real runs on the real SAM2.1 tiny exports of
  * $SAM2_REAL_MODELS (samexporter's pair and ONNX Runtime's; not under valgrind, where a real
- * model's load takes minutes) instead of the generated tiny_a and tiny_c. Prints iterations and
+ * model's load takes minutes) instead of the generated tiny_a and tiny_c; SAM2_STRESS_PAIRS=1 uses
+ * the first pair only. Prints iterations and
  * mismatches (the goal is 0), and with SAM2_REPORT_DIR set writes them to stress.tsv
  * (stress-real.tsv for the real models) for scripts/reliability.sh.
  */
@@ -242,6 +243,8 @@ int main(void) {
     double seconds = env_int("SAM2_STRESS_SECONDS", test_under_valgrind() ? 1 : 5);
     int threads = env_int("SAM2_STRESS_THREADS", test_under_valgrind() ? 3 : 6);
     if (test_under_valgrind()) pairs_used = images_used = 1;
+    int wanted_pairs = env_int("SAM2_STRESS_PAIRS", pairs_used);
+    if (wanted_pairs < pairs_used) pairs_used = wanted_pairs;
     CHECK(threads <= MAX_THREADS);
     CHECK(mkdtemp(test_scratch_template(dir, "sam2_stress_")) != NULL);
     for (int im = 0; im < IMAGES; im++) images[im] = test_load_image(IMAGE_FILES[im]);
