@@ -204,11 +204,26 @@ fn check_same(rt: &Runtime, explicit: Option<&Path>) -> Result<RuntimeInfo> {
     Ok(rt.info.clone())
 }
 
-/// ONNX Runtime 1.31 writes a device id and a usage database under `$XDG_CACHE_HOME` (or
-/// `~/.cache`) `/Microsoft/DeveloperTools/` when it loads, unless `ORT_DISABLE_TELEMETRY` is set;
-/// `DisableTelemetryEvents` alone does not stop it. A library must not write into its host's home,
-/// so the variable is set (unless the host set it) before the runtime is loaded. This happens
-/// once, under the initialisation lock, before any ONNX Runtime thread exists.
+/// ONNX Runtime 1.31 writes a device id and a telemetry database under `$HOME/.cache/Microsoft/
+/// DeveloperTools/.onnxruntime/` when its first environment is created, unless telemetry is
+/// switched off for the whole process at that moment. The only switches it reads are environment
+/// variables (`ORT_DISABLE_TELEMETRY`, `ORT_RUNNING_UNIT_TESTS`, CI variables such as `CI`):
+/// `DisableTelemetryEvents` (ort's `with_telemetry(false)`) only mutes events of an uploader that
+/// already exists and has written its files (tests/telemetry.rs shows it), and the 1.31.1 library
+/// has no environment-creation or session configuration key for it. A library must not write into its host's
+/// home, so the variable is set, which is the one write this library makes to the process
+/// environment:
+///
+/// * only when `ORT_DISABLE_TELEMETRY` is unset (a host that sets it, to any value, is obeyed
+///   and its environment is never written);
+/// * at most once per process, under the initialisation lock, just before ONNX Runtime is
+///   loaded: in `sam2_runtime_init`, or in the first call that needs the runtime when the host
+///   does not call it.
+///
+/// `setenv` while another thread calls `getenv` is undefined behaviour in POSIX (C libraries
+/// that free or move the environment array can crash the reader). A host whose other threads may
+/// read the environment then should set `ORT_DISABLE_TELEMETRY` itself, or call
+/// `sam2_runtime_init` before it starts them.
 fn disable_telemetry() {
     if std::env::var_os("ORT_DISABLE_TELEMETRY").is_none() {
         std::env::set_var("ORT_DISABLE_TELEMETRY", "1");
