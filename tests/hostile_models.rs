@@ -321,28 +321,6 @@ enum Role {
     Decoder,
 }
 
-/// The SAM2.1 hiera-tiny files of one exporter: (encoder, decoder).
-fn real_pair(family: &str) -> (PathBuf, PathBuf) {
-    let dir = PathBuf::from(
-        std::env::var_os("SAM2_REAL_MODELS")
-            .expect("SAM2_REAL_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"),
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    let pair = manifest["pairs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| {
-            p["model"] == "sam2.1_hiera_tiny"
-                && p["family"] == family
-                && (family == "samexporter" || p["multimask_decoder"] == false)
-        })
-        .unwrap_or_else(|| panic!("no sam2.1_hiera_tiny pair from {family} in the manifest"));
-    let file = |key: &str| dir.join(pair[key].as_str().unwrap());
-    (file("encoder"), file("decoder"))
-}
-
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sam2-hostile-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -359,7 +337,7 @@ fn embedding_file(family: &str) -> PathBuf {
         return path.clone();
     }
     let path = scratch(&format!("embedding-{family}")).join("demo.sam2");
-    let outcome = run_child("embed", &real_pair(family).0, &path);
+    let outcome = run_child("embed", &common::real_pair(family).0, &path);
     assert_eq!(
         outcome.kind, "ok",
         "encoding with the real {family} encoder: {outcome:?}"
@@ -558,7 +536,7 @@ impl Tally {
 #[test]
 fn truncated_real_models_are_model_errors() {
     let dir = scratch("truncated");
-    let (encoder, decoder) = real_pair("samexporter");
+    let (encoder, decoder) = common::real_pair("samexporter");
     let mut tally = Tally::default();
     for (role, source) in [(Role::Encoder, &encoder), (Role::Decoder, &decoder)] {
         let model = std::fs::read(source).unwrap();
@@ -607,7 +585,7 @@ impl Rng {
 #[test]
 fn bit_flipped_real_models_load_and_run_or_are_model_errors() {
     let dir = scratch("flipped");
-    let (encoder, decoder) = real_pair("samexporter");
+    let (encoder, decoder) = common::real_pair("samexporter");
     let mut tally = Tally::default();
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     // The decoder is cheap to load (16 MB): more places; the encoder (109 MB) one of each zone.
@@ -727,7 +705,7 @@ fn external_data_outside_the_model_directory_is_refused_and_never_read() {
     let outside = dir.join("etc");
     std::fs::create_dir_all(&models).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
-    let (encoder, decoder) = real_pair("samexporter");
+    let (encoder, decoder) = common::real_pair("samexporter");
     let mut tally = Tally::default();
     for (role, source) in [(Role::Decoder, &decoder), (Role::Encoder, &encoder)] {
         let model = std::fs::read(source).unwrap();
@@ -791,13 +769,13 @@ fn external_data_outside_the_model_directory_is_refused_and_never_read() {
 fn huge_declared_dimensions_are_model_errors() {
     let dir = scratch("dims");
     let mut tally = Tally::default();
-    let (encoder, decoder) = real_pair("samexporter");
-    let (_, ort_decoder) = real_pair("onnxruntime");
+    let (encoder, decoder) = common::real_pair("samexporter");
+    let (_, ort_decoder) = common::real_pair("onnxruntime");
     let mut cases: Vec<(String, Role, Vec<u8>)> = Vec::new();
     let mut ort_cases: Vec<(String, Role, Vec<u8>)> = Vec::new();
     // ONNX Runtime's shape inference refuses a huge image in samexporter's encoder; the
     // generated tiny encoder's graph takes any size, so only the library's own check stops it.
-    let (ort_encoder, _) = real_pair("onnxruntime");
+    let (ort_encoder, _) = common::real_pair("onnxruntime");
     for (source, sides) in [
         (&encoder, &[65536u64][..]),
         (&ort_encoder, &[1 << 40][..]),

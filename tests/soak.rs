@@ -131,24 +131,7 @@ fn pair_files(pair: &str) -> (PathBuf, PathBuf) {
             model(&format!("{pair}_decoder.onnx")),
         );
     };
-    let dir = PathBuf::from(
-        std::env::var_os("SAM2_REAL_MODELS")
-            .expect("SAM2_REAL_MODELS is not set: run tools/setup-real.sh"),
-    );
-    let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    let entry = manifest["pairs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| {
-            p["model"] == "sam2.1_hiera_tiny"
-                && p["family"] == family
-                && (family == "samexporter" || p["multimask_decoder"] == false)
-        })
-        .unwrap_or_else(|| panic!("no sam2.1_hiera_tiny pair from {family} in the manifest"));
-    let file = |key: &str| dir.join(entry[key].as_str().unwrap());
-    (file("encoder"), file("decoder"))
+    real_pair(family)
 }
 
 #[test]
