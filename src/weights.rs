@@ -56,7 +56,14 @@ pub enum Optimization {
 pub(crate) fn read_model(path: &Path) -> Result<Vec<u8>> {
     // A FIFO would block the read forever and a device would never end: only regular files.
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() && !meta.is_dir() => {
+        // A directory is the same I/O error on every system (Windows would say "access denied").
+        Ok(meta) if meta.is_dir() => {
+            return Err(Error::io(
+                format!("reading model {}", path.display()),
+                std::io::Error::other("it is a directory"),
+            ));
+        }
+        Ok(meta) if !meta.is_file() => {
             let kind = crate::platform::kind_of(meta.file_type());
             return Err(Error::model(path, format!("is {kind}, not a regular file")));
         }

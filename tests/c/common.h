@@ -15,6 +15,20 @@
 
 #define TEST_PATH_MAX 4096
 
+#ifdef _WIN32
+/* The Windows build of the suite (tools/test-windows.sh): the POSIX file calls the tests use. */
+#include <direct.h>
+#include <io.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#define mkdir(path, mode) _mkdir(path)
+static inline char *mkdtemp(char *template_) {
+    if (_mktemp_s(template_, strlen(template_) + 1) != 0) return NULL;
+    return _mkdir(template_) == 0 ? template_ : NULL;
+}
+#endif
+
 /* ---- Checks: print where, what, and sam2_last_error_message; then exit(1). ---- */
 
 void test_check_failed(const char *file, int line, const char *what);
