@@ -89,9 +89,9 @@ CFLAGS=(-O2 -std=c11 -Wall -Werror -Iinclude -Itests/c -Iexamples/c -DSAM2_TEST_
 "$MINGW" "${CFLAGS[@]}" examples/c/demo.c examples/c/png_write.c -L"$LIB" -lsam2 -o "$OUT/bin/demo.exe"
 # The C tests that build on Windows (tests/c/common.h maps the few POSIX file calls they use);
 # the others need symbolic links, FIFOs, fork, dlopen of fake runtimes or setenv, and are not
-# ported: test_bad_input, test_runtime_*, test_stress, test_real_models.
+# ported: test_bad_input, test_runtime_*, test_real_models.
 PORTABLE=(test_lifecycle test_devices test_cache test_segment test_threads test_errors
-    test_embedding_files test_null_sweep)
+    test_embedding_files test_null_sweep test_stress)
 for t in "${PORTABLE[@]}"; do
     extra=()
     [ "$t" != test_null_sweep ] || extra=(tests/c/sweep.c)
@@ -105,7 +105,7 @@ run() { # name, program and arguments
     shift
     local start log="$OUT/$name.log"
     start=$(date +%s)
-    if env SAM2_MODELS="$(winpath "$SAM2_MODELS")" SAM2_TESTDATA="$(winpath "$SAM2_TESTDATA")" \
+    if env SAM2_MODELS="$(winpath "$SAM2_MODELS")" SAM2_TESTDATA="$(winpath "$SAM2_TESTDATA")" SAM2_STRESS_SECONDS=5 \
         SAM2_ONNXRUNTIME_PATH="$(winpath "$OUT/bin/onnxruntime.dll")" \
         timeout 900 "$WINE" "$@" >"$log" 2>&1; then
         say "ok: $name under Wine ($(($(date +%s) - start)) s)"
