@@ -27,6 +27,8 @@ args=()
 for a in "\$@"; do
     if [ "\$a" = -lgcc_s ]; then args+=(-lunwind); else args+=("\$a"); fi
 done
+# Zig's caches stay in the build tree, not in the user's home.
+export ZIG_GLOBAL_CACHE_DIR="$ROOT/target/glibc-$GLIBC/zig-cache" ZIG_LOCAL_CACHE_DIR="$ROOT/target/glibc-$GLIBC/zig-cache"
 exec "$PY" -m ziglang cc -target x86_64-linux-gnu.$GLIBC "\${args[@]}"
 EOS
 chmod +x "$LINKER"
