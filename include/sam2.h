@@ -973,6 +973,28 @@ sam2_status sam2_masks_low_res(const struct sam2_masks *masks,
                                uint32_t *out_side);
 
 /**
+ * Finds one encoder/decoder pair from `path` (NUL-terminated UTF-8): a directory holding exactly
+ * one pair, `DIR/NAME` for the pair called NAME in DIR, or the path of an encoder or decoder
+ * file. Three namings are recognised: samexporter's `NAME.encoder.onnx`/`NAME.decoder.onnx`,
+ * ONNX Runtime's tools' `NAME_image_encoder.onnx`/`NAME_image_decoder_multi.onnx` (else
+ * `NAME_image_decoder.onnx`), and the generator's `NAME_encoder.onnx`/`NAME_decoder.onnx`.
+ * Files are matched by name only; they are opened by `sam2_encoder_new`/`sam2_predictor_new`.
+ *
+ * The two paths are copied, NUL-terminated, into `encoder_path`/`decoder_path`;
+ * `*out_encoder_needed` and `*out_decoder_needed` (each may be NULL) receive the bytes each
+ * needs including the NUL, also when the call returns `SAM2_ERR_BUFFER_TOO_SMALL` (NULL
+ * buffers with length 0 ask for the sizes). No pair, or several, is `SAM2_ERR_MODEL` with a
+ * message listing the candidates; an unreadable directory is `SAM2_ERR_IO`.
+ */
+sam2_status sam2_find_model_pair(const char *path,
+                                 char *encoder_path,
+                                 size_t encoder_len,
+                                 size_t *out_encoder_needed,
+                                 char *decoder_path,
+                                 size_t decoder_len,
+                                 size_t *out_decoder_needed);
+
+/**
  * Fills `options` with the defaults and sets its `struct_size`; pass
  * `sizeof(sam2_predictor_options)` (see `sam2_encoder_options_init`).
  */

@@ -18,6 +18,7 @@ pub mod device;
 pub mod embedding;
 pub mod encoder;
 pub mod masks;
+pub mod model_pair;
 pub mod predictor;
 pub mod runtime;
 /// cbindgen:ignore
