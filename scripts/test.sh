@@ -41,6 +41,9 @@ step "Python reference check (onnxruntime's Python API, numpy pre/post-processin
 step "build libsam2.so with its test hooks (the C and C# suites link it; the packaging step builds the shipped one)"
 cargo build --release --lib --features test-support
 
+step "mask formats against pycocotools (RLE strings and counts, polygons rasterised back, through the C ABI)"
+"$SAM2_PYTHON" tools/mask_formats_check.py --lib "$ROOT/target/release/libsam2.so" --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
+
 step "C tests under ctest"
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
 cmake --build build/c -j 2 >/dev/null

@@ -1,0 +1,373 @@
+//! Masks as polygons with holes: a crack-following contour tracer, Douglas–Peucker
+//! simplification and a rasteriser to check the result against the mask.
+//!
+//! The tracer walks the edges between foreground and background pixels (the "cracks"), so every
+//! vertex lies on a pixel corner: `(x, y)` is the top-left corner of pixel `(x, y)`. Each edge is
+//! walked with the foreground on its right (image coordinates, y down), which makes outer rings
+//! clockwise on screen (positive shoelace area) and holes counter-clockwise. Where two
+//! foreground pixels touch only at a corner the walk turns left, joining them: foreground is
+//! 8-connected, background 4-connected, so every 8-connected component has exactly one outer ring.
+//!
+//! A pixel belongs to a set of rings when its centre lies inside them under the even-odd rule.
+//! At tolerance 0 the rings give back the mask exactly; a larger tolerance (in pixels) drops
+//! vertices closer than that to the simplified outline, and rings that collapse to fewer than
+//! three vertices are dropped.
+
+/// One connected component of a mask: its outer ring and the rings of its holes. Vertices are
+/// `[x, y]` pixel-corner coordinates; no ring repeats its first vertex at the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Polygon {
+    pub outer: Vec<[f32; 2]>,
+    pub holes: Vec<Vec<[f32; 2]>>,
+}
+
+/// Directions along the pixel grid: right, down, left, up (y grows downwards).
+const STEP: [(i64, i64); 4] = [(1, 0), (0, 1), (-1, 0), (0, -1)];
+
+struct Grid<'a> {
+    mask: &'a [u8],
+    width: usize,
+    height: usize,
+}
+
+impl Grid<'_> {
+    fn fg(&self, x: i64, y: i64) -> bool {
+        x >= 0
+            && y >= 0
+            && (x as usize) < self.width
+            && (y as usize) < self.height
+            && self.mask[y as usize * self.width + x as usize] != 0
+    }
+
+    /// Whether the boundary edge leaving corner `(x, y)` in direction `d` exists (foreground on
+    /// its right, background on its left).
+    fn has_edge(&self, x: i64, y: i64, d: usize) -> bool {
+        // The pixels on the right and on the left of the unit edge leaving (x, y) in direction d.
+        let (right, left) = match d {
+            0 => ((x, y), (x, y - 1)),
+            1 => ((x - 1, y), (x, y)),
+            2 => ((x - 1, y - 1), (x - 1, y)),
+            _ => ((x, y - 1), (x - 1, y - 1)),
+        };
+        self.fg(right.0, right.1) && !self.fg(left.0, left.1)
+    }
+
+    /// The edge the walk takes out of corner `(x, y)` after arriving in direction `incoming`:
+    /// the only one, or at a corner where two foreground pixels touch diagonally, the left turn.
+    fn next(&self, x: i64, y: i64, incoming: usize) -> usize {
+        for turn in [3, 0, 1] {
+            let d = (incoming + turn) % 4;
+            if self.has_edge(x, y, d) {
+                return d;
+            }
+        }
+        unreachable!("a boundary walk always has a way on")
+    }
+}
+
+/// Traces every ring of a row-major `height × width` mask (non-zero = foreground) and groups the
+/// holes with their outer rings, simplified with `tolerance` pixels (0 keeps every corner).
+/// Components come in raster order of their top-left pixel.
+pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec<Polygon> {
+    assert_eq!(mask.len(), width * height, "mask size");
+    let grid = Grid {
+        mask,
+        width,
+        height,
+    };
+    let labels = components(mask, width, height);
+    let mut polygons: Vec<Polygon> = Vec::new();
+    // The polygon of each component label (labels are numbered in raster order from 1).
+    let mut slot_of_label: Vec<usize> = Vec::new();
+    // Four bits per corner: the edges already walked.
+    let corners_w = width + 1;
+    let mut walked = vec![0u8; corners_w * (height + 1)];
+    for y in 0..=height as i64 {
+        for x in 0..=width as i64 {
+            for d in 0..4 {
+                let at = y as usize * corners_w + x as usize;
+                if walked[at] & (1 << d) != 0 || !grid.has_edge(x, y, d) {
+                    continue;
+                }
+                let ring = trace(&grid, &mut walked, x, y, d);
+                // The foreground pixel on the right of the first edge names the component.
+                let (px, py) = match d {
+                    0 => (x, y),
+                    1 => (x - 1, y),
+                    2 => (x - 1, y - 1),
+                    _ => (x, y - 1),
+                };
+                let label = labels[py as usize * width + px as usize] as usize;
+                let simplified = simplify(&ring, tolerance);
+                let is_hole = signed_area(&ring) < 0.0;
+                if slot_of_label.len() < label + 1 {
+                    slot_of_label.resize(label + 1, usize::MAX);
+                }
+                if slot_of_label[label] == usize::MAX {
+                    slot_of_label[label] = polygons.len();
+                    polygons.push(Polygon {
+                        outer: Vec::new(),
+                        holes: Vec::new(),
+                    });
+                }
+                let polygon = &mut polygons[slot_of_label[label]];
+                if simplified.len() < 3 {
+                    continue;
+                }
+                let points = simplified
+                    .iter()
+                    .map(|&(x, y)| [x as f32, y as f32])
+                    .collect();
+                if is_hole {
+                    polygon.holes.push(points);
+                } else {
+                    polygon.outer = points;
+                }
+            }
+        }
+    }
+    // A component whose outer ring simplified away is dropped with its holes.
+    polygons.retain(|p| !p.outer.is_empty());
+    polygons
+}
+
+/// Walks one ring from the edge leaving `(x0, y0)` in direction `d0`, marking its edges, and
+/// returns its corners (the vertices where the direction changes).
+fn trace(grid: &Grid<'_>, walked: &mut [u8], x0: i64, y0: i64, d0: usize) -> Vec<(i64, i64)> {
+    let corners_w = grid.width + 1;
+    let mut ring = Vec::new();
+    let (mut x, mut y, mut d) = (x0, y0, d0);
+    loop {
+        walked[y as usize * corners_w + x as usize] |= 1 << d;
+        x += STEP[d].0;
+        y += STEP[d].1;
+        let next = grid.next(x, y, d);
+        if next != d {
+            ring.push((x, y));
+        }
+        if (x, y, next) == (x0, y0, d0) {
+            break;
+        }
+        d = next;
+    }
+    ring
+}
+
+/// Twice the signed area (shoelace); positive for outer rings (clockwise on screen).
+fn signed_area(ring: &[(i64, i64)]) -> f64 {
+    let n = ring.len();
+    (0..n)
+        .map(|i| {
+            let (a, b) = (ring[i], ring[(i + 1) % n]);
+            (a.0 * b.1 - b.0 * a.1) as f64
+        })
+        .sum()
+}
+
+/// 8-connected component labels (0 = background, then 1, 2, … in raster order).
+fn components(mask: &[u8], width: usize, height: usize) -> Vec<u32> {
+    let mut labels = vec![0u32; mask.len()];
+    let mut next = 0u32;
+    let mut stack = Vec::new();
+    for start in 0..mask.len() {
+        if mask[start] == 0 || labels[start] != 0 {
+            continue;
+        }
+        next += 1;
+        labels[start] = next;
+        stack.push(start);
+        while let Some(i) = stack.pop() {
+            let (x, y) = ((i % width) as i64, (i / width) as i64);
+            for dy in -1..=1 {
+                for dx in -1..=1 {
+                    let (nx, ny) = (x + dx, y + dy);
+                    if nx < 0 || ny < 0 || nx >= width as i64 || ny >= height as i64 {
+                        continue;
+                    }
+                    let j = ny as usize * width + nx as usize;
+                    if mask[j] != 0 && labels[j] == 0 {
+                        labels[j] = next;
+                        stack.push(j);
+                    }
+                }
+            }
+        }
+    }
+    labels
+}
+
+/// Douglas–Peucker on a closed ring: the ring is split at its first vertex and the vertex
+/// farthest from it, and each half is simplified as an open line.
+fn simplify(ring: &[(i64, i64)], tolerance: f32) -> Vec<(i64, i64)> {
+    if tolerance <= 0.0 || ring.len() <= 3 {
+        return ring.to_vec();
+    }
+    let dist2 = |a: (i64, i64), b: (i64, i64)| ((a.0 - b.0).pow(2) + (a.1 - b.1).pow(2)) as f64;
+    let far = (1..ring.len())
+        .max_by(|&i, &j| dist2(ring[0], ring[i]).total_cmp(&dist2(ring[0], ring[j])))
+        .unwrap_or(0);
+    let mut keep = vec![false; ring.len()];
+    keep[0] = true;
+    keep[far] = true;
+    let closed: Vec<(i64, i64)> = ring.iter().copied().chain([ring[0]]).collect();
+    let tol = tolerance as f64;
+    mark(&closed, 0, far, tol, &mut keep);
+    mark(&closed, far, ring.len(), tol, &mut keep);
+    ring.iter()
+        .zip(&keep)
+        .filter(|(_, &k)| k)
+        .map(|(&p, _)| p)
+        .collect()
+}
+
+/// Marks the vertices strictly between `first` and `last` that the simplified line keeps.
+fn mark(points: &[(i64, i64)], first: usize, last: usize, tol: f64, keep: &mut [bool]) {
+    let mut stack = vec![(first, last)];
+    while let Some((a, b)) = stack.pop() {
+        if b <= a + 1 {
+            continue;
+        }
+        let (pa, pb) = (points[a], points[b]);
+        let (dx, dy) = ((pb.0 - pa.0) as f64, (pb.1 - pa.1) as f64);
+        let len = (dx * dx + dy * dy).sqrt();
+        let distance = |p: (i64, i64)| {
+            let (px, py) = ((p.0 - pa.0) as f64, (p.1 - pa.1) as f64);
+            if len == 0.0 {
+                (px * px + py * py).sqrt()
+            } else {
+                (px * dy - py * dx).abs() / len
+            }
+        };
+        let (far, d) = (a + 1..b)
+            .map(|i| (i, distance(points[i])))
+            .max_by(|x, y| x.1.total_cmp(&y.1))
+            .unwrap_or((a, 0.0));
+        if d > tol {
+            keep[far % keep.len()] = true;
+            stack.push((a, far));
+            stack.push((far, b));
+        }
+    }
+}
+
+/// Fills a row-major `height × width` mask from polygons: a pixel is set when its centre lies
+/// inside an odd number of the rings (all outer and hole rings together).
+pub fn rasterize(polygons: &[Polygon], width: usize, height: usize) -> Vec<u8> {
+    let mut mask = vec![0u8; width * height];
+    let rings: Vec<&Vec<[f32; 2]>> = polygons
+        .iter()
+        .flat_map(|p| std::iter::once(&p.outer).chain(&p.holes))
+        .collect();
+    let mut crossings = Vec::new();
+    for y in 0..height {
+        let cy = y as f64 + 0.5;
+        crossings.clear();
+        for ring in &rings {
+            let n = ring.len();
+            for i in 0..n {
+                let (a, b) = (ring[i], ring[(i + 1) % n]);
+                let (ay, by) = (a[1] as f64, b[1] as f64);
+                if (ay <= cy) != (by <= cy) {
+                    let t = (cy - ay) / (by - ay);
+                    crossings.push(a[0] as f64 + t * (b[0] as f64 - a[0] as f64));
+                }
+            }
+        }
+        crossings.sort_by(f64::total_cmp);
+        for pair in crossings.chunks_exact(2) {
+            // Pixels whose centre x + 0.5 lies in [pair[0], pair[1]).
+            let from = (pair[0] - 0.5).ceil().max(0.0) as usize;
+            let to = ((pair[1] - 0.5).ceil().max(0.0) as usize).min(width);
+            for x in from..to {
+                mask[y * width + x] = 1;
+            }
+        }
+    }
+    mask
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn from_rows(rows: &[&str]) -> (Vec<u8>, usize, usize) {
+        let w = rows[0].len();
+        let mask = rows
+            .iter()
+            .flat_map(|r| r.bytes().map(|b| (b == b'#') as u8))
+            .collect();
+        (mask, w, rows.len())
+    }
+
+    #[test]
+    fn a_square_with_a_hole_gives_one_outer_ring_and_one_hole() {
+        let (mask, w, h) = from_rows(&["......", ".####.", ".#..#.", ".####.", "......"]);
+        let p = polygons(&mask, w, h, 0.0);
+        assert_eq!(p.len(), 1);
+        assert_eq!(
+            p[0].outer,
+            vec![[5.0, 1.0], [5.0, 4.0], [1.0, 4.0], [1.0, 1.0]]
+        );
+        assert_eq!(p[0].holes.len(), 1);
+        assert_eq!(p[0].holes[0].len(), 4);
+        assert_eq!(rasterize(&p, w, h), mask);
+    }
+
+    #[test]
+    fn diagonal_neighbours_are_one_component_and_islands_in_holes_are_their_own() {
+        let (mask, w, h) = from_rows(&[
+            "#.......", ".#......", "..#####.", "..#...#.", "..#.#.#.", "..#...#.", "..#####.",
+        ]);
+        let p = polygons(&mask, w, h, 0.0);
+        // The diagonal run joins the frame (8-connected); the island in the hole is its own.
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!(p[0].holes.len(), 1);
+        assert!(p[1].holes.is_empty());
+        assert_eq!(rasterize(&p, w, h), mask);
+    }
+
+    #[test]
+    fn random_masks_rasterise_back_exactly_at_tolerance_zero() {
+        let mut state = 9u64;
+        for (w, h) in [(1, 1), (17, 9), (40, 33), (64, 1)] {
+            let mask: Vec<u8> = (0..w * h)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((state >> 61) < 4) as u8
+                })
+                .collect();
+            let p = polygons(&mask, w, h, 0.0);
+            assert_eq!(rasterize(&p, w, h), mask, "{w}x{h}");
+        }
+    }
+
+    #[test]
+    fn simplification_drops_vertices_and_stays_close() {
+        // A disc of radius 40: its staircase outline has hundreds of corners.
+        let (w, h) = (100, 100);
+        let mask: Vec<u8> = (0..w * h)
+            .map(|i| {
+                let (x, y) = ((i % w) as f64 + 0.5 - 50.0, (i / w) as f64 + 0.5 - 50.0);
+                (x * x + y * y <= 1600.0) as u8
+            })
+            .collect();
+        let exact = polygons(&mask, w, h, 0.0);
+        let simple = polygons(&mask, w, h, 1.0);
+        assert!(simple[0].outer.len() * 3 < exact[0].outer.len());
+        let back = rasterize(&simple, w, h);
+        let both = back
+            .iter()
+            .zip(&mask)
+            .filter(|(a, b)| **a & **b != 0)
+            .count();
+        let either = back
+            .iter()
+            .zip(&mask)
+            .filter(|(a, b)| **a | **b != 0)
+            .count();
+        assert!(both as f64 / either as f64 > 0.97);
+        assert!(polygons(&[0; 12], 4, 3, 0.0).is_empty());
+    }
+}
