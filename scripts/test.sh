@@ -31,9 +31,11 @@ python3 tools/check_links.py $(git ls-files '*.md')
 step "cargo clippy -- -D warnings (the shipped library, then every target with the test hooks)"
 cargo clippy --release --lib -- -D warnings
 cargo clippy --release --all-targets -- -D warnings
+cargo clippy --release -p sam2-cli --all-targets -- -D warnings
 
-step "cargo test (unit, integration, header check)"
+step "cargo test (unit, integration, header check; then the sam2 command)"
 cargo test --release
+cargo test --release -p sam2-cli
 
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
