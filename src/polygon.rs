@@ -24,19 +24,29 @@ pub struct Polygon {
 /// Directions along the pixel grid: right, down, left, up (y grows downwards).
 const STEP: [(i64, i64); 4] = [(1, 0), (0, 1), (-1, 0), (0, -1)];
 
-struct Grid<'a> {
-    mask: &'a [u8],
+/// The mask with a one-pixel background border, so that every neighbour lookup of a pixel in
+/// `-1..=width` × `-1..=height` is a plain index.
+struct Grid {
+    cells: Vec<u8>,
     width: usize,
-    height: usize,
 }
 
-impl Grid<'_> {
+impl Grid {
+    fn new(mask: &[u8], width: usize, height: usize) -> Self {
+        let mut cells = vec![0u8; (width + 2) * (height + 2)];
+        for (y, row) in mask.chunks_exact(width).enumerate() {
+            let out = &mut cells[(y + 1) * (width + 2) + 1..][..width];
+            for (o, &v) in out.iter_mut().zip(row) {
+                *o = (v != 0) as u8;
+            }
+        }
+        Grid { cells, width }
+    }
+
+    /// Pixel `(x, y)`, for `x` in `-1..=width` and `y` in `-1..=height` (outside is background).
+    #[inline]
     fn fg(&self, x: i64, y: i64) -> bool {
-        x >= 0
-            && y >= 0
-            && (x as usize) < self.width
-            && (y as usize) < self.height
-            && self.mask[y as usize * self.width + x as usize] != 0
+        self.cells[(y + 1) as usize * (self.width + 2) + (x + 1) as usize] != 0
     }
 
     /// Whether the boundary edge leaving corner `(x, y)` in direction `d` exists (foreground on
@@ -70,20 +80,25 @@ impl Grid<'_> {
 /// Components come in raster order of their top-left pixel.
 pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec<Polygon> {
     assert_eq!(mask.len(), width * height, "mask size");
-    let grid = Grid {
-        mask,
-        width,
-        height,
+    // Only the corners of the foreground's box can carry edges.
+    let Some([bx0, by0, bx1, by1]) = foreground_box(mask, width, height) else {
+        return Vec::new();
     };
-    let labels = components(mask, width, height);
+    let grid = Grid::new(mask, width, height);
+    let components = Components::new(&grid, by0, by1);
     let mut polygons: Vec<Polygon> = Vec::new();
-    // The polygon of each component label (labels are numbered in raster order from 1).
-    let mut slot_of_label: Vec<usize> = Vec::new();
+    // The polygon of each component (by its root run).
+    let mut slot_of_component = vec![usize::MAX; components.parent.len()];
     // Four bits per corner: the edges already walked.
     let corners_w = width + 1;
     let mut walked = vec![0u8; corners_w * (height + 1)];
-    for y in 0..=height as i64 {
-        for x in 0..=width as i64 {
+    for y in by0 as i64..=by1 as i64 + 1 {
+        for x in bx0 as i64..=bx1 as i64 + 1 {
+            // A corner whose four pixels agree has no edge: most corners, skipped cheaply.
+            let a = grid.fg(x - 1, y - 1);
+            if grid.fg(x, y - 1) == a && grid.fg(x - 1, y) == a && grid.fg(x, y) == a {
+                continue;
+            }
             for d in 0..4 {
                 let at = y as usize * corners_w + x as usize;
                 if walked[at] & (1 << d) != 0 || !grid.has_edge(x, y, d) {
@@ -97,20 +112,17 @@ pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec
                     2 => (x - 1, y - 1),
                     _ => (x, y - 1),
                 };
-                let label = labels[py as usize * width + px as usize] as usize;
+                let component = components.of(px as usize, py as usize);
                 let simplified = simplify(&ring, tolerance);
                 let is_hole = signed_area(&ring) < 0.0;
-                if slot_of_label.len() < label + 1 {
-                    slot_of_label.resize(label + 1, usize::MAX);
-                }
-                if slot_of_label[label] == usize::MAX {
-                    slot_of_label[label] = polygons.len();
+                if slot_of_component[component] == usize::MAX {
+                    slot_of_component[component] = polygons.len();
                     polygons.push(Polygon {
                         outer: Vec::new(),
                         holes: Vec::new(),
                     });
                 }
-                let polygon = &mut polygons[slot_of_label[label]];
+                let polygon = &mut polygons[slot_of_component[component]];
                 if simplified.len() < 3 {
                     continue;
                 }
@@ -133,7 +145,7 @@ pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec
 
 /// Walks one ring from the edge leaving `(x0, y0)` in direction `d0`, marking its edges, and
 /// returns its corners (the vertices where the direction changes).
-fn trace(grid: &Grid<'_>, walked: &mut [u8], x0: i64, y0: i64, d0: usize) -> Vec<(i64, i64)> {
+fn trace(grid: &Grid, walked: &mut [u8], x0: i64, y0: i64, d0: usize) -> Vec<(i64, i64)> {
     let corners_w = grid.width + 1;
     let mut ring = Vec::new();
     let (mut x, mut y, mut d) = (x0, y0, d0);
@@ -164,36 +176,114 @@ fn signed_area(ring: &[(i64, i64)]) -> f64 {
         .sum()
 }
 
-/// 8-connected component labels (0 = background, then 1, 2, … in raster order).
-fn components(mask: &[u8], width: usize, height: usize) -> Vec<u32> {
-    let mut labels = vec![0u32; mask.len()];
-    let mut next = 0u32;
-    let mut stack = Vec::new();
-    for start in 0..mask.len() {
-        if mask[start] == 0 || labels[start] != 0 {
-            continue;
+/// Inclusive `[x0, y0, x1, y1]` of the foreground, `None` when there is none.
+fn foreground_box(mask: &[u8], width: usize, height: usize) -> Option<[usize; 4]> {
+    let rows_with = |y: &usize| mask[y * width..(y + 1) * width].iter().any(|&v| v != 0);
+    let y0 = (0..height).find(rows_with)?;
+    let y1 = (0..height).rev().find(rows_with)?;
+    let (mut x0, mut x1) = (width, 0);
+    for y in y0..=y1 {
+        let row = &mask[y * width..(y + 1) * width];
+        if let Some(first) = row.iter().position(|&v| v != 0) {
+            x0 = x0.min(first);
+            x1 = x1.max(row.iter().rposition(|&v| v != 0).unwrap_or(first));
         }
-        next += 1;
-        labels[start] = next;
-        stack.push(start);
-        while let Some(i) = stack.pop() {
-            let (x, y) = ((i % width) as i64, (i / width) as i64);
-            for dy in -1..=1 {
-                for dx in -1..=1 {
-                    let (nx, ny) = (x + dx, y + dy);
-                    if nx < 0 || ny < 0 || nx >= width as i64 || ny >= height as i64 {
-                        continue;
-                    }
-                    let j = ny as usize * width + nx as usize;
-                    if mask[j] != 0 && labels[j] == 0 {
-                        labels[j] = next;
-                        stack.push(j);
-                    }
+    }
+    Some([x0, y0, x1, y1])
+}
+
+/// 8-connected components of the foreground, as runs of foreground pixels per row joined by
+/// union-find: a run touches the runs of the row above that overlap it or meet it diagonally.
+struct Components {
+    /// Per row `y0..=y1`, the index of its first run in `runs` (and a final end marker).
+    row_start: Vec<usize>,
+    y0: usize,
+    /// Inclusive `(x_first, x_last)` of each run.
+    runs: Vec<(usize, usize)>,
+    parent: Vec<usize>,
+}
+
+impl Components {
+    fn new(grid: &Grid, y0: usize, y1: usize) -> Self {
+        let mut c = Components {
+            row_start: Vec::with_capacity(y1 - y0 + 2),
+            y0,
+            runs: Vec::new(),
+            parent: Vec::new(),
+        };
+        for y in y0..=y1 {
+            c.row_start.push(c.runs.len());
+            let row = &grid.cells[(y + 1) * (grid.width + 2)..][..grid.width + 2];
+            let mut x = 1;
+            while x <= grid.width {
+                if row[x] == 0 {
+                    x += 1;
+                    continue;
+                }
+                let first = x;
+                while row[x] != 0 {
+                    x += 1;
+                }
+                c.parent.push(c.runs.len());
+                c.runs.push((first - 1, x - 2));
+            }
+        }
+        c.row_start.push(c.runs.len());
+        for row in 1..c.row_start.len() - 1 {
+            let (above, here) = (
+                c.row_start[row - 1]..c.row_start[row],
+                c.row_start[row]..c.row_start[row + 1],
+            );
+            let mut a = above.start;
+            for r in here {
+                let (first, last) = c.runs[r];
+                // Runs above that end before this one's diagonal neighbour cannot touch it or
+                // any later run of this row.
+                while a < above.end && c.runs[a].1 + 1 < first {
+                    a += 1;
+                }
+                let mut k = a;
+                while k < above.end && c.runs[k].0 <= last + 1 {
+                    c.union(r, k);
+                    k += 1;
                 }
             }
         }
+        c
     }
-    labels
+
+    fn find(&self, mut r: usize) -> usize {
+        while self.parent[r] != r {
+            r = self.parent[r];
+        }
+        r
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            // The earlier run stays the root: roots then follow raster order.
+            let (lo, hi) = (ra.min(rb), ra.max(rb));
+            self.parent[hi] = lo;
+        }
+        // Path compression along a's and b's chains.
+        for start in [a, b] {
+            let mut r = start;
+            while self.parent[r] != r {
+                let next = self.parent[r];
+                self.parent[r] = self.find(next);
+                r = next;
+            }
+        }
+    }
+
+    /// The component (its root run) of foreground pixel `(x, y)`.
+    fn of(&self, x: usize, y: usize) -> usize {
+        let row = y - self.y0;
+        let runs = &self.runs[self.row_start[row]..self.row_start[row + 1]];
+        let i = runs.partition_point(|&(_, last)| last < x);
+        self.find(self.row_start[row] + i)
+    }
 }
 
 /// Douglas–Peucker on a closed ring: the ring is split at its first vertex and the vertex
@@ -340,6 +430,75 @@ mod tests {
                 .collect();
             let p = polygons(&mask, w, h, 0.0);
             assert_eq!(rasterize(&p, w, h), mask, "{w}x{h}");
+        }
+    }
+
+    /// 8-connected component sizes by flood fill, in raster order of their first pixel.
+    fn component_sizes(mask: &[u8], w: usize, h: usize) -> Vec<usize> {
+        let mut seen = vec![false; mask.len()];
+        let mut sizes = Vec::new();
+        for start in 0..mask.len() {
+            if mask[start] == 0 || seen[start] {
+                continue;
+            }
+            let (mut stack, mut size) = (vec![start], 0);
+            seen[start] = true;
+            while let Some(i) = stack.pop() {
+                size += 1;
+                let (x, y) = ((i % w) as i64, (i / w) as i64);
+                for (dx, dy) in (-1..=1).flat_map(|dx| (-1..=1).map(move |dy| (dx, dy))) {
+                    let (nx, ny) = (x + dx, y + dy);
+                    if nx >= 0 && ny >= 0 && nx < w as i64 && ny < h as i64 {
+                        let j = ny as usize * w + nx as usize;
+                        if mask[j] != 0 && !seen[j] {
+                            seen[j] = true;
+                            stack.push(j);
+                        }
+                    }
+                }
+            }
+            sizes.push(size);
+        }
+        sizes
+    }
+
+    fn area(ring: &[[f32; 2]]) -> f64 {
+        let n = ring.len();
+        (0..n)
+            .map(|i| {
+                let (a, b) = (ring[i], ring[(i + 1) % n]);
+                (a[0] as f64 * b[1] as f64 - b[0] as f64 * a[1] as f64) / 2.0
+            })
+            .sum()
+    }
+
+    #[test]
+    fn each_component_is_its_outer_ring_less_its_holes() {
+        let mut state = 3u64;
+        for (w, h, density) in [(30, 20, 5), (64, 48, 4), (50, 50, 3), (7, 90, 4)] {
+            let mask: Vec<u8> = (0..w * h)
+                .map(|_| {
+                    state = state
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((state >> 61) < density) as u8
+                })
+                .collect();
+            let p = polygons(&mask, w, h, 0.0);
+            let sizes = component_sizes(&mask, w, h);
+            assert_eq!(p.len(), sizes.len(), "{w}x{h}: one polygon per component");
+            for (polygon, &size) in p.iter().zip(&sizes) {
+                assert!(
+                    area(&polygon.outer) > 0.0,
+                    "outer rings are clockwise on screen"
+                );
+                let holes: f64 = polygon.holes.iter().map(|r| area(r)).sum();
+                assert!(
+                    polygon.holes.iter().all(|r| area(r) < 0.0),
+                    "holes turn the other way"
+                );
+                assert_eq!(area(&polygon.outer) + holes, size as f64, "{w}x{h}");
+            }
         }
     }
 

@@ -229,7 +229,9 @@ int main(void) {
     sam2_predictor *predictor = test_open_predictor(encoder, "tiny_a");
     sam2_embedding *embedding = test_encode(encoder, &image);
     size_t plane = (size_t)image.width * image.height;
+    /* Under valgrind, one single shape and one pair of twins (two components) cover every path. */
     for (int i = 0; i < SHAPE_COUNT; i++) {
+        if (test_under_valgrind() && i != RED_DISC && i != TWIN_LEFT) continue;
         sam2_point click = {TEST_SHAPES[i].click[0], TEST_SHAPES[i].click[1], SAM2_POINT_POSITIVE};
         sam2_prompt prompt = test_points_prompt(&click, 1);
         sam2_masks *masks = test_predict1(predictor, embedding, &prompt);
