@@ -101,7 +101,12 @@ impl Failure {
             Error::Io { .. } => io,
             _ => exit::INTERNAL,
         };
-        Failure::new(code, error.to_string())
+        let mut message = error.to_string();
+        if matches!(error, Error::EnvironmentConfiguration(_)) {
+            message
+                .push_str(" (with this command: --onnxruntime LIB names the ONNX Runtime to load)");
+        }
+        Failure::new(code, message)
     }
 }
 

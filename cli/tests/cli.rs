@@ -463,6 +463,25 @@ fn errors_are_one_line_with_the_documented_exit_codes() {
             6,
             "cannot",
         ),
+        // DirectML never exists on this platform: asked for and refused, whatever the build.
+        (
+            vec![
+                "segment",
+                p,
+                "--model",
+                &m,
+                "--point",
+                "1,2",
+                "--device",
+                "directml",
+                "--on-mismatch",
+                "fail",
+                "-o",
+                o,
+            ],
+            5,
+            "DmlExecutionProvider",
+        ),
     ];
     for (args, expected, fragment) in cases {
         let run = sam2(&args);
@@ -476,6 +495,16 @@ fn errors_are_one_line_with_the_documented_exit_codes() {
         assert_eq!(text.trim_end().lines().count(), 1, "one line: {text:?}");
         assert!(text.starts_with("sam2: "), "{text:?}");
     }
+    // The default policy falls back with a warning and segments on the CPU.
+    let run = sam2(&[
+        "segment", p, "--model", &m, "--point", "100,112", "--device", "directml", "-o", o,
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("sam2: warning: encoder"),
+        "{}",
+        stderr(&run)
+    );
     let help = sam2(&["--help"]);
     assert_eq!(code(&help), 0);
     let text = String::from_utf8_lossy(&help.stdout);
