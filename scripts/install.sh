@@ -15,8 +15,8 @@
 #   --libdir DIR      relative to the prefix; default lib (e.g. lib/x86_64-linux-gnu)
 #   --includedir DIR  relative to the prefix; default include
 #   --no-build        install target/release/libsam2.so (and target/release/sam2, when built) as they
-#                     are (e.g. `cargo build --release --lib -p sam2 -p sam2-cli` as yourself, then
-#                     `sudo scripts/install.sh --no-build`)
+#                     are (e.g. `cargo build --release --lib && cargo build --release -p sam2-cli`
+#                     as yourself, then `sudo scripts/install.sh --no-build`)
 #   --no-rpath        leave -Wl,-rpath out of sam2.pc (the default leaves it out only for /usr)
 #   DESTDIR=DIR       (environment) stage the files under DIR/PREFIX, for packagers
 #
