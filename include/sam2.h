@@ -1196,6 +1196,13 @@ sam2_status sam2_last_error_message(char *buf,
  * asking for a different file gives `SAM2_ERR_ENVIRONMENT_CONFIGURATION`; asking for the same
  * (or NULL) returns `SAM2_OK`. Fails with `SAM2_ERR_RUNTIME_NOT_FOUND`, naming every path
  * tried, when nothing usable loads. Thread-safe.
+ *
+ * The process environment: ONNX Runtime writes telemetry files under `~/.cache/Microsoft/` unless
+ * `ORT_DISABLE_TELEMETRY` is set when it loads, and it has no other switch for that. So, only
+ * when that variable is unset, the library sets `ORT_DISABLE_TELEMETRY=1` (`setenv`), once, just
+ * before it loads ONNX Runtime: here, or in the first call that needs the runtime. A host whose
+ * other threads may call `getenv` at that moment should set the variable itself (any value is
+ * obeyed, and the environment is then never written), or call this function before starting them.
  */
 sam2_status sam2_runtime_init(const char *onnxruntime_path);
 

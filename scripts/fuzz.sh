@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of untrusted bytes for a bounded time each (default 60 s): the embedding-
 # file loader, the ONNX splitter, host pixel buffers and prompt batches (the checks are in
-# src/test_support/fuzzing.rs). Corpora are seeded with real files and the committed regression inputs.
+# src/test_support/fuzzing.rs). Corpora are seeded with real files, the committed seeds and
+# regression inputs.
 # Prints the executions run per target (and writes them to $SAM2_REPORT_DIR/fuzz.tsv when set).
 # A crash stops the script: keep its input as a regression test by copying it from
 # fuzz/artifacts/<target>/ to fuzz/regressions/<target>/ (tests/fuzz_regressions.rs replays it).
@@ -19,10 +20,12 @@ TARGETS=("$@")
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export RUSTC_BOOTSTRAP=1
 
-# Seeds: real embedding files (one per contract family), real models, and every regression.
+# Seeds: real embedding files (one per contract family), real models, the committed seeds
+# (fuzz/seeds/<target>/: hostile cut-down real-architecture models, written by
+# tools/hostile_seeds.py) and every regression.
 for t in "${TARGETS[@]}"; do
     mkdir -p "fuzz/corpus/$t"
-    cp -n fuzz/regressions/"$t"/* "fuzz/corpus/$t/" 2>/dev/null || true
+    cp -n fuzz/seeds/"$t"/* fuzz/regressions/"$t"/* "fuzz/corpus/$t/" 2>/dev/null || true
 done
 if [ -d fuzz/corpus/embedding_file ] && [ -z "$(ls fuzz/corpus/embedding_file/*.sam2 2>/dev/null)" ]; then
     cargo run --release --quiet --example write_seed_embeddings -- fuzz/corpus/embedding_file >/dev/null

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The reliability report: bad input per entry point, fuzzing, kills during save, the soak, the
-# stress test and valgrind, in one table. Each figure comes from a run that measures it:
+# The reliability report: bad input per entry point, hostile model files, fuzzing, kills during
+# save, the soak and the stress test (generated and real SAM2.1 tiny models) and valgrind, in one
+# table. Each figure comes from a run that measures it:
 #
-#   scripts/reliability.sh           run everything (about 8 minutes on 2 cores), then the table
+#   scripts/reliability.sh           run everything (about 20 minutes on 2 cores), then the table
 #   scripts/reliability.sh --long    longer runs: fuzz 5 min a target, 1000 kills, a soak on the
-#                                    SAM2-sized bench model too, 5 min of stress (about 40 min)
+#                                    SAM2-sized bench model too, longer soaks, 5 min of stress on
+#                                    each model set (about 75 min)
 #   scripts/reliability.sh --print   only print the table from the last run's figures
 #
 # scripts/test.sh produces the same figures in its own steps (short settings) and ends with
@@ -20,26 +22,35 @@ step() { printf '\n==> %s\n' "$*"; }
 
 if [ "$MODE" != "--print" ]; then
     case "$MODE" in
-        standard) fuzz_seconds=60; kills=500; stress=30; soak="600 6000" ;;
-        --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000" ;;
+        standard) fuzz_seconds=60; kills=500; stress=30; soak="600 6000"; real_stress=60; real_soak="40 400" ;;
+        --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000"; real_stress=300; real_soak="150 1500" ;;
         *) echo "usage: $0 [--long | --print]" >&2; exit 2 ;;
     esac
     . tools/setup.sh
+    . tools/setup-real.sh
     rm -f "$SAM2_REPORT_DIR"/*.tsv
     step "build (with the test hooks the C suite uses)"
     cargo build --release --lib --features test-support
     cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
     cmake --build build/c -j 2 >/dev/null
-    step "bad input on every entry point"
-    (cd build/c && ctest --output-on-failure -R '^test_bad_input$')
+    step "bad input on every entry point: the NULL sweep and every other bad value"
+    (cd build/c && ctest --output-on-failure -R '^(test_null_sweep|test_bad_input)$')
+    step "hostile model files: the real SAM2.1 tiny exports truncated, flipped, pointing outside, huge"
+    cargo test --release --test hostile_models
     step "stress: ${stress} s on shared handles"
     (cd build/c && SAM2_STRESS_SECONDS="$stress" ./test_stress)
+    step "stress on the real SAM2.1 tiny exports: ${real_stress} s"
+    (cd build/c && SAM2_STRESS_MODELS=real SAM2_STRESS_SECONDS="$real_stress" ./test_stress)
     step "kill during save: $kills kills"
     SAM2_KILL_TRIALS="$kills" cargo test --release --test embedding_file kill_during_save -- --nocapture
     read -r encodes predicts <<<"$soak"
     step "soak: $encodes encodes, $predicts predicts (tiny models)"
     SAM2_SOAK_ENCODES="$encodes" SAM2_SOAK_PREDICTS="$predicts" \
         cargo test --release --test soak -- --nocapture
+    read -r encodes predicts <<<"$real_soak"
+    step "soak: $encodes encodes, $predicts predicts (the real SAM2.1 tiny pair)"
+    SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES="$encodes" SAM2_SOAK_PREDICTS="$predicts" \
+        SAM2_SOAK_REPORT=soak-real.tsv cargo test --release --test soak -- --nocapture
     if [ "$MODE" = "--long" ]; then
         step "soak on the bench model (SAM2-sized): 150 encodes, 1500 predicts"
         mv "$SAM2_REPORT_DIR/soak.tsv" "$SAM2_REPORT_DIR/soak-tiny.tsv"
@@ -74,24 +85,47 @@ def line(text="", *cells):
 print("sam2 reliability report")
 print("=" * 92)
 
-# Bad input, per entry point of the header.
+# Bad input, per entry point of the header: NULL in every pointer argument
+# (tests/c/test_null_sweep.c) and every other bad value (tests/c/test_bad_input.c).
 exports = sorted(set(re.findall(r"\b(sam2_[a-z0-9_]+)\(", open(header).read())))
+nulls = {r["entry"]: r for r in rows("null_sweep.tsv")}
 bad = {r["entry"]: r for r in rows("bad_input.tsv")}
-if bad:
-    line(f"{'Bad input (tests/c/test_bad_input.c)':<60}", f"{'inputs':>10}", f"{'handled':>10}", f"{'goal':>10}")
-    tried = handled = 0
+if bad or nulls:
+    line(f"{'Bad input (tests/c/test_null_sweep.c, test_bad_input.c)':<56}", f"{'NULL':>6}", f"{'values':>8}",
+         f"{'handled':>9}", f"{'goal':>6}")
+    tried = handled = null_total = 0
     for e in exports:
-        r = bad.get(e)
-        if r is None:
-            line(f"  {e:<58}", f"{'-':>10}", f"{'-':>10}", f"{'(no arguments)':>16}")
+        n, v = nulls.get(e), bad.get(e)
+        if n is None and v is None:
+            line(f"  {e:<54}", f"{'-':>6}", f"{'-':>8}", f"{'-':>9}", f"{'(no arguments)':>16}")
             continue
-        t, h = int(r["inputs"]), int(r["handled"])
-        tried, handled = tried + t, handled + h
-        line(f"  {e:<58}", f"{t:>10}", f"{h:>10}", f"{'all':>10}", "" if h == t else "   NOT MET")
-        if h != t:
+        tn = int(n["inputs"]) if n else 0
+        tv = int(v["inputs"]) if v else 0
+        h = (int(n["handled"]) if n else 0) + (int(v["handled"]) if v else 0)
+        tried, handled, null_total = tried + tn + tv, handled + h, null_total + tn
+        line(f"  {e:<54}", f"{tn:>6}", f"{tv:>8}", f"{h:>9}", f"{'all':>6}", "" if h == tn + tv else "   NOT MET")
+        if h != tn + tv:
             failed.append(f"bad input: {e}")
-    line(f"  {'every entry point (' + str(len(exports)) + ')':<58}", f"{tried:>10}", f"{handled:>10}", f"{'all':>10}",
-         "" if tried == handled else "   NOT MET")
+    line(f"  {'every entry point (' + str(len(exports)) + ')':<54}", f"{null_total:>6}", f"{tried - null_total:>8}",
+         f"{handled:>9}", f"{'all':>6}", "" if tried == handled else "   NOT MET")
+    print()
+
+hostile = []
+for kind in ["truncated", "bit_flipped", "external_data", "huge_dimensions"]:
+    hostile += rows(f"hostile_{kind}.tsv")
+if hostile:
+    line(f"{'Hostile real-model files (tests/hostile_models.rs)':<56}", f"{'cases':>6}", f"{'refused':>8}",
+         f"{'ran':>9}", f"{'other':>6}")
+    what = {"truncated": "truncated: header, node list, a weight, the end",
+            "bit_flipped": "a flipped bit (nodes, weights, tail): refused or runs",
+            "external_data": "external data outside the directory, never opened",
+            "huge_dimensions": "huge declared dimensions (inputs, initializers)"}
+    for r in hostile:
+        bad_cases = int(r["failed"])
+        line(f"  {what.get(r['kind'], r['kind']):<54}", f"{r['cases']:>6}", f"{r['model_errors']:>8}", f"{r['ran']:>9}",
+             f"{bad_cases:>6}", "" if bad_cases == 0 else "   NOT MET")
+        if bad_cases:
+            failed.append(f"hostile models: {r['kind']}")
     print()
 
 fuzz = rows("fuzz.tsv")
@@ -116,8 +150,8 @@ if kill:
     print()
 
 mib = lambda b: int(b) / (1 << 20)
-for name, title in [("soak.tsv", "tiny models"), ("soak-bench.tsv", "bench model")]:
-    soak = rows(name) if name == "soak.tsv" or os.path.exists(os.path.join(report_dir, name)) else []
+for name, title in [("soak.tsv", "tiny models"), ("soak-real.tsv", "real SAM2.1 tiny"), ("soak-bench.tsv", "bench model")]:
+    soak = rows(name) if name != "soak-bench.tsv" or os.path.exists(os.path.join(report_dir, name)) else []
     for r in soak:
         g = float(r["growth"])
         line(f"Soak (tests/soak.rs), {title}: {r['pairs']}, {r['encodes']} encodes, {r['predicts']} predicts")
@@ -126,19 +160,23 @@ for name, title in [("soak.tsv", "tiny models"), ("soak-bench.tsv", "bench model
         a = int(r["arena_end"]) / max(1, int(r["arena_warm"]))
         line(f"  {'ONNX Runtime CPU arena after warm-up -> end (MiB)':<58}", f"{mib(r['arena_warm']):>10.1f}",
              f"{mib(r['arena_end']):>10.1f}", f"{a:>7.3f}x", f"{'<=1.1x':>8}", "" if a <= 1.1 else "   NOT MET")
-        if g > 1.1 or a > 1.1:
+        calls = int(r.get("failed") or 0)
+        line(f"  {'calls that failed':<58}", f"{'':>10}", f"{calls:>10}", f"{'':>8}", f"{'0':>8}", "" if calls == 0 else "   NOT MET")
+        if g > 1.1 or a > 1.1 or calls:
             failed.append(f"soak ({title})")
         print()
 
-stress = rows("stress.tsv")
-if stress:
+for name, title in [("stress.tsv", "tiny models"), ("stress-real.tsv", "real SAM2.1 tiny")]:
+    stress = rows(name)
+    if not stress:
+        continue
     r = stress[0]
-    line(f"{'Stress (tests/c/test_stress.c), shared handles':<60}", f"{'iterations':>10}", f"{'mismatch':>10}", f"{'failed':>8}", f"{'goal':>6}")
+    line(f"{'Stress (test_stress.c), ' + title + ', shared handles':<60}", f"{'iterations':>10}", f"{'mismatch':>10}", f"{'failed':>8}", f"{'goal':>6}")
     bad_results = int(r["mismatches"]) + int(r["failures"])
     line(f"  {r['threads'] + ' threads, ' + r['seconds'] + ' s (' + r['predicts'] + ' predicts, ' + r['encodes'] + ' encodes, ' + r['files'] + ' file round trips)':<58}",
          f"{r['iterations']:>10}", f"{r['mismatches']:>10}", f"{r['failures']:>8}", f"{0:>6}", "" if bad_results == 0 else "   NOT MET")
     if bad_results:
-        failed.append("stress")
+        failed.append(f"stress ({title})")
     print()
 
 vg = rows("valgrind.tsv")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs every test: Rust (unit, integration, header check), the Python reference check, the C
-# suite under ctest (and once more under valgrind), a short fuzzing run, the C# suite under Mono,
-# the packaging test (tools/test-packaging.sh), and format/lint checks; then prints the
+# Runs every test: Rust (unit, integration, header check), a short soak on the real SAM2.1 tiny
+# pair, the Python reference check, the C suite under ctest (the stress run on generated and real
+# models among it; once more under valgrind), a short fuzzing run, the C# suite under Mono, the
+# Windows build under Wine (tools/test-windows.sh), the packaging test (tools/test-packaging.sh),
+# and format/lint checks; then prints the
 # reliability report (scripts/reliability.sh --print).
 # Does its own set-up (tools/setup.sh) and is safe to run again: nothing is downloaded twice.
 # Every suite is run with `bash path`, never behind an `if [ -x … ]`: a suite whose file lost its
@@ -37,6 +39,10 @@ step "cargo test (unit, integration, header check; then the sam2 command)"
 cargo test --release
 cargo test --release -p sam2-cli
 
+step "soak on the real SAM2.1 tiny pair, short (scripts/reliability.sh runs it longer)"
+SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
+    SAM2_SOAK_REPORT=soak-real.tsv cargo test --release --test soak -- --nocapture
+
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
@@ -59,6 +65,9 @@ bash scripts/fuzz.sh 10
 
 step "C# tests under Mono"
 bash tools/test-csharp.sh
+
+step "other platforms: macOS and Linux arm64 checked, Windows x64 built and run under Wine"
+bash tools/test-platforms.sh
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
 bash tools/test-packaging.sh

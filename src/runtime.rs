@@ -19,6 +19,7 @@ use ort::environment::Environment;
 
 use crate::error::{Error, Result};
 use crate::log::{self, LogLevel};
+use crate::platform;
 
 /// The environment variable naming the ONNX Runtime library to load.
 pub(crate) const ENV_VAR: &str = "SAM2_ONNXRUNTIME_PATH";
@@ -203,11 +204,26 @@ fn check_same(rt: &Runtime, explicit: Option<&Path>) -> Result<RuntimeInfo> {
     Ok(rt.info.clone())
 }
 
-/// ONNX Runtime 1.31 writes a device id and a usage database under `$XDG_CACHE_HOME` (or
-/// `~/.cache`) `/Microsoft/DeveloperTools/` when it loads, unless `ORT_DISABLE_TELEMETRY` is set;
-/// `DisableTelemetryEvents` alone does not stop it. A library must not write into its host's home,
-/// so the variable is set (unless the host set it) before the runtime is loaded. This happens
-/// once, under the initialisation lock, before any ONNX Runtime thread exists.
+/// ONNX Runtime 1.31 writes a device id and a telemetry database under `$HOME/.cache/Microsoft/
+/// DeveloperTools/.onnxruntime/` when its first environment is created, unless telemetry is
+/// switched off for the whole process at that moment. The only switches it reads are environment
+/// variables (`ORT_DISABLE_TELEMETRY`, `ORT_RUNNING_UNIT_TESTS`, CI variables such as `CI`):
+/// `DisableTelemetryEvents` (ort's `with_telemetry(false)`) only mutes events of an uploader that
+/// already exists and has written its files (tests/telemetry.rs shows it), and the 1.31.1 library
+/// has no environment-creation or session configuration key for it. A library must not write into its host's
+/// home, so the variable is set, which is the one write this library makes to the process
+/// environment:
+///
+/// * only when `ORT_DISABLE_TELEMETRY` is unset (a host that sets it, to any value, is obeyed
+///   and its environment is never written);
+/// * at most once per process, under the initialisation lock, just before ONNX Runtime is
+///   loaded: in `sam2_runtime_init`, or in the first call that needs the runtime when the host
+///   does not call it.
+///
+/// `setenv` while another thread calls `getenv` is undefined behaviour in POSIX (C libraries
+/// that free or move the environment array can crash the reader). A host whose other threads may
+/// read the environment then should set `ORT_DISABLE_TELEMETRY` itself, or call
+/// `sam2_runtime_init` before it starts them.
 fn disable_telemetry() {
     if std::env::var_os("ORT_DISABLE_TELEMETRY").is_none() {
         std::env::set_var("ORT_DISABLE_TELEMETRY", "1");
@@ -218,7 +234,7 @@ struct Candidate {
     path: PathBuf,
     source: &'static str,
     /// Set when a place to look holds nothing to load: why, for the error message.
-    absent: Option<&'static str>,
+    absent: Option<String>,
 }
 
 impl Candidate {
@@ -243,18 +259,22 @@ fn candidates(explicit: Option<&Path>) -> Vec<Candidate> {
         if let Some(value) = std::env::var_os(var).filter(|v| !v.is_empty()) {
             let path = PathBuf::from(value);
             if path.is_dir() {
-                let absent = "a directory without libonnxruntime.so, .so.1 or .so.1.*";
-                in_directory(&mut out, &path, path.clone(), source, absent);
+                let absent = format!(
+                    "a directory without {} or a versioned {}",
+                    platform::ORT_LIBRARY.plain.join(", "),
+                    platform::ORT_LIBRARY.plain[0]
+                );
+                in_directory(&mut out, &path, path.clone(), source, &absent);
             } else {
                 out.push(Candidate::new(path, source));
             }
         }
     }
     if let Some(dir) = own_directory() {
-        let shown = dir.join("libonnxruntime.so");
+        let shown = dir.join(platform::ORT_LIBRARY.plain[0]);
         in_directory(&mut out, &dir, shown, "beside libsam2", "not present");
     }
-    for name in ["libonnxruntime.so.1", "libonnxruntime.so"] {
+    for name in platform::ORT_SYSTEM_NAMES {
         out.push(Candidate::new(PathBuf::from(name), "system library search"));
     }
     out
@@ -266,14 +286,14 @@ fn in_directory(
     dir: &Path,
     shown: PathBuf,
     source: &'static str,
-    absent: &'static str,
+    absent: &str,
 ) {
     let files = library_files_in(dir);
     if files.is_empty() {
         out.push(Candidate {
             path: shown,
             source,
-            absent: Some(absent),
+            absent: Some(absent.to_string()),
         });
     }
     out.extend(files.into_iter().map(|path| Candidate::new(path, source)));
@@ -283,7 +303,8 @@ fn in_directory(
 /// (all a NuGet package's `runtimes/<rid>/native/` has), `libonnxruntime.so.1` (the SONAME),
 /// then fully versioned files, newest first (all the PyPI wheel's `capi/` has).
 fn library_files_in(dir: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = ["libonnxruntime.so", "libonnxruntime.so.1"]
+    let mut files: Vec<PathBuf> = platform::ORT_LIBRARY
+        .plain
         .iter()
         .map(|name| dir.join(name))
         .filter(|path| path.is_file())
@@ -293,12 +314,7 @@ fn library_files_in(dir: &Path) -> Vec<PathBuf> {
         .flatten()
         .flatten()
         .filter_map(|entry| {
-            let name = entry.file_name();
-            let version = name.to_str()?.strip_prefix("libonnxruntime.so.1.")?;
-            let numbers = version
-                .split('.')
-                .map(|part| part.parse().ok())
-                .collect::<Option<Vec<u32>>>()?;
+            let numbers = platform::ORT_LIBRARY.version_of(entry.file_name().to_str()?)?;
             Some((numbers, entry.path()))
         })
         .filter(|(_, path)| path.is_file())
@@ -310,7 +326,7 @@ fn library_files_in(dir: &Path) -> Vec<PathBuf> {
 
 /// The directory of the binary that holds this code (`libsam2.so`, or an executable linking it statically).
 fn own_directory() -> Option<PathBuf> {
-    let path = crate::platform::own_binary_path()?;
+    let path = platform::own_binary_path()?;
     let path = path.canonicalize().unwrap_or(path);
     path.parent().map(Path::to_path_buf)
 }
@@ -318,7 +334,7 @@ fn own_directory() -> Option<PathBuf> {
 /// Opens a candidate library and checks it is an ONNX Runtime that provides the API version the
 /// binding needs, without keeping it; gives its version string.
 fn probe(path: &Path) -> std::result::Result<String, String> {
-    let library = crate::platform::Library::open(path)?;
+    let library = platform::Library::open(path)?;
     let sym = library
         .symbol(c"OrtGetApiBase")
         .ok_or_else(|| "does not export OrtGetApiBase: not ONNX Runtime".to_string())?;

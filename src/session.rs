@@ -64,9 +64,12 @@ pub(crate) fn build(
     if !weights.values.is_empty() {
         // The external-data entries name an empty file that ONNX Runtime checks exists and never
         // reads (every such initializer was given above).
+        let (dir, _) = crate::platform::empty_file()
+            .map_err(|e| Error::io("preparing the empty file shared weights point to", e))?;
         builder = builder.with_config_entry(
             "session.model_external_initializers_file_folder_path",
-            crate::platform::EMPTY_FILE_DIR,
+            dir.to_str()
+                .ok_or_else(|| Error::invalid("temporary directory", "is not valid UTF-8"))?,
         )?;
     }
     let session = builder

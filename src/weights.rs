@@ -139,7 +139,7 @@ impl Plan {
 #[derive(Debug)]
 pub(crate) struct ModelWeights {
     /// The optimised model proto without its large initializers (external-data entries that
-    /// name [`platform::EMPTY_FILE`], which has no data to give).
+    /// name [`platform::empty_file`], which has no data to give).
     pub model: Vec<u8>,
     /// Each moved initializer as one ONNX Runtime value (host memory), given to every session.
     pub values: Vec<(String, Arc<DynValue>)>,
@@ -289,7 +289,9 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
             Ok(_) => error,
         }
     })?;
-    let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, platform::EMPTY_FILE)
+    let (_, empty) = platform::empty_file()
+        .map_err(|e| Error::io("preparing the empty file shared weights point to", e))?;
+    let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, empty)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
     let mut values = Vec::with_capacity(split.initializers.len());
     let mut weight_bytes = 0;

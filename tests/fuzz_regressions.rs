@@ -1,7 +1,8 @@
-//! Replays every fuzz input that once crashed (`fuzz/regressions/<target>/`, committed) and the
-//! local fuzz corpora (`fuzz/corpus/<target>/`, when `scripts/fuzz.sh` has run) through the same
-//! checks the fuzz targets run (`sam2::test_support::fuzzing`), so a crash found by fuzzing stays fixed and
-//! plain `cargo test` covers it without cargo-fuzz. To keep a new crash: copy the artifact from
+//! Replays every fuzz input that once crashed (`fuzz/regressions/<target>/`, committed), the
+//! committed seeds (`fuzz/seeds/<target>/`) and the local fuzz corpora (`fuzz/corpus/<target>/`,
+//! when `scripts/fuzz.sh` has run) through the same checks the fuzz targets run (`sam2::test_support::fuzzing`),
+//! so a crash found by fuzzing stays fixed and plain `cargo test` covers it without cargo-fuzz.
+//! To keep a new crash: copy the artifact from
 //! `fuzz/artifacts/<target>/` to `fuzz/regressions/<target>/` under a name that says what it was.
 
 use std::path::PathBuf;
@@ -35,6 +36,23 @@ fn every_input_that_once_crashed_is_handled() {
         replayed >= 1,
         "no regression inputs found under fuzz/regressions"
     );
+}
+
+/// The committed seeds (`fuzz/seeds/<target>/`): hostile cut-down real-architecture models
+/// (tools/hostile_seeds.py) among them.
+#[test]
+fn the_committed_seeds_pass() {
+    let mut replayed = 0;
+    for target in sam2::test_support::fuzzing::targets() {
+        for path in inputs("seeds", target) {
+            let data = std::fs::read(&path).unwrap();
+            let outcome =
+                std::panic::catch_unwind(|| sam2::test_support::fuzzing::run(target, &data));
+            assert!(outcome.is_ok(), "{target}: seed {} fails", path.display());
+            replayed += 1;
+        }
+    }
+    assert!(replayed >= 10, "the seeds under fuzz/seeds are missing");
 }
 
 #[test]

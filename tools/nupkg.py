@@ -7,6 +7,7 @@ the manifest and the core properties, then the payload. This one holds
     Sam2.nuspec
     lib/netstandard2.0/Sam2.dll, Sam2.xml     the wrapper and its documentation
     runtimes/linux-x64/native/libsam2.so     the native library, where .NET looks for it
+    runtimes/win-x64/native/sam2.dll         the Windows x64 library, when packed with --native-win
 
     nupkg.py pack --dll Sam2.dll --xml Sam2.xml --native libsam2.so --cargo Cargo.toml --out DIR
     nupkg.py check PACKAGE --cargo Cargo.toml [--csproj csharp/Sam2/Sam2.csproj]
@@ -33,6 +34,7 @@ TFM_FOLDER = "netstandard2.0"
 TFM_NAME = ".NETStandard2.0"
 RID = "linux-x64"
 NATIVE = f"runtimes/{RID}/native/libsam2.so"
+NATIVE_WIN = "runtimes/win-x64/native/sam2.dll"
 TAGS = "segment-anything sam2 segmentation onnxruntime native"
 
 NUSPEC_NS = "http://schemas.microsoft.com/packaging/2013/05/nuspec.xsd"
@@ -144,6 +146,8 @@ def pack(args):
         f"lib/{TFM_FOLDER}/Sam2.dll": Path(args.dll).read_bytes(),
         NATIVE: Path(args.native).read_bytes(),
     }
+    if args.native_win:
+        payload[NATIVE_WIN] = Path(args.native_win).read_bytes()
     if args.xml:
         payload[f"lib/{TFM_FOLDER}/Sam2.xml"] = Path(args.xml).read_bytes()
     core_path = f"package/services/metadata/core-properties/{hashlib.sha256(meta['version'].encode()).hexdigest()[:32]}.psmdcp"
@@ -188,6 +192,16 @@ def elf_kind(data):
     ei_class, ei_data = data[4], data[5]
     e_type, e_machine = struct.unpack_from("<HH" if ei_data == 1 else ">HH", data, 16)
     return ei_class, ei_data, e_type, e_machine
+
+
+def pe_machine(data):
+    """The machine of a PE image (0x8664 for x86-64), or None when it is not one."""
+    if len(data) < 64 or data[:2] != b"MZ":
+        return None
+    pe = int.from_bytes(data[60:64], "little")
+    if data[pe:pe + 4] != b"PE\0\0":
+        return None
+    return int.from_bytes(data[pe + 4:pe + 6], "little")
 
 
 def check(args):
@@ -280,6 +294,10 @@ def check(args):
         kind = elf_kind(z.read(NATIVE))
         if kind != (2, 1, 3, 62):
             fail(f"{NATIVE} is not a 64-bit little-endian x86-64 shared object (ELF {kind})")
+    if NATIVE_WIN in names and pe_machine(z.read(NATIVE_WIN)) != 0x8664:
+        fail(f"{NATIVE_WIN} is not an x86-64 Windows DLL")
+    if args.require_win and NATIVE_WIN not in names:
+        fail(f"{NATIVE_WIN} is missing")
 
     # OPC parts.
     if "[Content_Types].xml" not in names:
@@ -329,12 +347,14 @@ def main():
     p.add_argument("--dll", required=True)
     p.add_argument("--xml")
     p.add_argument("--native", required=True)
+    p.add_argument("--native-win", help="sam2.dll for runtimes/win-x64/native/")
     p.add_argument("--cargo", required=True)
     p.add_argument("--out", required=True)
     c = sub.add_parser("check")
     c.add_argument("package")
     c.add_argument("--cargo", required=True)
     c.add_argument("--csproj")
+    c.add_argument("--require-win", action="store_true", help="fail when sam2.dll is missing")
     args = parser.parse_args()
     if args.command == "pack":
         pack(args)

@@ -166,6 +166,11 @@ SAM2_LIB_DIR="$ROOT/target/release" scripts/pack-nuget.sh "$T/feed" >"$T/pack.lo
     { cat "$T/pack.log" >&2; fail "scripts/pack-nuget.sh"; }
 nupkg="$T/feed/Sam2.$version.nupkg"
 say "ok: $(grep 'nupkg check' "$T/pack.log" | sed "s|$T|\$T|g") ($(du -k "$nupkg" | cut -f1) KiB)"
+# scripts/test.sh runs tools/test-windows.sh first, so the Windows toolchain is there and the
+# package must hold sam2.dll (its PE machine checked by nupkg.py).
+python3 tools/nupkg.py check "$nupkg" --cargo Cargo.toml --require-win >/dev/null ||
+    fail "the NuGet package lacks runtimes/win-x64/native/sam2.dll"
+say "ok: the NuGet package holds runtimes/win-x64/native/sam2.dll (x86-64 PE) beside linux-x64's libsam2.so"
 
 # The check must reject a broken package: no native library, another version, a stray manifest.
 python3 - "$nupkg" "$T/broken.nupkg" <<'EOF'

@@ -193,6 +193,12 @@ impl EncoderFamily {
 pub(crate) const EMBEDDING_SHAPES: [[i64; 4]; 3] =
     [[1, 32, 256, 256], [1, 64, 128, 128], [1, 256, 64, 64]];
 
+/// Side of the square image every SAM2 encoder takes; prompts are scaled to this frame.
+pub(crate) const INPUT_SIDE: usize = 1024;
+/// Side of the low-resolution mask grid every SAM2 decoder takes and gives (4× the 64×64
+/// embedding).
+pub(crate) const LOW_RES_SIDE: usize = 256;
+
 /// Element type of the encoder's image input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputType {
@@ -206,7 +212,7 @@ pub struct EncoderSpec {
     pub family: EncoderFamily,
     pub input_name: String,
     pub input_type: InputType,
-    /// Side of the square input (1024 for SAM2).
+    /// Side of the square input ([`INPUT_SIDE`]).
     pub input_size: usize,
 }
 
@@ -216,7 +222,7 @@ pub struct DecoderSpec {
     pub export: DecoderExport,
     /// The naming of the embeddings it takes.
     pub family: EncoderFamily,
-    /// Side of the low-resolution mask grid (256 for SAM2).
+    /// Side of the low-resolution mask grid ([`LOW_RES_SIDE`]).
     pub low_res_size: usize,
 }
 
@@ -285,16 +291,30 @@ pub fn detect_decoder(session: &Session, path: &Path) -> Result<DecoderSpec> {
     if let Some(name) = d.orig_size {
         expect(name, TensorElementType::Int32)?;
     }
-    let mut low_res_size = 256;
+    // The mask input is fed as [L,1,256,256]: a declared size is checked, never used to size a
+    // buffer (a hostile file declaring 1048576² made a predict abort allocating 4 TiB).
     if let Some((_, shape)) = tensor_info(session.inputs(), d.mask_input) {
-        if shape.len() == 4 && shape[2] > 0 && shape[2] == shape[3] {
-            low_res_size = shape[2] as usize;
+        let side = LOW_RES_SIDE as i64;
+        let fits = shape.len() == 4
+            && [1, side, side]
+                .iter()
+                .zip(&shape[1..])
+                .all(|(&want, &got)| got == want || got == -1);
+        if !fits {
+            return Err(Error::model(
+                path,
+                format!(
+                    "decoder input `{}` must be [L,1,{side},{side}] (the low-resolution mask), \
+                     found {shape:?}",
+                    d.mask_input
+                ),
+            ));
         }
     }
     Ok(DecoderSpec {
         export: d.export,
         family: d.family,
-        low_res_size,
+        low_res_size: LOW_RES_SIDE,
     })
 }
 
@@ -366,13 +386,18 @@ pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
             format!("encoder input `{input_name}` must be [1,3,S,S], found {shape:?}"),
         ));
     }
+    // Any other size would be preprocessed to a buffer of its size (a hostile file declaring
+    // 65536² asks for 48 GiB) while the prompts are scaled to the 1024 frame anyway.
+    let side = INPUT_SIDE as i64;
     let input_size = match (shape[2], shape[3]) {
-        (h, w) if h == w && h > 0 => h as usize,
-        (-1, -1) => 1024,
+        (h, w) if (h == side || h == -1) && (w == side || w == -1) => INPUT_SIDE,
         (h, w) => {
             return Err(Error::model(
                 path,
-                format!("encoder input `{input_name}` must be square, found {h}×{w}"),
+                format!(
+                    "encoder input `{input_name}` must be [1,3,{side},{side}] (SAM2 encodes \
+                     {side}×{side} images), found {h}×{w}"
+                ),
             ))
         }
     };

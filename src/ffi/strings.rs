@@ -59,7 +59,7 @@ pub(crate) fn copy_out_str(
     }
     // SAFETY: `buf` has room for `need` bytes (checked above).
     unsafe {
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf.cast::<u8>(), bytes.len());
         *buf.add(bytes.len()) = 0;
     }
     Ok(())

@@ -6,7 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+/* The Windows build of the suite (tools/test-windows.sh, under Wine): the few POSIX calls it needs. */
+#include <io.h>
+#define access _access
+#define W_OK 2
+static int setenv(const char *name, const char *value, int overwrite) {
+    if (!overwrite && getenv(name) != NULL) return 0;
+    return _putenv_s(name, value);
+}
+#else
 #include <unistd.h>
+#endif
 
 /* ---- Checks ---- */
 
@@ -114,11 +125,16 @@ char *test_data_path(char *out, const char *file) {
 }
 
 char *test_scratch_template(char *out, const char *name) {
+#ifdef _WIN32
+    const char *dir = getenv("TEMP");
+    if (dir == NULL || dir[0] == '\0') dir = ".";
+#else
     const char *dir = "/dev/shm";
     if (access(dir, W_OK) != 0) {
         dir = getenv("TMPDIR");
         if (dir == NULL || dir[0] == '\0') dir = "/tmp";
     }
+#endif
     int n = snprintf(out, TEST_PATH_MAX, "%s/%sXXXXXX", dir, name);
     CHECK(n > 0 && n < TEST_PATH_MAX);
     return out;

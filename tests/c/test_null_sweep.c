@@ -1,8 +1,14 @@
 /*
- * NULL sweep: every exported function, called with NULL for each pointer argument in turn, returns
- * SAM2_ERR_NULL_ARGUMENT naming that argument, or does what the header documents for NULL
- * (_free(NULL) is a no-op, sam2_embedding_is_serializable(NULL) is 0, ...), and never crashes.
- * The other out-params are left untouched.
+ * NULL sweep: every exported function is called with NULL in each of its pointer arguments in
+ * turn (handles, out-params, strings, buffers, the arrays inside options and prompts). Each call
+ * returns SAM2_ERR_NULL_ARGUMENT with a message naming that argument and leaves the other
+ * out-params untouched, or does what the header documents for that NULL (_free(NULL) is a no-op,
+ * NULL options are the defaults, a NULL buffer asks for the size needed, a NULL optional out-param
+ * is skipped, ...), and nothing crashes.
+ *
+ * This program owns every NULL; test_bad_input.c owns every other bad value. Inputs are counted
+ * per entry point (sweep.h); with SAM2_REPORT_DIR set the table goes to null_sweep.tsv, which
+ * scripts/reliability.sh adds to test_bad_input's.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -12,144 +18,158 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "sweep.h"
 
 #define SENTINEL_PTR ((void *)(uintptr_t)0x5a5a5a5aU)
+#define NULL_ARG SAM2_ERR_NULL_ARGUMENT
 
-/* Requires SAM2_ERR_NULL_ARGUMENT and a message of the form "argument `name` must not be NULL". */
-#define CHECK_NULL(expr, name)                                                               \
-    do {                                                                                     \
-        CHECK_STATUS(expr, SAM2_ERR_NULL_ARGUMENT);                                          \
-        CHECK_MESSAGE("`" name "`");                                                         \
-        CHECK_MESSAGE("NULL");                                                               \
-    } while (0)
-
+static test_image image;
+static size_t image_len;
 static char encoder_path[TEST_PATH_MAX], decoder_path[TEST_PATH_MAX];
 
-static void runtime_and_strings(void) {
+/* ---- Runtime, log callback, last error, options_init, _free ---- */
+
+static int warnings;
+
+static void on_log(uint32_t level, const char *message, void *user_data) {
+    (void)message;
+    (void)user_data;
+    if (level == SAM2_LOG_WARNING) warnings++;
+}
+
+static void library(void) {
     /* NULL runtime path: discovery (SAM2_ONNXRUNTIME_PATH). */
-    CHECK_OK(sam2_runtime_init(NULL));
-    CHECK(sam2_runtime_version() != NULL);
-    CHECK(sam2_version() != NULL);
-    CHECK(sam2_status_str(SAM2_OK) != NULL);
-    CHECK(sam2_status_str(0xFFFFFFFFu) != NULL);
+    TRY("sam2_runtime_init", sam2_runtime_init(NULL), SAM2_OK, NULL);
     /* NULL callback removes it; NULL user_data is passed back as is. */
-    CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_DEBUG));
+    TRY("sam2_set_log_callback", sam2_set_log_callback(NULL, NULL, SAM2_LOG_DEBUG), SAM2_OK, NULL);
 
-    /* sam2_last_error_message: NULL buffer is "too small" with the size needed; NULL `needed`
-     * is allowed. Neither changes the message. */
-    CHECK_STATUS(sam2_encoder_new(NULL, NULL, NULL), SAM2_ERR_NULL_ARGUMENT);
+    /* sam2_last_error_message: a NULL buffer is "too small" with the size needed; a NULL
+     * `needed` is allowed. Neither changes the message. */
+    const char *E = "sam2_last_error_message";
+    CHECK_STATUS(sam2_encoder_new(NULL, NULL, NULL), NULL_ARG);
     size_t needed = 0;
-    CHECK_STATUS(sam2_last_error_message(NULL, 0, &needed), SAM2_ERR_BUFFER_TOO_SMALL);
-    CHECK(needed > 1);
-    CHECK_STATUS(sam2_last_error_message(NULL, 100, &needed), SAM2_ERR_BUFFER_TOO_SMALL);
-    CHECK_STATUS(sam2_last_error_message(NULL, 0, NULL), SAM2_ERR_BUFFER_TOO_SMALL);
+    TRY_IF(E, sam2_last_error_message(NULL, 0, &needed), SAM2_ERR_BUFFER_TOO_SMALL, "`model_path`",
+           needed > 1);
+    size_t again = 0;
+    TRY_IF(E, sam2_last_error_message(NULL, 100, &again), SAM2_ERR_BUFFER_TOO_SMALL,
+           "`model_path`", again == needed);
+    TRY(E, sam2_last_error_message(NULL, 0, NULL), SAM2_ERR_BUFFER_TOO_SMALL, "`model_path`");
+    TRY(E, sam2_last_error_message(NULL, 4096, NULL), SAM2_ERR_BUFFER_TOO_SMALL, "`model_path`");
     char buf[256];
-    CHECK_OK(sam2_last_error_message(buf, sizeof buf, NULL));
-    CHECK(strlen(buf) + 1 == needed);
-    CHECK(strstr(buf, "model_path") != NULL);
+    TRY_IF(E, sam2_last_error_message(buf, sizeof buf, NULL), SAM2_OK, NULL,
+           strlen(buf) + 1 == needed && strstr(buf, "model_path") != NULL);
+
+    TRY("sam2_encoder_options_init", sam2_encoder_options_init(NULL, sizeof(sam2_encoder_options)),
+        NULL_ARG, "`options`");
+    TRY("sam2_predictor_options_init",
+        sam2_predictor_options_init(NULL, sizeof(sam2_predictor_options)), NULL_ARG, "`options`");
+    TRY("sam2_predict_options_init", sam2_predict_options_init(NULL, sizeof(sam2_predict_options)),
+        NULL_ARG, "`options`");
+    TRY("sam2_cache_options_init", sam2_cache_options_init(NULL, sizeof(sam2_cache_options)),
+        NULL_ARG, "`options`");
 }
 
-static void options_init(void) {
-    CHECK_NULL(sam2_encoder_options_init(NULL, 0), "options");
-    CHECK_NULL(sam2_predictor_options_init(NULL, 0), "options");
-    CHECK_NULL(sam2_predict_options_init(NULL, 0), "options");
+static void frees(void) {
+    /* NULL is a no-op, without the warning a bad handle gets. */
+    CHECK_OK(sam2_set_log_callback(on_log, NULL, SAM2_LOG_WARNING));
+    warnings = 0;
+    TRY_VALUE("sam2_encoder_free", (sam2_encoder_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_predictor_free", (sam2_predictor_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_embedding_free", (sam2_embedding_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_masks_free", (sam2_masks_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_cache_free", (sam2_cache_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_encode_job_free", (sam2_encode_job_free(NULL), warnings == 0), NULL);
+    CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_WARNING));
 }
 
-static void free_null(void) {
-    sam2_encoder_free(NULL);
-    sam2_embedding_free(NULL);
-    sam2_predictor_free(NULL);
-    sam2_masks_free(NULL);
-}
+/* ---- Encoders ---- */
 
 static sam2_encoder *encoder_new(void) {
+    const char *E = "sam2_encoder_new";
     sam2_encoder *out = SENTINEL_PTR;
     sam2_encoder_options options;
     CHECK_OK(sam2_encoder_options_init(&options, sizeof options));
-    CHECK_NULL(sam2_encoder_new(NULL, &options, &out), "model_path");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_encoder_new(encoder_path, &options, NULL), "out");
+    TRY_IF(E, sam2_encoder_new(NULL, &options, &out), NULL_ARG, "`model_path`",
+           out == SENTINEL_PTR);
+    TRY(E, sam2_encoder_new(encoder_path, &options, NULL), NULL_ARG, "`out`");
+    /* A NULL provider array with a count. */
+    options.provider_count = 1;
+    TRY_IF(E, sam2_encoder_new(encoder_path, &options, &out), NULL_ARG, "`options.providers`",
+           out == SENTINEL_PTR);
     /* NULL options: the defaults. */
     out = NULL;
-    CHECK_OK(sam2_encoder_new(encoder_path, NULL, &out));
+    TRY_IF(E, sam2_encoder_new(encoder_path, NULL, &out), SAM2_OK, NULL, out != NULL);
     CHECK(out != NULL);
     return out;
 }
 
-static void encoder_calls(const sam2_encoder *encoder, const test_image *img) {
-    size_t len = (size_t)img->width * img->height * 3;
+/* A (buf, len, needed) string query: NULL handle, NULL buffer (too small, with the size), NULL
+ * `needed` (allowed), both NULL. `size` is the size the answer needs, or 0 when it varies. */
+#define STRING_QUERY(entry, fn, handle, arg, size)                                            \
+    do {                                                                                     \
+        char buf_[128];                                                                      \
+        size_t needed_ = 999;                                                                \
+        TRY_IF(entry, fn(NULL, buf_, sizeof buf_, &needed_), NULL_ARG, "`" arg "`",          \
+               needed_ == 999);                                                              \
+        TRY_IF(entry, fn(handle, NULL, 0, &needed_), SAM2_ERR_BUFFER_TOO_SMALL, NULL,        \
+               (size) == 0 ? needed_ > 1 : needed_ == (size));                               \
+        TRY(entry, fn(handle, NULL, sizeof buf_, &needed_), SAM2_ERR_BUFFER_TOO_SMALL, NULL); \
+        TRY(entry, fn(handle, NULL, 0, NULL), SAM2_ERR_BUFFER_TOO_SMALL, NULL);              \
+        TRY_IF(entry, fn(handle, buf_, sizeof buf_, NULL), SAM2_OK, NULL,                    \
+               strlen(buf_) + 1 == needed_);                                                 \
+    } while (0)
+
+static void encoder_calls(const sam2_encoder *encoder) {
+    const char *E = "sam2_encode";
+    uint32_t w = image.width, h = image.height;
     sam2_embedding *out = SENTINEL_PTR;
-    CHECK_NULL(sam2_encode(NULL, img->data, len, img->width, img->height, 0, SAM2_PIXEL_RGB, &out),
-               "encoder");
-    CHECK_NULL(sam2_encode(encoder, NULL, len, img->width, img->height, 0, SAM2_PIXEL_RGB, &out),
-               "pixels");
-    CHECK_NULL(sam2_encode(encoder, NULL, 0, img->width, img->height, 0, SAM2_PIXEL_RGB, &out),
-               "pixels");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_encode(encoder, img->data, len, img->width, img->height, 0, SAM2_PIXEL_RGB,
-                           NULL),
-               "out");
+    TRY_IF(E, sam2_encode(NULL, image.data, image_len, w, h, 0, SAM2_PIXEL_RGB, &out), NULL_ARG,
+           "`encoder`", out == SENTINEL_PTR);
+    TRY_IF(E, sam2_encode(encoder, NULL, image_len, w, h, 0, SAM2_PIXEL_RGB, &out), NULL_ARG,
+           "`pixels`", out == SENTINEL_PTR);
+    TRY_IF(E, sam2_encode(encoder, NULL, 0, w, h, 0, SAM2_PIXEL_RGB, &out), NULL_ARG, "`pixels`",
+           out == SENTINEL_PTR);
+    TRY(E, sam2_encode(encoder, image.data, image_len, w, h, 0, SAM2_PIXEL_RGB, NULL), NULL_ARG,
+        "`out`");
 
-    char buf[64];
-    size_t needed = 999;
-    CHECK_NULL(sam2_encoder_fingerprint(NULL, buf, sizeof buf, &needed), "encoder");
-    CHECK(needed == 999);
-    /* NULL buffer: too small, and the size needed is reported. */
-    CHECK_STATUS(sam2_encoder_fingerprint(encoder, NULL, 0, &needed), SAM2_ERR_BUFFER_TOO_SMALL);
-    CHECK(needed == 25);
-    CHECK_STATUS(sam2_encoder_fingerprint(encoder, NULL, sizeof buf, &needed),
-                 SAM2_ERR_BUFFER_TOO_SMALL);
-    /* NULL `needed` is allowed. */
-    CHECK_OK(sam2_encoder_fingerprint(encoder, buf, sizeof buf, NULL));
-    CHECK(strlen(buf) == 24);
+    STRING_QUERY("sam2_encoder_fingerprint", sam2_encoder_fingerprint, encoder, "encoder", 25);
+    STRING_QUERY("sam2_encoder_providers", sam2_encoder_providers, encoder, "encoder",
+                 strlen("CPUExecutionProvider") + 1);
 
+    E = "sam2_encoder_device";
     uint32_t provider = 777;
     int32_t device = 777, fell_back = 777;
-    CHECK_NULL(sam2_encoder_device(NULL, &provider, &device, &fell_back), "encoder");
-    CHECK_NULL(sam2_encoder_device(encoder, NULL, &device, &fell_back), "out_provider");
-    CHECK_NULL(sam2_encoder_device(encoder, &provider, NULL, &fell_back), "out_device_id");
-    CHECK_NULL(sam2_encoder_device(encoder, &provider, &device, NULL), "out_fell_back");
-    CHECK(provider == 777 && device == 777 && fell_back == 777);
-
-    needed = 999;
-    CHECK_NULL(sam2_encoder_providers(NULL, buf, sizeof buf, &needed), "encoder");
-    CHECK(needed == 999);
-    CHECK_STATUS(sam2_encoder_providers(encoder, NULL, 0, &needed), SAM2_ERR_BUFFER_TOO_SMALL);
-    CHECK(needed == strlen("CPUExecutionProvider") + 1);
-    CHECK_OK(sam2_encoder_providers(encoder, buf, sizeof buf, NULL));
-
-    /* NULL provider array with a count. */
-    sam2_encoder_options options;
-    CHECK_OK(sam2_encoder_options_init(&options, sizeof options));
-    options.provider_count = 1;
-    sam2_encoder *out_encoder = SENTINEL_PTR;
-    CHECK_NULL(sam2_encoder_new(encoder_path, &options, &out_encoder), "options.providers");
-    CHECK(out_encoder == SENTINEL_PTR);
+#define UNTOUCHED_DEVICE (provider == 777 && device == 777 && fell_back == 777)
+    TRY_IF(E, sam2_encoder_device(NULL, &provider, &device, &fell_back), NULL_ARG, "`encoder`",
+           UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_encoder_device(encoder, NULL, &device, &fell_back), NULL_ARG,
+           "`out_provider`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_encoder_device(encoder, &provider, NULL, &fell_back), NULL_ARG,
+           "`out_device_id`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_encoder_device(encoder, &provider, &device, NULL), NULL_ARG, "`out_fell_back`",
+           UNTOUCHED_DEVICE);
 }
 
+/* ---- Embeddings and their files ---- */
+
 static void embedding_calls(const sam2_embedding *embedding) {
-    CHECK(sam2_embedding_is_serializable(NULL) == 0);
-    CHECK(sam2_embedding_allocator_name(NULL) == NULL);
+    TRY_VALUE("sam2_embedding_is_serializable", sam2_embedding_is_serializable(NULL) == 0, NULL);
+    TRY_VALUE("sam2_embedding_allocator_name", sam2_embedding_allocator_name(NULL) == NULL, NULL);
 
+    const char *E = "sam2_embedding_device_id";
     int32_t device = 777;
-    CHECK_NULL(sam2_embedding_device_id(NULL, &device), "embedding");
-    CHECK(device == 777);
-    CHECK_NULL(sam2_embedding_device_id(embedding, NULL), "out_device_id");
+    TRY_IF(E, sam2_embedding_device_id(NULL, &device), NULL_ARG, "`embedding`", device == 777);
+    TRY(E, sam2_embedding_device_id(embedding, NULL), NULL_ARG, "`out_device_id`");
 
+    E = "sam2_embedding_image_size";
     uint32_t w = 777, h = 777;
-    CHECK_NULL(sam2_embedding_image_size(NULL, &w, &h), "embedding");
-    CHECK_NULL(sam2_embedding_image_size(embedding, NULL, &h), "out_width");
-    CHECK_NULL(sam2_embedding_image_size(embedding, &w, NULL), "out_height");
-    CHECK(w == 777 && h == 777);
+    TRY_IF(E, sam2_embedding_image_size(NULL, &w, &h), NULL_ARG, "`embedding`",
+           w == 777 && h == 777);
+    TRY_IF(E, sam2_embedding_image_size(embedding, NULL, &h), NULL_ARG, "`out_width`", h == 777);
+    TRY_IF(E, sam2_embedding_image_size(embedding, &w, NULL), NULL_ARG, "`out_height`", w == 777);
 
-    char buf[64];
-    size_t needed = 999;
-    CHECK_NULL(sam2_embedding_fingerprint(NULL, buf, sizeof buf, &needed), "embedding");
-    CHECK(needed == 999);
-    CHECK_STATUS(sam2_embedding_fingerprint(embedding, NULL, 0, &needed),
-                 SAM2_ERR_BUFFER_TOO_SMALL);
-    CHECK(needed == 25);
-    CHECK_OK(sam2_embedding_fingerprint(embedding, buf, sizeof buf, NULL));
+    STRING_QUERY("sam2_embedding_fingerprint", sam2_embedding_fingerprint, embedding, "embedding",
+                 25);
 
     /* Files. The path of a save that fails must not exist afterwards. */
     char path[TEST_PATH_MAX];
@@ -157,179 +177,276 @@ static void embedding_calls(const sam2_embedding *embedding) {
     CHECK(fd >= 0);
     close(fd);
     unlink(path);
-    CHECK_NULL(sam2_embedding_save(NULL, path), "embedding");
-    CHECK(access(path, F_OK) != 0);
-    CHECK_NULL(sam2_embedding_save(embedding, NULL), "path");
+    E = "sam2_embedding_save";
+    TRY_IF(E, sam2_embedding_save(NULL, path), NULL_ARG, "`embedding`", access(path, F_OK) != 0);
+    TRY(E, sam2_embedding_save(embedding, NULL), NULL_ARG, "`path`");
     CHECK_OK(sam2_embedding_save(embedding, path));
+    E = "sam2_embedding_load";
     sam2_embedding *out = SENTINEL_PTR;
-    CHECK_NULL(sam2_embedding_load(NULL, NULL, SAM2_PLACE_HOST, &out), "path");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_embedding_load(path, NULL, SAM2_PLACE_HOST, NULL), "out");
-    /* NULL predictor is documented: no fingerprint check, host placement. */
+    TRY_IF(E, sam2_embedding_load(NULL, NULL, SAM2_PLACE_HOST, &out), NULL_ARG, "`path`",
+           out == SENTINEL_PTR);
+    TRY(E, sam2_embedding_load(path, NULL, SAM2_PLACE_HOST, NULL), NULL_ARG, "`out`");
+    /* A NULL predictor is documented: no fingerprint check, host placement. */
     out = NULL;
-    CHECK_OK(sam2_embedding_load(path, NULL, SAM2_PLACE_HOST, &out));
+    TRY_IF(E, sam2_embedding_load(path, NULL, SAM2_PLACE_HOST, &out), SAM2_OK, NULL, out != NULL);
     sam2_embedding_free(out);
     unlink(path);
 
+    E = "sam2_embedding_to_host";
     out = SENTINEL_PTR;
-    CHECK_NULL(sam2_embedding_to_host(NULL, &out), "embedding");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_embedding_to_host(embedding, NULL), "out");
+    TRY_IF(E, sam2_embedding_to_host(NULL, &out), NULL_ARG, "`embedding`", out == SENTINEL_PTR);
+    TRY(E, sam2_embedding_to_host(embedding, NULL), NULL_ARG, "`out`");
 
-    CHECK_NULL(sam2_test_embedding_simulate_device(NULL, "Cuda", 0, &out), "host_embedding");
-    CHECK_NULL(sam2_test_embedding_simulate_device(embedding, NULL, 0, &out), "allocator_name");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_test_embedding_simulate_device(embedding, "Cuda", 0, NULL), "out");
+    E = "sam2_test_embedding_simulate_device";
+    TRY_IF(E, sam2_test_embedding_simulate_device(NULL, "Cuda", 0, &out), NULL_ARG,
+           "`host_embedding`", out == SENTINEL_PTR);
+    TRY_IF(E, sam2_test_embedding_simulate_device(embedding, NULL, 0, &out), NULL_ARG,
+           "`allocator_name`", out == SENTINEL_PTR);
+    TRY(E, sam2_test_embedding_simulate_device(embedding, "Cuda", 0, NULL), NULL_ARG, "`out`");
 }
 
+/* ---- Predictors ---- */
+
 static sam2_predictor *predictor_new(const sam2_encoder *encoder) {
+    const char *E = "sam2_predictor_new";
     sam2_predictor *out = SENTINEL_PTR;
     sam2_predictor_options options;
     CHECK_OK(sam2_predictor_options_init(&options, sizeof options));
-    CHECK_NULL(sam2_predictor_new(encoder, NULL, &options, &out), "decoder_path");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_predictor_new(encoder, decoder_path, &options, NULL), "out");
-    /* NULL encoder and NULL options are documented: no fingerprint check, the defaults. */
-    CHECK_OK(sam2_predictor_new(NULL, decoder_path, NULL, &out));
-    CHECK(out != NULL && out != SENTINEL_PTR);
+    TRY_IF(E, sam2_predictor_new(encoder, NULL, &options, &out), NULL_ARG, "`decoder_path`",
+           out == SENTINEL_PTR);
+    TRY(E, sam2_predictor_new(encoder, decoder_path, &options, NULL), NULL_ARG, "`out`");
+    options.provider_count = 2;
+    TRY_IF(E, sam2_predictor_new(NULL, decoder_path, &options, &out), NULL_ARG,
+           "`options.providers`", out == SENTINEL_PTR);
+    /* A NULL encoder and NULL options are documented: no fingerprint check, the defaults. */
+    out = NULL;
+    TRY_IF(E, sam2_predictor_new(NULL, decoder_path, NULL, &out), SAM2_OK, NULL,
+           out != NULL && out != SENTINEL_PTR);
     sam2_predictor_free(out);
     out = NULL;
-    CHECK_OK(sam2_predictor_new(encoder, decoder_path, NULL, &out));
+    TRY_IF(E, sam2_predictor_new(encoder, decoder_path, NULL, &out), SAM2_OK, NULL, out != NULL);
+    CHECK(out != NULL);
     return out;
 }
 
 static void predictor_queries(const sam2_predictor *predictor) {
+    const char *E = "sam2_predictor_device";
     uint32_t provider = 777;
     int32_t device = 777, fell_back = 777;
-    CHECK_NULL(sam2_predictor_device(NULL, &provider, &device, &fell_back), "predictor");
-    CHECK_NULL(sam2_predictor_device(predictor, NULL, &device, &fell_back), "out_provider");
-    CHECK_NULL(sam2_predictor_device(predictor, &provider, NULL, &fell_back), "out_device_id");
-    CHECK_NULL(sam2_predictor_device(predictor, &provider, &device, NULL), "out_fell_back");
-    CHECK(provider == 777 && device == 777 && fell_back == 777);
-
-    char buf[128];
-    size_t needed = 999;
-    CHECK_NULL(sam2_predictor_providers(NULL, buf, sizeof buf, &needed), "predictor");
-    CHECK(needed == 999);
-    CHECK_STATUS(sam2_predictor_providers(predictor, NULL, 0, &needed), SAM2_ERR_BUFFER_TOO_SMALL);
-    CHECK(needed > 1);
-    CHECK_OK(sam2_predictor_providers(predictor, buf, sizeof buf, NULL));
-
-    /* NULL provider array with a count. */
-    sam2_predictor_options options;
-    CHECK_OK(sam2_predictor_options_init(&options, sizeof options));
-    options.provider_count = 2;
-    sam2_predictor *out = SENTINEL_PTR;
-    CHECK_NULL(sam2_predictor_new(NULL, decoder_path, &options, &out), "options.providers");
-    CHECK(out == SENTINEL_PTR);
+    TRY_IF(E, sam2_predictor_device(NULL, &provider, &device, &fell_back), NULL_ARG,
+           "`predictor`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_predictor_device(predictor, NULL, &device, &fell_back), NULL_ARG,
+           "`out_provider`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_predictor_device(predictor, &provider, NULL, &fell_back), NULL_ARG,
+           "`out_device_id`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_predictor_device(predictor, &provider, &device, NULL), NULL_ARG,
+           "`out_fell_back`", UNTOUCHED_DEVICE);
+    STRING_QUERY("sam2_predictor_providers", sam2_predictor_providers, predictor, "predictor", 0);
 }
 
 static sam2_masks *predict_calls(const sam2_predictor *predictor,
                                  const sam2_embedding *embedding) {
+    const char *E = "sam2_predict";
     sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
     sam2_prompt prompt = test_points_prompt(&pt, 1);
     sam2_predict_options options;
     CHECK_OK(sam2_predict_options_init(&options, sizeof options));
     sam2_masks *out = SENTINEL_PTR;
-    CHECK_NULL(sam2_predict(NULL, embedding, &prompt, 1, &options, &out), "predictor");
-    CHECK_NULL(sam2_predict(predictor, NULL, &prompt, 1, &options, &out), "embedding");
-    CHECK_NULL(sam2_predict(predictor, embedding, NULL, 1, &options, &out), "prompts");
-    CHECK_NULL(sam2_predict(predictor, embedding, NULL, 0, &options, &out), "prompts");
-    CHECK(out == SENTINEL_PTR);
-    CHECK_NULL(sam2_predict(predictor, embedding, &prompt, 1, &options, NULL), "out");
-
+#define PREDICT_NULL(p, e, prompts, n, arg)                                                    \
+    TRY_IF(E, sam2_predict(p, e, prompts, n, &options, &out), NULL_ARG, arg,                 \
+           out == SENTINEL_PTR)
+    PREDICT_NULL(NULL, embedding, &prompt, 1, "`predictor`");
+    PREDICT_NULL(predictor, NULL, &prompt, 1, "`embedding`");
+    PREDICT_NULL(predictor, embedding, NULL, 1, "`prompts`");
+    PREDICT_NULL(predictor, embedding, NULL, 0, "`prompts`");
+    TRY(E, sam2_predict(predictor, embedding, &prompt, 1, &options, NULL), NULL_ARG, "`out`");
     /* NULL arrays inside a prompt: points with a count, mask_input with a length. */
     sam2_prompt bad = prompt;
     bad.points = NULL;
-    CHECK_NULL(sam2_predict(predictor, embedding, &bad, 1, &options, &out), "prompt.points");
+    PREDICT_NULL(predictor, embedding, &bad, 1, "`prompt.points`");
     bad = prompt;
     bad.mask_input = NULL;
     bad.mask_input_len = 65536;
-    CHECK_NULL(sam2_predict(predictor, embedding, &bad, 1, &options, &out), "prompt.mask_input");
-    CHECK(out == SENTINEL_PTR);
+    PREDICT_NULL(predictor, embedding, &bad, 1, "`prompt.mask_input`");
     /* NULL points with a count of 0 is a box-only prompt. */
     sam2_prompt box_only = test_box_prompt(40, 50, 160, 170);
     CHECK(box_only.points == NULL);
     sam2_masks *ok = NULL;
-    CHECK_OK(sam2_predict(predictor, embedding, &box_only, 1, &options, &ok));
+    TRY_IF(E, sam2_predict(predictor, embedding, &box_only, 1, &options, &ok), SAM2_OK, NULL,
+           ok != NULL);
     sam2_masks_free(ok);
-
     /* NULL options: the defaults. */
     out = NULL;
-    CHECK_OK(sam2_predict(predictor, embedding, &prompt, 1, NULL, &out));
+    TRY_IF(E, sam2_predict(predictor, embedding, &prompt, 1, NULL, &out), SAM2_OK, NULL,
+           out != NULL);
     CHECK(out != NULL);
     return out;
 }
 
 static void masks_calls(const sam2_masks *masks) {
+    const char *E = "sam2_masks_count";
     size_t objects = 777, candidates = 777;
-    CHECK_NULL(sam2_masks_count(NULL, &objects, &candidates), "masks");
-    CHECK_NULL(sam2_masks_count(masks, NULL, &candidates), "out_objects");
-    CHECK_NULL(sam2_masks_count(masks, &objects, NULL), "out_candidates");
-    CHECK(objects == 777 && candidates == 777);
+    TRY_IF(E, sam2_masks_count(NULL, &objects, &candidates), NULL_ARG, "`masks`",
+           objects == 777 && candidates == 777);
+    TRY_IF(E, sam2_masks_count(masks, NULL, &candidates), NULL_ARG, "`out_objects`",
+           candidates == 777);
+    TRY_IF(E, sam2_masks_count(masks, &objects, NULL), NULL_ARG, "`out_candidates`",
+           objects == 777);
 
+    E = "sam2_masks_size";
     uint32_t w = 777, h = 777;
-    CHECK_NULL(sam2_masks_size(NULL, &w, &h), "masks");
-    CHECK_NULL(sam2_masks_size(masks, NULL, &h), "out_width");
-    CHECK_NULL(sam2_masks_size(masks, &w, NULL), "out_height");
-    CHECK(w == 777 && h == 777);
+    TRY_IF(E, sam2_masks_size(NULL, &w, &h), NULL_ARG, "`masks`", w == 777 && h == 777);
+    TRY_IF(E, sam2_masks_size(masks, NULL, &h), NULL_ARG, "`out_width`", h == 777);
+    TRY_IF(E, sam2_masks_size(masks, &w, NULL), NULL_ARG, "`out_height`", w == 777);
 
+    E = "sam2_masks_mask";
     const uint8_t *data = SENTINEL_PTR;
     size_t len = 777;
-    CHECK_NULL(sam2_masks_mask(NULL, 0, &data, &len), "masks");
-    CHECK_NULL(sam2_masks_mask(masks, 0, NULL, &len), "out_data");
-    CHECK_NULL(sam2_masks_mask(masks, 0, &data, NULL), "out_len");
-    CHECK(data == SENTINEL_PTR && len == 777);
+    TRY_IF(E, sam2_masks_mask(NULL, 0, &data, &len), NULL_ARG, "`masks`",
+           data == SENTINEL_PTR && len == 777);
+    TRY_IF(E, sam2_masks_mask(masks, 0, NULL, &len), NULL_ARG, "`out_data`", len == 777);
+    TRY_IF(E, sam2_masks_mask(masks, 0, &data, NULL), NULL_ARG, "`out_len`", data == SENTINEL_PTR);
 
+    E = "sam2_masks_score";
     float score = 777.0f;
-    CHECK_NULL(sam2_masks_score(NULL, 0, &score), "masks");
-    CHECK_NULL(sam2_masks_score(masks, 0, NULL), "out_score");
-    CHECK(score == 777.0f);
+    TRY_IF(E, sam2_masks_score(NULL, 0, &score), NULL_ARG, "`masks`", score == 777.0f);
+    TRY(E, sam2_masks_score(masks, 0, NULL), NULL_ARG, "`out_score`");
+    /* A NULL handle is reported before an out-of-range index. */
+    TRY_IF(E, sam2_masks_score(NULL, 12345, &score), NULL_ARG, "`masks`", score == 777.0f);
 
+    E = "sam2_masks_box";
     uint32_t box[4] = {777, 777, 777, 777};
     uint64_t area = 777;
-    CHECK_NULL(sam2_masks_box(NULL, 0, box, &area), "masks");
-    CHECK_NULL(sam2_masks_box(masks, 0, NULL, &area), "out_box");
-    CHECK_NULL(sam2_masks_box(masks, 0, box, NULL), "out_area");
-    CHECK(box[0] == 777 && box[3] == 777 && area == 777);
+    TRY_IF(E, sam2_masks_box(NULL, 0, box, &area), NULL_ARG, "`masks`",
+           box[0] == 777 && box[3] == 777 && area == 777);
+    TRY_IF(E, sam2_masks_box(masks, 0, NULL, &area), NULL_ARG, "`out_box`", area == 777);
+    TRY_IF(E, sam2_masks_box(masks, 0, box, NULL), NULL_ARG, "`out_area`",
+           box[0] == 777 && box[3] == 777);
 
+    E = "sam2_masks_low_res";
     const float *logits = SENTINEL_PTR;
     uint32_t side = 777;
     len = 777;
-    CHECK_NULL(sam2_masks_low_res(NULL, 0, &logits, &len, &side), "masks");
-    CHECK_NULL(sam2_masks_low_res(masks, 0, NULL, &len, &side), "out_data");
-    CHECK_NULL(sam2_masks_low_res(masks, 0, &logits, NULL, &side), "out_len");
-    CHECK_NULL(sam2_masks_low_res(masks, 0, &logits, &len, NULL), "out_side");
-    CHECK(logits == SENTINEL_PTR && len == 777 && side == 777);
+#define UNTOUCHED_LOW_RES (logits == SENTINEL_PTR && len == 777 && side == 777)
+    TRY_IF(E, sam2_masks_low_res(NULL, 0, &logits, &len, &side), NULL_ARG, "`masks`",
+           UNTOUCHED_LOW_RES);
+    TRY_IF(E, sam2_masks_low_res(masks, 0, NULL, &len, &side), NULL_ARG, "`out_data`",
+           UNTOUCHED_LOW_RES);
+    TRY_IF(E, sam2_masks_low_res(masks, 0, &logits, NULL, &side), NULL_ARG, "`out_len`",
+           UNTOUCHED_LOW_RES);
+    TRY_IF(E, sam2_masks_low_res(masks, 0, &logits, &len, NULL), NULL_ARG, "`out_side`",
+           UNTOUCHED_LOW_RES);
+}
 
-    /* A NULL handle is reported before an out-of-range index. */
-    CHECK_NULL(sam2_masks_score(NULL, 12345, &score), "masks");
+/* ---- The embedding cache and its jobs ---- */
+
+static void cache_calls(const sam2_encoder *encoder, const sam2_embedding *embedding) {
+    const uint8_t *px = image.data;
+    uint32_t w = image.width, h = image.height;
+    size_t len = image_len;
+
+    const char *E = "sam2_cache_new";
+    sam2_cache_options o;
+    CHECK_OK(sam2_cache_options_init(&o, sizeof o));
+    TRY(E, sam2_cache_new(&o, NULL), NULL_ARG, "`out`");
+    /* NULL options: the defaults. */
+    sam2_cache *cache = NULL;
+    TRY_IF(E, sam2_cache_new(NULL, &cache), SAM2_OK, NULL, cache != NULL);
+    CHECK(cache != NULL);
+
+    E = "sam2_cache_encode";
+    sam2_embedding *out = SENTINEL_PTR;
+    uint32_t source = 77;
+#define UNTOUCHED_CACHE_OUT (out == SENTINEL_PTR && source == 77)
+    TRY_IF(E, sam2_cache_encode(NULL, encoder, px, len, w, h, 0, 0, &out, &source), NULL_ARG,
+           "`cache`", UNTOUCHED_CACHE_OUT);
+    TRY_IF(E, sam2_cache_encode(cache, NULL, px, len, w, h, 0, 0, &out, &source), NULL_ARG,
+           "`encoder`", UNTOUCHED_CACHE_OUT);
+    TRY_IF(E, sam2_cache_encode(cache, encoder, NULL, len, w, h, 0, 0, &out, &source), NULL_ARG,
+           "`pixels`", UNTOUCHED_CACHE_OUT);
+    TRY_IF(E, sam2_cache_encode(cache, encoder, px, len, w, h, 0, 0, NULL, &source), NULL_ARG,
+           "`out`", source == 77);
+    /* A NULL `out_source` is allowed. */
+    out = NULL;
+    TRY_IF(E, sam2_cache_encode(cache, encoder, px, len, w, h, 0, 0, &out, NULL), SAM2_OK, NULL,
+           out != NULL);
+    sam2_embedding_free(out);
+
+    E = "sam2_cache_encode_async";
+    sam2_encode_job *job = SENTINEL_PTR;
+    const uint32_t bg = SAM2_PRIORITY_BACKGROUND;
+    TRY_IF(E, sam2_cache_encode_async(NULL, encoder, px, len, w, h, 0, 0, bg, &job), NULL_ARG,
+           "`cache`", job == SENTINEL_PTR);
+    TRY_IF(E, sam2_cache_encode_async(cache, NULL, px, len, w, h, 0, 0, bg, &job), NULL_ARG,
+           "`encoder`", job == SENTINEL_PTR);
+    TRY_IF(E, sam2_cache_encode_async(cache, encoder, NULL, len, w, h, 0, 0, bg, &job), NULL_ARG,
+           "`pixels`", job == SENTINEL_PTR);
+    TRY(E, sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0, bg, NULL), NULL_ARG,
+        "`out`");
+
+    E = "sam2_cache_put";
+    TRY(E, sam2_cache_put(NULL, encoder, px, len, w, h, 0, 0, embedding), NULL_ARG, "`cache`");
+    TRY(E, sam2_cache_put(cache, NULL, px, len, w, h, 0, 0, embedding), NULL_ARG, "`encoder`");
+    TRY(E, sam2_cache_put(cache, encoder, NULL, len, w, h, 0, 0, embedding), NULL_ARG,
+        "`pixels`");
+    TRY(E, sam2_cache_put(cache, encoder, px, len, w, h, 0, 0, NULL), NULL_ARG, "`embedding`");
+
+    TRY("sam2_cache_clear", sam2_cache_clear(NULL), NULL_ARG, "`cache`");
+    size_t cancelled = 77;
+    TRY_IF("sam2_cache_cancel_all", sam2_cache_cancel_all(NULL, &cancelled), NULL_ARG, "`cache`",
+           cancelled == 77);
+    /* A NULL `out_cancelled` is allowed. */
+    TRY("sam2_cache_cancel_all", sam2_cache_cancel_all(cache, NULL), SAM2_OK, NULL);
+    sam2_cache_stats stats;
+    memset(&stats, 0x5a, sizeof stats);
+    stats.struct_size = sizeof stats;
+    TRY_IF("sam2_cache_get_stats", sam2_cache_get_stats(NULL, &stats), NULL_ARG, "`cache`",
+           stats.hits == 0x5a5a5a5a5a5a5a5aull);
+    TRY("sam2_cache_get_stats", sam2_cache_get_stats(cache, NULL), NULL_ARG, "`out`");
+
+    /* Jobs: one real job, then NULL in each argument. */
+    job = NULL;
+    CHECK_OK(sam2_cache_encode_async(cache, encoder, px, len, w, h, 0, 0,
+                                     SAM2_PRIORITY_FOREGROUND, &job));
+    E = "sam2_encode_job_wait";
+    out = SENTINEL_PTR;
+    TRY_IF(E, sam2_encode_job_wait(NULL, 0, &out), NULL_ARG, "`job`", out == SENTINEL_PTR);
+    TRY(E, sam2_encode_job_wait(job, 0, NULL), NULL_ARG, "`out`");
+    E = "sam2_encode_job_state";
+    uint32_t state = 77;
+    TRY_IF(E, sam2_encode_job_state(NULL, &state), NULL_ARG, "`job`", state == 77);
+    TRY(E, sam2_encode_job_state(job, NULL), NULL_ARG, "`out_state`");
+    TRY("sam2_encode_job_cancel", sam2_encode_job_cancel(NULL), NULL_ARG, "`job`");
+    out = NULL;
+    CHECK_OK(sam2_encode_job_wait(job, SAM2_WAIT_FOREVER, &out));
+    sam2_embedding_free(out);
+    sam2_encode_job_free(job);
+    sam2_cache_free(cache);
 }
 
 int main(void) {
     test_default_environment();
-    runtime_and_strings();
-    options_init();
-    free_null();
     test_model_path(encoder_path, "tiny_a_encoder.onnx");
     test_model_path(decoder_path, "tiny_a_decoder.onnx");
-    test_image image = test_load_image("shapes.ppm");
+    image = test_load_image("shapes.ppm");
+    image_len = (size_t)image.width * image.height * 3;
 
+    library();
+    frees();
     sam2_encoder *encoder = encoder_new();
-    encoder_calls(encoder, &image);
+    encoder_calls(encoder);
     sam2_embedding *embedding = test_encode(encoder, &image);
     embedding_calls(embedding);
     sam2_predictor *predictor = predictor_new(encoder);
     predictor_queries(predictor);
     sam2_masks *masks = predict_calls(predictor, embedding);
     masks_calls(masks);
+    cache_calls(encoder, embedding);
 
     sam2_masks_free(masks);
     sam2_predictor_free(predictor);
     sam2_embedding_free(embedding);
     sam2_encoder_free(encoder);
-    free_null();
     test_image_free(&image);
-    printf("test_null_sweep: ok\n");
-    return 0;
+    return sweep_finish("test_null_sweep", "null_sweep.tsv");
 }

@@ -9,8 +9,12 @@
  *   - files: save a shared embedding to the thread's own file, load it back, one prompt on it.
  *
  * SAM2_STRESS_SECONDS sets the duration (default 5; 1 under valgrind), SAM2_STRESS_THREADS the
- * thread count (default 6). Prints iterations and mismatches (the goal is 0), and with
- * SAM2_REPORT_DIR set writes them to stress.tsv for scripts/reliability.sh.
+ * thread count (default 6). SAM2_STRESS_MODELS=real runs on the real SAM2.1 tiny exports of
+ * $SAM2_REAL_MODELS (samexporter's pair and ONNX Runtime's; not under valgrind, where a real
+ * model's load takes minutes) instead of the generated tiny_a and tiny_c; SAM2_STRESS_PAIRS=1 uses
+ * the first pair only. Prints iterations and
+ * mismatches (the goal is 0), and with SAM2_REPORT_DIR set writes them to stress.tsv
+ * (stress-real.tsv for the real models) for scripts/reliability.sh.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -26,6 +30,12 @@
 enum { PAIRS = 2, IMAGES = 2, PROMPTS = 5, MAX_THREADS = 32, MAX_OBJECTS = SHAPE_COUNT };
 
 static const char *const PAIR_NAMES[PAIRS] = {"tiny_a", "tiny_c"};
+/* The real SAM2.1 tiny exports (SAM2_STRESS_MODELS=real): encoder and decoder of each pair. */
+static const char *const REAL_PAIRS[PAIRS][2] = {
+    {"sam2.1_hiera_tiny.encoder.onnx", "sam2.1_hiera_tiny.decoder.onnx"},
+    {"sam2.1_hiera_tiny_image_encoder.onnx", "sam2.1_hiera_tiny_image_decoder.onnx"},
+};
+static int real;
 static const char *const IMAGE_FILES[IMAGES] = {"shapes.ppm", "demo.ppm"};
 
 typedef struct result {
@@ -138,7 +148,8 @@ typedef struct worker {
 static void note(worker *w, const char *what, int pair, int im, int k) {
     if (w->mismatches + w->failures == 1) {
         snprintf(w->first, sizeof w->first, "%s (pair %s, image %s, prompt %d): %s", what,
-                 PAIR_NAMES[pair], IMAGE_FILES[im], k, test_last_error());
+                 real ? REAL_PAIRS[pair][1] : PAIR_NAMES[pair], IMAGE_FILES[im], k,
+                 test_last_error());
     }
 }
 
@@ -204,12 +215,36 @@ static int env_int(const char *name, int fallback) {
     return v != NULL && atoi(v) > 0 ? atoi(v) : fallback;
 }
 
+/* Opens pair `p`: generated, or real. */
+static void open_pair(int p) {
+    if (!real) {
+        encoders[p] = test_open_encoder(PAIR_NAMES[p]);
+        predictors[p] = test_open_predictor(encoders[p], PAIR_NAMES[p]);
+        return;
+    }
+    const char *models = getenv("SAM2_REAL_MODELS");
+    CHECK(models != NULL && models[0] != '\0');
+    char path[TEST_PATH_MAX];
+    CHECK(snprintf(path, sizeof path, "%s/%s", models, REAL_PAIRS[p][0]) < (int)sizeof path);
+    CHECK_OK(sam2_encoder_new(path, NULL, &encoders[p]));
+    CHECK(snprintf(path, sizeof path, "%s/%s", models, REAL_PAIRS[p][1]) < (int)sizeof path);
+    CHECK_OK(sam2_predictor_new(encoders[p], path, NULL, &predictors[p]));
+}
+
 int main(void) {
     test_default_environment();
+    const char *which = getenv("SAM2_STRESS_MODELS");
+    real = which != NULL && strcmp(which, "real") == 0;
+    if (real && test_under_valgrind()) {
+        printf("test_stress: the real models are not run under valgrind (a load takes minutes)\n");
+        return 0;
+    }
     test_init_runtime();
     double seconds = env_int("SAM2_STRESS_SECONDS", test_under_valgrind() ? 1 : 5);
     int threads = env_int("SAM2_STRESS_THREADS", test_under_valgrind() ? 3 : 6);
     if (test_under_valgrind()) pairs_used = images_used = 1;
+    int wanted_pairs = env_int("SAM2_STRESS_PAIRS", pairs_used);
+    if (wanted_pairs < pairs_used) pairs_used = wanted_pairs;
     CHECK(threads <= MAX_THREADS);
     CHECK(mkdtemp(test_scratch_template(dir, "sam2_stress_")) != NULL);
     for (int im = 0; im < IMAGES; im++) images[im] = test_load_image(IMAGE_FILES[im]);
@@ -217,8 +252,7 @@ int main(void) {
 
     /* Single-threaded references. */
     for (int p = 0; p < pairs_used; p++) {
-        encoders[p] = test_open_encoder(PAIR_NAMES[p]);
-        predictors[p] = test_open_predictor(encoders[p], PAIR_NAMES[p]);
+        open_pair(p);
         for (int im = 0; im < images_used; im++) {
             embeddings[p][im] = test_encode(encoders[p], &images[im]);
             for (int k = 0; k < PROMPTS; k++) {
@@ -249,11 +283,11 @@ int main(void) {
         }
     }
     long total = iterations[0] + iterations[1] + iterations[2];
-    printf("stress: %d threads for %.0f s on shared handles: %ld iterations (%ld predicts, %ld "
-           "encodes, %ld save/load round trips), %ld mismatches, %ld failed calls\n",
-           threads, seconds, total, iterations[0], iterations[1], iterations[2], mismatches,
-           failures);
-    FILE *f = test_report_file("stress.tsv");
+    printf("stress (%s models): %d threads for %.0f s on shared handles: %ld iterations (%ld "
+           "predicts, %ld encodes, %ld save/load round trips), %ld mismatches, %ld failed calls\n",
+           real ? "real" : "generated", threads, seconds, total, iterations[0], iterations[1],
+           iterations[2], mismatches, failures);
+    FILE *f = test_report_file(real ? "stress-real.tsv" : "stress.tsv");
     if (f != NULL) {
         fprintf(f, "threads\tseconds\titerations\tpredicts\tencodes\tfiles\tmismatches\tfailures\n"
                    "%d\t%.0f\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\n",

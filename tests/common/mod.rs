@@ -204,3 +204,27 @@ pub fn shape_clicks() -> Vec<sam2::Prompt> {
         .map(|s| click(s.click.0, s.click.1))
         .collect()
 }
+
+/// The real SAM2.1 hiera-tiny export of one exporter (`samexporter`, `onnxruntime`; for the latter
+/// its single-mask decoder): (encoder, decoder), from `$SAM2_REAL_MODELS/manifest.json`
+/// (tools/setup-real.sh, which scripts/test.sh runs).
+pub fn real_pair(family: &str) -> (PathBuf, PathBuf) {
+    let dir = PathBuf::from(
+        std::env::var_os("SAM2_REAL_MODELS")
+            .expect("SAM2_REAL_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"),
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    let entry = manifest["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["model"] == "sam2.1_hiera_tiny"
+                && p["family"] == family
+                && (family == "samexporter" || p["multimask_decoder"] == false)
+        })
+        .unwrap_or_else(|| panic!("no sam2.1_hiera_tiny pair from {family} in the manifest"));
+    let file = |key: &str| dir.join(entry[key].as_str().unwrap());
+    (file("encoder"), file("decoder"))
+}

@@ -1,33 +1,49 @@
-//! What the library needs from the operating system, in one place.
+//! The operating system calls of `platform`, on Unix (Linux and macOS).
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
 
-/// A directory and, in it, a file that always exists and reads as empty. Shared weights are
-/// described to ONNX Runtime as external data in this file: ONNX Runtime checks that the file
-/// exists when it loads the graph, and never needs to read it because every such weight is handed
-/// over with `AddInitializer`; were it ever to read, it would fail on the empty file rather than
-/// read another model's bytes.
-#[cfg(unix)]
-pub(crate) const EMPTY_FILE_DIR: &str = "/dev";
-#[cfg(unix)]
-pub(crate) const EMPTY_FILE: &str = "null";
+/// A directory and, in it, a file that always exists and reads as empty: `/dev/null`. Shared
+/// weights are described to ONNX Runtime as external data in this file: ONNX Runtime checks that
+/// the file exists when it loads the graph, and never needs to read it because every such weight
+/// is handed over with `AddInitializer`; were it ever to read, it would fail on the empty file
+/// rather than read another model's bytes.
+pub(crate) fn empty_file() -> std::io::Result<(&'static Path, &'static str)> {
+    Ok((Path::new("/dev"), "null"))
+}
+
+/// ONNX Runtime's library names: what its Linux packages and wheel ship.
+#[cfg(not(target_os = "macos"))]
+pub(crate) const ORT_LIBRARY: super::OrtLibraryNames = super::OrtLibraryNames {
+    plain: &["libonnxruntime.so", "libonnxruntime.so.1"],
+    versioned_prefix: "libonnxruntime.so.1.",
+    versioned_suffix: "",
+};
+/// ONNX Runtime's library names: what its macOS archive and wheel ship
+/// (`libonnxruntime.dylib` → `libonnxruntime.1.31.1.dylib`).
+#[cfg(target_os = "macos")]
+pub(crate) const ORT_LIBRARY: super::OrtLibraryNames = super::OrtLibraryNames {
+    plain: &["libonnxruntime.dylib"],
+    versioned_prefix: "libonnxruntime.1.",
+    versioned_suffix: ".dylib",
+};
+
+/// The names handed to the system's own library search, last of all.
+#[cfg(not(target_os = "macos"))]
+pub(crate) const ORT_SYSTEM_NAMES: &[&str] = &["libonnxruntime.so.1", "libonnxruntime.so"];
+#[cfg(target_os = "macos")]
+pub(crate) const ORT_SYSTEM_NAMES: &[&str] = &["libonnxruntime.dylib"];
 
 /// What identifies a file beyond its path, size and modification time (which `utime` can set):
 /// on Unix its device, inode and change time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) struct FileIdentity {
-    #[cfg(unix)]
     device: u64,
-    #[cfg(unix)]
     inode: u64,
-    #[cfg(unix)]
     changed: (i64, i64),
 }
 
 impl FileIdentity {
     pub(crate) fn of(meta: &std::fs::Metadata) -> Self {
-        #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
             FileIdentity {
@@ -46,7 +62,6 @@ impl FileIdentity {
 
 /// The file of the binary that holds this code (`libsam2.so`, or an executable linking it
 /// statically), as the dynamic loader knows it.
-#[cfg(unix)]
 pub(crate) fn own_binary_path() -> Option<std::path::PathBuf> {
     let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
     let addr = own_binary_path as *const () as *const libc::c_void;
@@ -68,10 +83,8 @@ pub(crate) fn own_binary_path() -> Option<std::path::PathBuf> {
 }
 
 /// A shared library opened for a look at its symbols, closed when dropped.
-#[cfg(unix)]
 pub(crate) struct Library(*mut libc::c_void);
 
-#[cfg(unix)]
 impl Library {
     /// Opens `path` (resolving every symbol now, keeping them local); the error is the loader's.
     pub(crate) fn open(path: &Path) -> Result<Self, String> {
@@ -94,14 +107,13 @@ impl Library {
     }
 
     /// The address of `name`, valid while the library is open.
-    pub(crate) fn symbol(&self, name: &std::ffi::CStr) -> Option<*mut libc::c_void> {
+    pub(crate) fn symbol(&self, name: &std::ffi::CStr) -> Option<*mut std::ffi::c_void> {
         // SAFETY: the handle is open; dlsym reads a NUL-terminated name.
         let sym = unsafe { libc::dlsym(self.0, name.as_ptr()) };
         (!sym.is_null()).then_some(sym)
     }
 }
 
-#[cfg(unix)]
 impl Drop for Library {
     fn drop(&mut self) {
         // SAFETY: the handle came from dlopen and is closed once.
@@ -112,16 +124,45 @@ impl Drop for Library {
 }
 
 /// Whether a process exists (including one another user owns).
-#[cfg(unix)]
 pub(crate) fn process_exists(pid: i32) -> bool {
     // SAFETY: kill with signal 0 only checks that the process exists and may be signalled.
     let rc = unsafe { libc::kill(pid, 0) };
     rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// Options that open a directory for reading (to sync it), and nothing else: a FIFO put where
+/// the directory was expected fails instead of blocking.
+pub(crate) fn directory_open_options() -> std::fs::OpenOptions {
+    let mut options = std::fs::File::options();
+    options.read(true);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DIRECTORY);
+    options
+}
+
+/// Options that open a file for reading without blocking in the open itself (a FIFO returns at
+/// once; the caller then checks what it opened).
+pub(crate) fn nonblocking_read_options() -> std::fs::OpenOptions {
+    let mut options = std::fs::File::options();
+    options.read(true);
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    options
+}
+
+/// A directory sync refused because the file system cannot sync directories at all (`EINVAL`):
+/// nothing to make durable that way, not a failure.
+pub(crate) fn is_unsupported_sync(error: &std::io::Error) -> bool {
+    error.raw_os_error() == Some(libc::EINVAL)
+}
+
+/// A directory builder for directories only this user may enter.
+pub(crate) fn private_dir_builder() -> std::fs::DirBuilder {
+    let mut builder = std::fs::DirBuilder::new();
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+}
+
 /// What a file that is not a regular file is, for an error message.
 pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
-    #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
         if file_type.is_fifo() {
@@ -137,68 +178,5 @@ pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
             return "a socket";
         }
     }
-    if file_type.is_dir() {
-        "a directory"
-    } else {
-        "a special file"
-    }
-}
-
-/// Options that open a directory for reading (to sync it), and nothing else: a FIFO put where
-/// the directory was expected fails instead of blocking.
-pub(crate) fn directory_open_options() -> std::fs::OpenOptions {
-    let mut options = std::fs::File::options();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_DIRECTORY);
-    options
-}
-
-/// Options that open a file for reading without blocking in the open itself (a FIFO returns at
-/// once; the caller then checks what it opened).
-pub(crate) fn nonblocking_read_options() -> std::fs::OpenOptions {
-    let mut options = std::fs::File::options();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
-    options
-}
-
-/// A directory sync refused because the file system cannot sync directories at all (`EINVAL`):
-/// nothing to make durable that way, not a failure.
-pub(crate) fn is_unsupported_sync(error: &std::io::Error) -> bool {
-    error.raw_os_error() == Some(libc::EINVAL)
-}
-
-/// A directory only this process uses, removed with everything in it when dropped.
-pub(crate) struct PrivateTempDir(PathBuf);
-
-impl PrivateTempDir {
-    pub(crate) fn new(prefix: &str) -> std::io::Result<Self> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!("{prefix}-{}-{n}", std::process::id()));
-            let mut builder = std::fs::DirBuilder::new();
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            match builder.create(&path) {
-                Ok(()) => return Ok(PrivateTempDir(path)),
-                // Left by an earlier process of the same id: take the next name.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for PrivateTempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+    super::generic_kind_of(file_type)
 }
