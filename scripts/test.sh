@@ -38,6 +38,7 @@ cargo clippy --release -p sam2-cli --all-targets -- -D warnings
 step "cargo test (unit, integration, header check; then the sam2 command)"
 cargo test --release
 cargo test --release -p sam2-cli
+bash scripts/sam2.sh --version
 
 step "soak on the real SAM2.1 tiny pair, short (scripts/reliability.sh runs it longer)"
 SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
