@@ -195,7 +195,7 @@ fn a_click_on_a_png_gives_that_shape_with_json_mask_and_overlay() {
 }
 
 /// A JPEG stored rotated, with EXIF orientation 6 (rotate 90° clockwise to display), and a 16-bit
-/// grey-less RGBA PNG: both give the shape in the upright frame.
+/// RGBA PNG: both give the shape in the upright frame; an 8-bit grey and alpha PNG is read too.
 #[test]
 fn jpeg_with_exif_orientation_and_16_bit_rgba_png_are_read_upright() {
     let dir = scratch("jpeg");
@@ -235,6 +235,29 @@ fn jpeg_with_exif_orientation_and_16_bit_rgba_png_are_read_upright() {
     );
     let png16 = dir.join("wide.png");
     wide.save(&png16).unwrap();
+    // Grey with alpha: read (grey spread to RGB, alpha ignored) and segmented at full size; the
+    // tiny model segments by colour, so only the red disc's grey level is asked to stand out.
+    let grey = image::DynamicImage::ImageRgb8(rgb.clone()).to_luma_alpha8();
+    let png_grey = dir.join("grey.png");
+    grey.save(&png_grey).unwrap();
+    let out = dir.join("grey");
+    let run = sam2(&[
+        "segment",
+        png_grey.to_str().unwrap(),
+        "--model",
+        &model_arg(),
+        "--point",
+        "100,112",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "grey: {}", stderr(&run));
+    let mask = read_mask(&dir.join("grey.mask.png"));
+    assert_eq!(mask.len(), 512 * 384);
+    assert!(
+        mask[112 * 512 + 100] == 1,
+        "grey: the clicked pixel is in the mask"
+    );
 
     for (input, tag) in [(&jpg, "jpeg"), (&png16, "png16")] {
         let out = dir.join(tag);
