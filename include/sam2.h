@@ -503,6 +503,18 @@ typedef struct sam2_encoder_options {
 } sam2_encoder_options;
 
 /**
+ * One ring of `sam2_masks_polygons`: how many points of the point array are its own (they
+ * follow the previous ring's) and whether it is an outer ring or a hole.
+ */
+typedef struct sam2_ring {
+  uint32_t point_count;
+  /**
+   * 0: an outer ring (a new connected component); 1: a hole of the last outer ring before it.
+   */
+  uint32_t is_hole;
+} sam2_ring;
+
+/**
  * Options of `sam2_predictor_new`. Initialise with `sam2_predictor_options_init`.
  */
 typedef struct sam2_predictor_options {
@@ -919,6 +931,81 @@ sam2_status sam2_encoder_providers(const struct sam2_encoder *encoder,
                                    size_t *needed);
 
 /**
+ * Copies mask `index` (`width × height` bytes, row-major, 1 = foreground) into `buffer`, which
+ * holds `size` bytes: at least `width × height` (`sam2_masks_size`), else
+ * `SAM2_ERR_INVALID_ARGUMENT` naming `size`. The buffer stays the caller's; nothing is kept.
+ */
+sam2_status sam2_masks_copy_mask(const struct sam2_masks *masks,
+                                 size_t index,
+                                 uint8_t *buffer,
+                                 size_t size);
+
+/**
+ * Copies mask `index` cropped to its box into `buffer` (row-major,
+ * `(x_max − x_min + 1) × (y_max − y_min + 1)` bytes) and writes the inclusive box
+ * `{x_min, y_min, x_max, y_max}` to `out_box[0..4]`. `*out_needed` receives the crop's byte
+ * count; when `size` is smaller the call returns `SAM2_ERR_BUFFER_TOO_SMALL` having written only
+ * that (`buffer` may be NULL with `size` 0 to ask). An empty mask needs 0 bytes and gives the
+ * box `{0, 0, 0, 0}`, as `sam2_masks_box` does.
+ */
+sam2_status sam2_masks_crop(const struct sam2_masks *masks,
+                            size_t index,
+                            uint8_t *buffer,
+                            size_t size,
+                            uint32_t *out_box,
+                            size_t *out_needed);
+
+/**
+ * Writes mask `index` as COCO run lengths: alternating counts of 0s and 1s in column-major
+ * order (down each column, left to right), starting with a possibly empty run of 0s, as in
+ * COCO's uncompressed `{"size": [height, width], "counts": [...]}`. `*out_count` receives the
+ * number of counts; when `capacity` is smaller the call returns `SAM2_ERR_BUFFER_TOO_SMALL`
+ * having written only that (`counts` may be NULL with `capacity` 0 to ask).
+ */
+sam2_status sam2_masks_rle(const struct sam2_masks *masks,
+                           size_t index,
+                           uint32_t *counts,
+                           size_t capacity,
+                           size_t *out_count);
+
+/**
+ * Writes mask `index` as the compressed COCO RLE string pycocotools uses
+ * (`{"size": [height, width], "counts": "<this string>"}`), NUL-terminated, into `buf`.
+ * `*out_needed` (may be NULL) receives the bytes needed including the NUL; when `len` is
+ * smaller the call returns `SAM2_ERR_BUFFER_TOO_SMALL` (`buf` may be NULL with `len` 0 to ask).
+ */
+sam2_status sam2_masks_rle_string(const struct sam2_masks *masks,
+                                  size_t index,
+                                  char *buf,
+                                  size_t len,
+                                  size_t *out_needed);
+
+/**
+ * Writes mask `index` as polygons with holes. `points` receives `x, y` pairs (2 floats per
+ * point, pixel-corner coordinates: `(x, y)` is the top-left corner of pixel `(x, y)`), ring
+ * after ring; `rings` receives one `sam2_ring` per ring: each connected component's outer ring
+ * (clockwise on screen, y down), then its holes (counter-clockwise). A pixel is inside when its
+ * centre is inside an odd number of rings. Rings are not closed (the first point is not repeated).
+ *
+ * `tolerance` (pixels, ≥ 0 and finite) simplifies each ring by Douglas–Peucker; 0 keeps every
+ * corner, and the rings then give back the mask exactly. Rings that collapse to fewer than 3
+ * points are left out (a component whose outer ring collapses goes with its holes).
+ *
+ * `*out_points` (in points, not floats) and `*out_rings` receive the sizes; when
+ * `points_capacity` (in points) or `rings_capacity` is smaller the call returns
+ * `SAM2_ERR_BUFFER_TOO_SMALL` having written only those (NULL arrays with capacity 0 ask).
+ */
+sam2_status sam2_masks_polygons(const struct sam2_masks *masks,
+                                size_t index,
+                                float tolerance,
+                                float *points,
+                                size_t points_capacity,
+                                struct sam2_ring *rings,
+                                size_t rings_capacity,
+                                size_t *out_points,
+                                size_t *out_rings);
+
+/**
  * Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
  * A pointer that is not a live result (already freed, another handle type) is detected where
  * possible and ignored with a warning through the log callback: best effort, not a licence.
@@ -971,6 +1058,28 @@ sam2_status sam2_masks_low_res(const struct sam2_masks *masks,
                                const float **out_data,
                                size_t *out_len,
                                uint32_t *out_side);
+
+/**
+ * Finds one encoder/decoder pair from `path` (NUL-terminated UTF-8): a directory holding exactly
+ * one pair, `DIR/NAME` for the pair called NAME in DIR, or the path of an encoder or decoder
+ * file. Three namings are recognised: samexporter's `NAME.encoder.onnx`/`NAME.decoder.onnx`,
+ * ONNX Runtime's tools' `NAME_image_encoder.onnx`/`NAME_image_decoder_multi.onnx` (else
+ * `NAME_image_decoder.onnx`), and the generator's `NAME_encoder.onnx`/`NAME_decoder.onnx`.
+ * Files are matched by name only; they are opened by `sam2_encoder_new`/`sam2_predictor_new`.
+ *
+ * The two paths are copied, NUL-terminated, into `encoder_path`/`decoder_path`;
+ * `*out_encoder_needed` and `*out_decoder_needed` (each may be NULL) receive the bytes each
+ * needs including the NUL, also when the call returns `SAM2_ERR_BUFFER_TOO_SMALL` (NULL
+ * buffers with length 0 ask for the sizes). No pair, or several, is `SAM2_ERR_MODEL` with a
+ * message listing the candidates; an unreadable directory is `SAM2_ERR_IO`.
+ */
+sam2_status sam2_find_model_pair(const char *path,
+                                 char *encoder_path,
+                                 size_t encoder_len,
+                                 size_t *out_encoder_needed,
+                                 char *decoder_path,
+                                 size_t decoder_len,
+                                 size_t *out_decoder_needed);
 
 /**
  * Fills `options` with the defaults and sets its `struct_size`; pass

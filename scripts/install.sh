@@ -8,12 +8,14 @@
 #   PREFIX/lib/pkgconfig/sam2.pc             pkg-config --cflags --libs sam2
 #   PREFIX/lib/cmake/sam2/sam2Config.cmake   find_package(sam2 CONFIG), target sam2::sam2
 #   PREFIX/lib/cmake/sam2/sam2ConfigVersion.cmake
+#   PREFIX/bin/sam2                          the command (docs/cli.md)
 #
 # Usage: scripts/install.sh [--prefix DIR] [--libdir DIR] [--includedir DIR] [--no-build] [--no-rpath]
 #   --prefix DIR      absolute; default /usr/local
 #   --libdir DIR      relative to the prefix; default lib (e.g. lib/x86_64-linux-gnu)
 #   --includedir DIR  relative to the prefix; default include
-#   --no-build        install target/release/libsam2.so as it is (e.g. `cargo build --release --lib`
+#   --no-build        install target/release/libsam2.so (and target/release/sam2, when built) as they
+#                     are (e.g. `cargo build --release --lib && cargo build --release -p sam2-cli`
 #                     as yourself, then `sudo scripts/install.sh --no-build`)
 #   --no-rpath        leave -Wl,-rpath out of sam2.pc (the default leaves it out only for /usr)
 #   DESTDIR=DIR       (environment) stage the files under DIR/PREFIX, for packagers
@@ -55,7 +57,7 @@ destdir="${DESTDIR:-}"
 destdir="${destdir%/}"
 
 if ((build)); then
-    (cd "$ROOT" && cargo build --release --lib)
+    (cd "$ROOT" && cargo build --release --lib && cargo build --release -p sam2-cli)
 fi
 lib="$ROOT/target/release/libsam2.so"
 [ -f "$lib" ] || { echo "install.sh: $lib does not exist: run cargo build --release --lib" >&2; exit 1; }
@@ -114,3 +116,10 @@ for file in sam2Config.cmake sam2ConfigVersion.cmake; do
     fill "$ROOT/packaging/$file.in" >"$lib_dest/cmake/sam2/$file"; say "$lib_dest/cmake/sam2/$file"
 done
 chmod 0644 "$lib_dest/pkgconfig/sam2.pc" "$lib_dest/cmake/sam2/"*.cmake
+# The command links the library statically; it finds ONNX Runtime as the library does.
+if [ -f "$ROOT/target/release/sam2" ]; then
+    install -d "$destdir$prefix/bin"
+    install -m 0755 "$ROOT/target/release/sam2" "$destdir$prefix/bin/sam2"; say "$destdir$prefix/bin/sam2"
+else
+    echo "install.sh: target/release/sam2 was not built (cargo build --release -p sam2-cli): the command is not installed" >&2
+fi

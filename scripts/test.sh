@@ -33,9 +33,12 @@ python3 tools/check_links.py $(git ls-files '*.md')
 step "cargo clippy -- -D warnings (the shipped library, then every target with the test hooks)"
 cargo clippy --release --lib -- -D warnings
 cargo clippy --release --all-targets -- -D warnings
+cargo clippy --release -p sam2-cli --all-targets -- -D warnings
 
-step "cargo test (unit, integration, header check)"
+step "cargo test (unit, integration, header check; then the sam2 command)"
 cargo test --release
+cargo test --release -p sam2-cli
+bash scripts/sam2.sh --version
 
 step "soak on the real SAM2.1 tiny pair, short (scripts/reliability.sh runs it longer)"
 SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
@@ -46,6 +49,9 @@ step "Python reference check (onnxruntime's Python API, numpy pre/post-processin
 
 step "build libsam2.so with its test hooks (the C and C# suites link it; the packaging step builds the shipped one)"
 cargo build --release --lib --features test-support
+
+step "mask formats against pycocotools (RLE strings and counts, polygons rasterised back, through the C ABI)"
+"$SAM2_PYTHON" tools/mask_formats_check.py --lib "$ROOT/target/release/libsam2.so" --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
 step "C tests under ctest"
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null

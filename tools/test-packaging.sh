@@ -4,7 +4,7 @@
 #
 #  1. scripts/install.sh into a temporary prefix: the layout, the SONAME (libsam2.so.<abi> by the
 #     rule of build.rs, computed here from Cargo.toml), the header, sam2.pc, the CMake package
-#     and its version file; a DESTDIR-staged install.
+#     and its version file; the sam2 command in bin/, run from there; a DESTDIR-staged install.
 #  2. A C program built with `pkg-config --cflags --libs sam2` and a C++ program built with CMake's
 #     find_package(sam2 CONFIG REQUIRED) run from that prefix with no LD_LIBRARY_PATH: each checks
 #     that SAM2_VERSION_*, sam2_version() and Cargo.toml agree, and segments testdata/shapes.ppm.
@@ -27,6 +27,7 @@ if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_ONNXRUNTIME_PATH:-}" ]; then
 fi
 export ORT_DISABLE_TELEMETRY=1
 cargo build --release --lib --quiet
+cargo build --release -p sam2-cli --quiet
 
 T="$(mktemp -d "${TMPDIR:-/tmp}/sam2-packaging.XXXXXX")"
 trap 'rm -rf "$T"' EXIT
@@ -67,6 +68,11 @@ cmake -DVERSION_FILE="$L/cmake/sam2/sam2ConfigVersion.cmake" -DVERSION="$version
     -P tests/packaging/check_version_file.cmake >"$T/version-file.log" 2>&1 ||
     { cat "$T/version-file.log" >&2; fail "sam2ConfigVersion.cmake"; }
 say "ok: install into a prefix: libsam2.so.$version, SONAME libsam2.so.$abi, links, sam2.h, sam2.pc $version, CMake package and its version rules"
+[ -x "$P/bin/sam2" ] || fail "no $P/bin/sam2"
+host SAM2_ONNXRUNTIME_PATH="$WHEEL_ORT" "$P/bin/sam2" info "$SAM2_MODELS/tiny_a" >"$T/sam2-info.log" 2>&1 ||
+    { cat "$T/sam2-info.log" >&2; fail "the installed sam2 command"; }
+grep -q 'role: encoder' "$T/sam2-info.log" || { cat "$T/sam2-info.log" >&2; fail "sam2 info did not describe the encoder"; }
+say "ok: the sam2 command installed as bin/sam2 runs from the prefix (sam2 info on tiny_a)"
 
 DESTDIR="$T/stage" scripts/install.sh --no-build --prefix /opt/sam2 >/dev/null
 [ -f "$T/stage/opt/sam2/lib/libsam2.so.$version" ] && [ -f "$T/stage/opt/sam2/include/sam2.h" ] ||

@@ -298,6 +298,27 @@ namespace Sam2
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_masks_low_res(MasksHandle masks, UIntPtr index_, out IntPtr out_data, out UIntPtr out_len, out uint out_side);
 
+        // ---- mask formats and model pairs (src/ffi/mask_formats.rs, src/ffi/model_pair.rs) ------
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_copy_mask(MasksHandle masks, UIntPtr index_, [Out] byte[] buffer, UIntPtr size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_crop(MasksHandle masks, UIntPtr index_, [Out] byte[] buffer, UIntPtr size, [Out] uint[] out_box, out UIntPtr out_needed);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_rle(MasksHandle masks, UIntPtr index_, [Out] uint[] counts, UIntPtr capacity, out UIntPtr out_count);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_rle_string(MasksHandle masks, UIntPtr index_, [Out] byte[] buf, UIntPtr len, out UIntPtr out_needed);
+
+        /// <summary>rings: pairs of uint (point_count, is_hole), the layout of sam2_ring.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_masks_polygons(MasksHandle masks, UIntPtr index_, float tolerance, [Out] float[] points, UIntPtr points_capacity, [Out] uint[] rings, UIntPtr rings_capacity, out UIntPtr out_points, out UIntPtr out_rings);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_find_model_pair(byte[] path, [Out] byte[] encoder_path, UIntPtr encoder_len, out UIntPtr out_encoder_needed, [Out] byte[] decoder_path, UIntPtr decoder_len, out UIntPtr out_decoder_needed);
+
         // ---- predictor ------------------------------------------------------------------------
 
         /// <summary>Writes the library's sizeof(sam2_predictor_options) bytes: call through NativeOptions.</summary>

@@ -36,7 +36,7 @@ namespace Sam2
     /// original image size, object-major (mask <c>i</c> belongs to object <c>i / Candidates</c>).
     /// Immutable; it does not depend on the predictor and may outlive it. Every accessor copies.
     /// </summary>
-    public sealed class Sam2Masks : Sam2NativeObject
+    public sealed partial class Sam2Masks : Sam2NativeObject
     {
         internal Sam2Masks(MasksHandle handle) : base(handle)
         {

@@ -2,7 +2,9 @@
 // embedding is saved, and round-trip a host embedding through a file.
 //
 // Usage: Sample.exe [models-dir [testdata-dir [model-name]]]
-// Defaults: $SAM2_MODELS, $SAM2_TESTDATA, tiny_a. ONNX Runtime is found through
+// Defaults: $SAM2_MODELS, $SAM2_TESTDATA, tiny_a. The pair is found by name (Sam2ModelPair.Find):
+// a real export directory works too (samexporter's NAME.encoder.onnx, ONNX Runtime's
+// NAME_image_encoder.onnx), with NAME as the model name, or "" when it holds one pair only. ONNX Runtime is found through
 // $SAM2_ONNXRUNTIME_PATH (see tools/setup.sh).
 using System;
 using System.IO;
@@ -50,8 +52,10 @@ internal static class Program
         try
         {
             var encoderOptions = new Sam2EncoderOptions { OutputTarget = OutputTarget.Host };
-            using (var encoder = new Sam2Encoder(Path.Combine(models, model + "_encoder.onnx"), encoderOptions))
-            using (var predictor = new Sam2Predictor(encoder, Path.Combine(models, model + "_decoder.onnx")))
+            Sam2ModelPair pair = Sam2ModelPair.Find(model.Length == 0 ? models : Path.Combine(models, model));
+            Console.WriteLine("models: " + Path.GetFileName(pair.EncoderPath) + " + " + Path.GetFileName(pair.DecoderPath));
+            using (var encoder = new Sam2Encoder(pair.EncoderPath, encoderOptions))
+            using (var predictor = new Sam2Predictor(encoder, pair.DecoderPath))
             using (Sam2Embedding embedding = encoder.Encode(pixels, width, height, PixelFormat.Rgb))
             {
                 Console.WriteLine("encoder runs on " + encoder.Device + " (" + string.Join(",", encoder.ExecutionProviders) +

@@ -35,5 +35,19 @@ namespace Sam2.Tests
                 deviceId, out result);
             return new Sam2Embedding(Sam2Error.CheckNew(status, result, host));
         }
+
+        [DllImport(NativeMethods.Library, CallingConvention = CallingConvention.Cdecl)]
+        private static extern Sam2Status sam2_test_masks_from_bytes(byte[] mask, uint width, uint height, out MasksHandle @out);
+
+        /// <summary>
+        /// A result holding one given mask (<c>sam2_test_masks_from_bytes</c>), to check the mask
+        /// formats on shapes no model draws (holes, islands).
+        /// </summary>
+        public static Sam2Masks MasksFromBytes(byte[] mask, int width, int height)
+        {
+            MasksHandle result;
+            Sam2Status status = sam2_test_masks_from_bytes(mask, (uint)width, (uint)height, out result);
+            return new Sam2Masks(Sam2Error.CheckNew(status, result));
+        }
     }
 }

@@ -31,7 +31,7 @@ pub extern "C" fn sam2_masks_free(masks: *mut sam2_masks) {
     super::free_handle(masks, "masks");
 }
 
-fn check_index(m: &Prediction, i: usize) -> Result<(), Error> {
+pub(crate) fn check_index(m: &Prediction, i: usize) -> Result<(), Error> {
     let count = m.objects * m.candidates;
     if i >= count {
         return Err(Error::invalid(

@@ -17,7 +17,9 @@ pub mod cache;
 pub mod device;
 pub mod embedding;
 pub mod encoder;
+pub mod mask_formats;
 pub mod masks;
+pub mod model_pair;
 pub mod predictor;
 pub mod runtime;
 /// cbindgen:ignore

@@ -31,3 +31,44 @@ pub extern "C" fn sam2_test_embedding_simulate_device(
         Ok(())
     })
 }
+
+/// Makes a result holding one given mask (`width × height` bytes, row-major, non-zero =
+/// foreground; score 1, low-res logits all 0), so the mask formats (`sam2_masks_rle`,
+/// `sam2_masks_polygons`, …) can be checked on shapes no model draws: holes, islands, corners.
+/// Free with `sam2_masks_free`.
+#[no_mangle]
+pub extern "C" fn sam2_test_masks_from_bytes(
+    mask: *const u8,
+    width: u32,
+    height: u32,
+    out: *mut *mut super::masks::sam2_masks,
+) -> sam2_status {
+    guard(|| {
+        let out = arg_out(out, "out")?;
+        if width == 0 || height == 0 || width > 1 << 16 || height > 1 << 16 {
+            return Err(crate::error::Error::invalid(
+                "width",
+                "width and height must be in 1..=65536",
+            ));
+        }
+        let (w, h) = (width as usize, height as usize);
+        let bytes = super::arg_slice(mask, w * h, "mask")?;
+        let masks: Vec<u8> = bytes.iter().map(|&v| (v != 0) as u8).collect();
+        let rle = crate::rle::Rle::encode(&masks, w, h);
+        let prediction = crate::predictor::Prediction {
+            width: w,
+            height: h,
+            objects: 1,
+            candidates: 1,
+            masks,
+            scores: vec![1.0],
+            boxes: vec![rle.bbox().unwrap_or([0; 4])],
+            areas: vec![rle.area()],
+            low_res: vec![0.0; 256 * 256],
+            low_res_size: 256,
+            candidate_index: vec![0],
+        };
+        out.set(publish(super::masks::sam2_masks::new(prediction)));
+        Ok(())
+    })
+}

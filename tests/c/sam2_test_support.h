@@ -29,6 +29,17 @@ sam2_status sam2_test_embedding_simulate_device(const sam2_embedding *host_embed
                                                 int32_t device_id,
                                                 sam2_embedding **out);
 
+/**
+ * Makes a result holding one given mask (`width × height` bytes, row-major, non-zero =
+ * foreground; score 1, low-res logits all 0), so the mask formats (`sam2_masks_rle`,
+ * `sam2_masks_polygons`, …) can be checked on shapes no model draws: holes, islands, corners.
+ * Free with `sam2_masks_free`.
+ */
+sam2_status sam2_test_masks_from_bytes(const uint8_t *mask,
+                                       uint32_t width,
+                                       uint32_t height,
+                                       sam2_masks **out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

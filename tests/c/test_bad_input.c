@@ -1162,6 +1162,112 @@ static void results(void) {
     }
 }
 
+/* ---- Mask formats and model pairs: handles, indices, sizes, tolerances, paths ---- */
+
+static void mask_formats(void) {
+    const size_t indices[] = {1, 2, 1000, SIZE_MAX};
+    uint8_t buf[4] = {7, 7, 7, 7};
+    uint32_t box[4] = {7, 7, 7, 7}, counts[4] = {7, 7, 7, 7};
+    size_t needed = 777, points = 777, rings = 777;
+    float pts[8] = {7.0f};
+    sam2_ring ring[2] = {{7, 7}, {7, 7}};
+    char text[4] = "abc";
+
+    const char *E = "sam2_masks_copy_mask";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_copy_mask(b.ptr, 0, buf, sizeof buf), b.want, "`masks`", buf[0] == 7);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_masks_copy_mask(masks, indices[i], buf, sizeof buf), SAM2_ERR_INVALID_ARGUMENT, "`index`",
+               buf[0] == 7);
+    /* Too small for width × height: refused before anything is written. */
+    const size_t sizes[] = {0, 1, 4};
+    for (size_t i = 0; i < 3; i++)
+        TRY_IF(E, sam2_masks_copy_mask(masks, 0, buf, sizes[i]), SAM2_ERR_INVALID_ARGUMENT, "`size`",
+               buf[0] == 7);
+
+    E = "sam2_masks_crop";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_crop(b.ptr, 0, buf, sizeof buf, box, &needed), b.want, "`masks`",
+                             box[0] == 7 && needed == 777);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_masks_crop(masks, indices[i], buf, sizeof buf, box, &needed), SAM2_ERR_INVALID_ARGUMENT,
+               "`index`", box[0] == 7 && needed == 777);
+    /* Too small: only the size needed is written. */
+    TRY_IF(E, sam2_masks_crop(masks, 0, buf, sizeof buf, box, &needed), SAM2_ERR_BUFFER_TOO_SMALL, NULL,
+           buf[0] == 7 && box[0] == 7 && needed > sizeof buf);
+    needed = 777;
+
+    E = "sam2_masks_rle";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_rle(b.ptr, 0, counts, 4, &needed), b.want, "`masks`",
+                             counts[0] == 7 && needed == 777);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_masks_rle(masks, indices[i], counts, 4, &needed), SAM2_ERR_INVALID_ARGUMENT, "`index`",
+               counts[0] == 7 && needed == 777);
+    TRY_IF(E, sam2_masks_rle(masks, 0, counts, SIZE_MAX, &needed), SAM2_ERR_INVALID_ARGUMENT, "`counts`",
+           counts[0] == 7 && needed == 777);
+    TRY_IF(E, sam2_masks_rle(masks, 0, counts, 1, &needed), SAM2_ERR_BUFFER_TOO_SMALL, NULL,
+           counts[0] == 7 && needed > 1);
+    needed = 777;
+
+    E = "sam2_masks_rle_string";
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_rle_string(b.ptr, 0, text, sizeof text, &needed), b.want, "`masks`",
+                             text[0] == 'a' && needed == 777);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_masks_rle_string(masks, indices[i], text, sizeof text, &needed), SAM2_ERR_INVALID_ARGUMENT,
+               "`index`", text[0] == 'a' && needed == 777);
+    TRY_IF(E, sam2_masks_rle_string(masks, 0, text, sizeof text, &needed), SAM2_ERR_BUFFER_TOO_SMALL, NULL,
+           text[0] == 'a' && needed > sizeof text);
+    needed = 777;
+
+    E = "sam2_masks_polygons";
+#define UNTOUCHED_POLYGONS (pts[0] == 7.0f && ring[0].point_count == 7 && points == 777 && rings == 777)
+    FOR_BAD(MASKS, b) TRY_IF(E, sam2_masks_polygons(b.ptr, 0, 0.0f, pts, 4, ring, 2, &points, &rings), b.want,
+                             "`masks`", UNTOUCHED_POLYGONS);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_masks_polygons(masks, indices[i], 0.0f, pts, 4, ring, 2, &points, &rings),
+               SAM2_ERR_INVALID_ARGUMENT, "`index`", UNTOUCHED_POLYGONS);
+    const float tolerances[] = {-1.0f, -0.0001f, NAN, INFINITY, -INFINITY};
+    for (size_t i = 0; i < 5; i++)
+        TRY_IF(E, sam2_masks_polygons(masks, 0, tolerances[i], pts, 4, ring, 2, &points, &rings),
+               SAM2_ERR_INVALID_ARGUMENT, "`tolerance`", UNTOUCHED_POLYGONS);
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, pts, SIZE_MAX, ring, 2, &points, &rings),
+           SAM2_ERR_INVALID_ARGUMENT, "`points_capacity`", UNTOUCHED_POLYGONS);
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, pts, 4, ring, SIZE_MAX, &points, &rings),
+           SAM2_ERR_INVALID_ARGUMENT, "`rings`", UNTOUCHED_POLYGONS);
+    /* Too small: both sizes are written, nothing else. */
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, pts, 1, ring, 2, &points, &rings), SAM2_ERR_BUFFER_TOO_SMALL,
+           NULL, pts[0] == 7.0f && ring[0].point_count == 7 && points > 1 && rings == 1);
+
+    E = "sam2_find_model_pair";
+    char enc[TEST_PATH_MAX] = "x", dec[TEST_PATH_MAX] = "y", path[TEST_PATH_MAX];
+    size_t enc_needed = 777, dec_needed = 777;
+#define UNTOUCHED_PAIR (enc[0] == 'x' && dec[0] == 'y' && enc_needed == 777 && dec_needed == 777)
+    TRY_IF(E, sam2_find_model_pair("\xff\xfe", enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_INVALID_ARGUMENT, "`path`", UNTOUCHED_PAIR);
+    TRY_IF(E, sam2_find_model_pair("", enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_MODEL, "not a directory, a model name or a model file", UNTOUCHED_PAIR);
+    TRY_IF(E, sam2_find_model_pair("/nonexistent/sam2/tiny_a", enc, sizeof enc, &enc_needed, dec, sizeof dec,
+                                   &dec_needed),
+           SAM2_ERR_MODEL, "not a directory", UNTOUCHED_PAIR);
+    /* The scratch directory holds no pair; the models directory several; a name matches none. */
+    TRY_IF(E, sam2_find_model_pair(dir, enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_MODEL, "holds no SAM2 encoder/decoder pair", UNTOUCHED_PAIR);
+    test_model_path(path, "");
+    TRY_IF(E, sam2_find_model_pair(path, enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_MODEL, "encoder/decoder pairs", UNTOUCHED_PAIR);
+    test_model_path(path, "tiny_z");
+    TRY_IF(E, sam2_find_model_pair(path, enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_MODEL, "no encoder/decoder pair of that name", UNTOUCHED_PAIR);
+    /* A file that is no model is matched by name only: an encoder's name with no decoder. */
+    scratch(path, "lonely_encoder.onnx");
+    write_file(path, "x", 1);
+    TRY_IF(E, sam2_find_model_pair(path, enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_MODEL, "no encoder/decoder pair of that name", UNTOUCHED_PAIR);
+    unlink(path);
+    /* Too small: both sizes are written, neither path. */
+    test_model_path(path, "tiny_a");
+    TRY_IF(E, sam2_find_model_pair(path, enc, 2, &enc_needed, dec, sizeof dec, &dec_needed),
+           SAM2_ERR_BUFFER_TOO_SMALL, NULL, enc[0] == 'x' && dec[0] == 'y' && enc_needed > 2 && dec_needed > 2);
+}
+
 /* ---- _free: the wrong type and a second free are ignored ---- */
 
 static int warnings;
@@ -1394,6 +1500,7 @@ int main(int argc, char **argv) {
     files();
     predict();
     results();
+    mask_formats();
     caches();
     frees();
 

@@ -338,6 +338,57 @@ static void masks_calls(const sam2_masks *masks) {
            UNTOUCHED_LOW_RES);
 }
 
+/* ---- Mask formats and model pairs ---- */
+
+static void mask_format_calls(const sam2_masks *masks) {
+    uint8_t buf[4] = {7, 7, 7, 7};
+    uint32_t box[4] = {777, 777, 777, 777}, counts[4] = {777, 777, 777, 777};
+    size_t needed = 777, points = 777, rings = 777;
+    float pts[8] = {777.0f};
+    sam2_ring ring[2] = {{777, 777}, {777, 777}};
+
+    const char *E = "sam2_masks_copy_mask";
+    TRY_IF(E, sam2_masks_copy_mask(NULL, 0, buf, sizeof buf), NULL_ARG, "`masks`", buf[0] == 7);
+    TRY(E, sam2_masks_copy_mask(masks, 0, NULL, 4), NULL_ARG, "`buffer`");
+
+    E = "sam2_masks_crop";
+#define UNTOUCHED_CROP (buf[0] == 7 && box[0] == 777 && needed == 777)
+    TRY_IF(E, sam2_masks_crop(NULL, 0, buf, sizeof buf, box, &needed), NULL_ARG, "`masks`", UNTOUCHED_CROP);
+    TRY_IF(E, sam2_masks_crop(masks, 0, NULL, 4, box, &needed), NULL_ARG, "`buffer`", UNTOUCHED_CROP);
+    TRY_IF(E, sam2_masks_crop(masks, 0, buf, sizeof buf, NULL, &needed), NULL_ARG, "`out_box`", UNTOUCHED_CROP);
+    TRY_IF(E, sam2_masks_crop(masks, 0, buf, sizeof buf, box, NULL), NULL_ARG, "`out_needed`", UNTOUCHED_CROP);
+
+    E = "sam2_masks_rle";
+    TRY_IF(E, sam2_masks_rle(NULL, 0, counts, 4, &needed), NULL_ARG, "`masks`", counts[0] == 777 && needed == 777);
+    TRY_IF(E, sam2_masks_rle(masks, 0, NULL, 4, &needed), NULL_ARG, "`counts`", needed == 777);
+    TRY_IF(E, sam2_masks_rle(masks, 0, counts, 4, NULL), NULL_ARG, "`out_count`", counts[0] == 777);
+
+    E = "sam2_masks_rle_string";
+    char text[4] = "abc";
+    TRY_IF(E, sam2_masks_rle_string(NULL, 0, text, sizeof text, &needed), NULL_ARG, "`masks`",
+           text[0] == 'a' && needed == 777);
+    /* NULL `buf` is a size query, NULL `out_needed` is allowed (as for every string out). */
+    TRY(E, sam2_masks_rle_string(masks, 0, NULL, 0, NULL), SAM2_ERR_BUFFER_TOO_SMALL, NULL);
+
+    E = "sam2_masks_polygons";
+#define UNTOUCHED_POLY (pts[0] == 777.0f && ring[0].point_count == 777 && points == 777 && rings == 777)
+    TRY_IF(E, sam2_masks_polygons(NULL, 0, 0.0f, pts, 4, ring, 2, &points, &rings), NULL_ARG, "`masks`",
+           UNTOUCHED_POLY);
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, NULL, 4, ring, 2, &points, &rings), NULL_ARG, "`points`",
+           UNTOUCHED_POLY);
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, pts, 4, NULL, 2, &points, &rings), NULL_ARG, "`rings`",
+           UNTOUCHED_POLY);
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, pts, 4, ring, 2, NULL, &rings), NULL_ARG, "`out_points`",
+           UNTOUCHED_POLY);
+    TRY_IF(E, sam2_masks_polygons(masks, 0, 0.0f, pts, 4, ring, 2, &points, NULL), NULL_ARG, "`out_rings`",
+           UNTOUCHED_POLY);
+
+    E = "sam2_find_model_pair";
+    char enc[16] = "x", dec[16] = "y";
+    TRY_IF(E, sam2_find_model_pair(NULL, enc, sizeof enc, &needed, dec, sizeof dec, &points), NULL_ARG,
+           "`path`", enc[0] == 'x' && dec[0] == 'y' && needed == 777 && points == 777);
+}
+
 /* ---- The embedding cache and its jobs ---- */
 
 static void cache_calls(const sam2_encoder *encoder, const sam2_embedding *embedding) {
@@ -441,6 +492,7 @@ int main(void) {
     predictor_queries(predictor);
     sam2_masks *masks = predict_calls(predictor, embedding);
     masks_calls(masks);
+    mask_format_calls(masks);
     cache_calls(encoder, embedding);
 
     sam2_masks_free(masks);

@@ -1,0 +1,326 @@
+//! The command line, parsed by hand: a handful of subcommands and options, so a parser crate
+//! would bring more code than it saves, and a hand-written one decides its own exit code (2) and
+//! one-line messages.
+
+use std::path::PathBuf;
+
+use sam2::{MismatchPolicy, Provider};
+
+/// A usage error: printed as one line, exit code 2.
+#[derive(Debug)]
+pub struct Usage(pub String);
+
+fn usage<T>(text: impl Into<String>) -> Result<T, Usage> {
+    Err(Usage(text.into()))
+}
+
+pub enum Command {
+    Help,
+    Version,
+    Segment(Segment),
+    Encode(Encode),
+    Info(Info),
+    Everything,
+}
+
+/// Where the models come from: `--model PATH` or `--encoder F --decoder F`.
+#[derive(Debug, Default)]
+pub struct Models {
+    pub model: Option<PathBuf>,
+    pub encoder: Option<PathBuf>,
+    pub decoder: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Device {
+    pub provider: Provider,
+    pub on_mismatch: MismatchPolicy,
+}
+
+impl Default for Device {
+    fn default() -> Self {
+        Device {
+            provider: Provider::Cpu,
+            on_mismatch: MismatchPolicy::Fallback,
+        }
+    }
+}
+
+pub struct Segment {
+    pub image: PathBuf,
+    pub models: Models,
+    pub points: Vec<sam2::Point>,
+    pub bbox: Option<[f32; 4]>,
+    pub multimask: bool,
+    pub embedding: Option<PathBuf>,
+    pub out: PathBuf,
+    pub tolerance: f32,
+    pub device: Device,
+    pub onnxruntime: Option<PathBuf>,
+}
+
+pub struct Encode {
+    pub image: PathBuf,
+    pub models: Models,
+    pub out: PathBuf,
+    pub device: Device,
+    pub onnxruntime: Option<PathBuf>,
+}
+
+pub struct Info {
+    pub model: PathBuf,
+    pub device: Device,
+    pub onnxruntime: Option<PathBuf>,
+}
+
+fn numbers(
+    text: &str,
+    option: &str,
+    count: std::ops::RangeInclusive<usize>,
+) -> Result<Vec<f32>, Usage> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    if !count.contains(&parts.len()) {
+        return usage(format!(
+            "{option} {text}: expected {} comma-separated values",
+            option_shape(option)
+        ));
+    }
+    parts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            if i == 2 && option == "--point" {
+                return match *p {
+                    "pos" | "+" | "1" => Ok(1.0),
+                    "neg" | "-" | "0" => Ok(0.0),
+                    _ => usage(format!(
+                        "--point {text}: the third value is pos or neg, not {p}"
+                    )),
+                };
+            }
+            match p.parse::<f32>() {
+                Ok(v) if v.is_finite() => Ok(v),
+                _ => usage(format!("{option} {text}: {p} is not a number")),
+            }
+        })
+        .collect()
+}
+
+fn option_shape(option: &str) -> &'static str {
+    match option {
+        "--point" => "X,Y or X,Y,neg",
+        _ => "X1,Y1,X2,Y2",
+    }
+}
+
+fn provider(text: &str) -> Result<Provider, Usage> {
+    Ok(match text {
+        "cpu" => Provider::Cpu,
+        "cuda" => Provider::Cuda,
+        "tensorrt" => Provider::TensorRt,
+        "directml" => Provider::DirectMl,
+        "coreml" => Provider::CoreMl,
+        _ => {
+            return usage(format!(
+                "--device {text}: expected cpu, cuda, tensorrt, directml or coreml"
+            ))
+        }
+    })
+}
+
+fn policy(text: &str) -> Result<MismatchPolicy, Usage> {
+    match text {
+        "fallback" => Ok(MismatchPolicy::Fallback),
+        "fail" => Ok(MismatchPolicy::Fail),
+        _ => usage(format!("--on-mismatch {text}: expected fail or fallback")),
+    }
+}
+
+/// A cursor over the arguments after the subcommand; `--name=value` and `--name value` both work.
+struct Args {
+    items: std::vec::IntoIter<String>,
+    command: &'static str,
+}
+
+impl Args {
+    fn value(&mut self, option: &str, inline: Option<String>) -> Result<String, Usage> {
+        match inline.or_else(|| self.items.next()) {
+            Some(v) => Ok(v),
+            None => usage(format!(
+                "{option} needs a value (see sam2 {} --help)",
+                self.command
+            )),
+        }
+    }
+}
+
+pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
+    let mut raw = raw.into_iter();
+    let Some(command) = raw.next() else {
+        return usage("no command given: sam2 segment, encode or info (sam2 --help)");
+    };
+    let command: &'static str = match command.as_str() {
+        "-h" | "--help" | "help" => return Ok(Command::Help),
+        "-V" | "--version" => return Ok(Command::Version),
+        "segment" => "segment",
+        "encode" => "encode",
+        "info" => "info",
+        "everything" => return Ok(Command::Everything),
+        other => {
+            return usage(format!(
+                "unknown command {other}: expected segment, encode or info (sam2 --help)"
+            ))
+        }
+    };
+    let mut args = Args {
+        items: raw.collect::<Vec<_>>().into_iter(),
+        command,
+    };
+    let mut positional: Vec<String> = Vec::new();
+    let mut models = Models::default();
+    let mut device = Device::default();
+    let mut onnxruntime = None;
+    let mut points = Vec::new();
+    let mut bbox = None;
+    let mut multimask = false;
+    let mut embedding = None;
+    let mut out = None;
+    let mut tolerance = 0.0f32;
+    let segment = command == "segment";
+    while let Some(arg) = args.items.next() {
+        let (name, inline) = match arg.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        match name.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--model" | "-m" if command != "info" => {
+                models.model = Some(args.value(&name, inline)?.into())
+            }
+            "--encoder" if command != "info" => {
+                models.encoder = Some(args.value(&name, inline)?.into())
+            }
+            "--decoder" if segment => models.decoder = Some(args.value(&name, inline)?.into()),
+            "--device" => device.provider = provider(&args.value(&name, inline)?)?,
+            "--on-mismatch" => device.on_mismatch = policy(&args.value(&name, inline)?)?,
+            "--onnxruntime" => onnxruntime = Some(PathBuf::from(args.value(&name, inline)?)),
+            "-o" | "--output" if command != "info" => {
+                out = Some(PathBuf::from(args.value(&name, inline)?))
+            }
+            "--point" | "-p" if segment => {
+                let v = numbers(&args.value("--point", inline)?, "--point", 2..=3)?;
+                points.push(sam2::Point {
+                    x: v[0],
+                    y: v[1],
+                    positive: v.get(2) != Some(&0.0),
+                });
+            }
+            "--box" | "-b" if segment => {
+                if bbox.is_some() {
+                    return usage("--box given twice: one box per object");
+                }
+                let v = numbers(&args.value("--box", inline)?, "--box", 4..=4)?;
+                if v[2] <= v[0] || v[3] <= v[1] {
+                    return usage("--box X1,Y1,X2,Y2: X2 must exceed X1 and Y2 exceed Y1");
+                }
+                bbox = Some([v[0], v[1], v[2], v[3]]);
+            }
+            "--multimask" if segment => multimask = true,
+            "--embedding" if segment => embedding = Some(PathBuf::from(args.value(&name, inline)?)),
+            "--tolerance" if segment => {
+                let text = args.value(&name, inline)?;
+                tolerance = match text.parse::<f32>() {
+                    Ok(v) if v.is_finite() && v >= 0.0 => v,
+                    _ => {
+                        return usage(format!(
+                            "--tolerance {text}: expected a number of pixels, 0 or more"
+                        ))
+                    }
+                };
+            }
+            _ if name.starts_with('-') && name.len() > 1 => {
+                return usage(format!(
+                    "unknown option {name} for sam2 {command} (sam2 {command} --help)"
+                ))
+            }
+            _ => positional.push(arg),
+        }
+    }
+    let one = |what: &str, mut positional: Vec<String>| -> Result<PathBuf, Usage> {
+        match positional.len() {
+            1 => Ok(PathBuf::from(positional.remove(0))),
+            0 => usage(format!(
+                "sam2 {command} needs {what} (sam2 {command} --help)"
+            )),
+            _ => usage(format!(
+                "sam2 {command} takes one {what}; also given: {}",
+                positional[1..].join(" ")
+            )),
+        }
+    };
+    let check_models = |models: &Models, needs_decoder: bool| -> Result<(), Usage> {
+        let pair = models.encoder.is_some() || models.decoder.is_some();
+        if models.model.is_some() && pair {
+            return usage("give either --model or --encoder/--decoder, not both");
+        }
+        if models.model.is_none() && models.encoder.is_none() {
+            return usage(if needs_decoder {
+                "a model is needed: --model DIR (or DIR/NAME), or --encoder FILE --decoder FILE"
+            } else {
+                "a model is needed: --model DIR (or DIR/NAME), or --encoder FILE"
+            });
+        }
+        if needs_decoder && models.model.is_none() && models.decoder.is_none() {
+            return usage("--encoder needs --decoder (or use --model DIR)");
+        }
+        Ok(())
+    };
+    match command {
+        "segment" => {
+            let image = one("an IMAGE", positional)?;
+            let Some(out) = out else {
+                return usage("sam2 segment needs -o OUT (the prefix of the files it writes)");
+            };
+            if points.is_empty() && bbox.is_none() {
+                return usage("sam2 segment needs a prompt: --point X,Y and/or --box X1,Y1,X2,Y2");
+            }
+            if embedding.is_some() && models.model.is_none() && models.decoder.is_none() {
+                return usage(
+                    "--embedding needs the decoder too: --model DIR, or --encoder F --decoder F",
+                );
+            }
+            check_models(&models, true)?;
+            Ok(Command::Segment(Segment {
+                image,
+                models,
+                points,
+                bbox,
+                multimask,
+                embedding,
+                out,
+                tolerance,
+                device,
+                onnxruntime,
+            }))
+        }
+        "encode" => {
+            let image = one("an IMAGE", positional)?;
+            let Some(out) = out else {
+                return usage("sam2 encode needs -o FILE (the embedding file to write)");
+            };
+            check_models(&models, false)?;
+            Ok(Command::Encode(Encode {
+                image,
+                models,
+                out,
+                device,
+                onnxruntime,
+            }))
+        }
+        _ => Ok(Command::Info(Info {
+            model: one("a MODEL (an .onnx file or a --model path)", positional)?,
+            device,
+            onnxruntime,
+        })),
+    }
+}

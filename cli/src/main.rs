@@ -1,0 +1,514 @@
+//! `sam2`: segment your own images with Segment Anything 2 from the command line.
+//! `sam2 --help` says how; docs/cli.md says more.
+
+mod args;
+mod picture;
+mod progress;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use args::{Command, Device, Models};
+use sam2::{
+    DeviceOptions, Encoder, EncoderOptions, Error, Fingerprint, ImageView, PixelFormat,
+    PredictOptions, Predictor, PredictorOptions, Prompt, ProviderRequest, SessionOptions,
+};
+
+/// Exit codes (also in `sam2 --help` and docs/cli.md).
+mod exit {
+    pub const INTERNAL: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const INPUT: u8 = 3;
+    pub const MODEL: u8 = 4;
+    pub const RUNTIME: u8 = 5;
+    pub const OUTPUT: u8 = 6;
+}
+
+const HELP: &str = "\
+sam2: segment your own images with Segment Anything 2 (ONNX Runtime)
+
+Usage:
+  sam2 segment IMAGE (--model PATH | --encoder F --decoder F) [prompt] -o OUT [options]
+  sam2 encode  IMAGE (--model PATH | --encoder F) -o FILE [options]
+  sam2 info    MODEL [options]
+
+segment writes OUT.mask.png (OUT.mask-K.png for each candidate with --multimask),
+OUT.overlay.png and OUT.json (COCO: RLE, polygons with holes, bbox, area, score).
+
+Models:
+  --model PATH          a directory holding one encoder/decoder pair, DIR/NAME for the pair
+                        called NAME, or an encoder or decoder file (namings: NAME.encoder.onnx
+                        from samexporter, NAME_image_encoder.onnx from ONNX Runtime's tools,
+                        NAME_encoder.onnx from sam2's generator)
+  --encoder F, --decoder F   the two files, named as you like
+Prompt (segment):
+  --point X,Y[,neg]     a click in image pixels; ,neg excludes what is under it (repeatable)
+  --box X1,Y1,X2,Y2     a box around the object
+  --multimask           keep the three candidate masks, not only the best
+  --embedding FILE      use an embedding from `sam2 encode` instead of encoding IMAGE
+  --tolerance PX        simplify the polygons by PX pixels (default 0: exact)
+Options:
+  --device cpu|cuda|tensorrt|directml|coreml   where to run (default cpu)
+  --on-mismatch fallback|fail   a GPU that cannot be had: warn and use the CPU, or fail
+  --onnxruntime LIB     the ONNX Runtime library (default: SAM2_ONNXRUNTIME_PATH, then the
+                        system's)
+  -h, --help            this text; -V, --version
+
+Input images: PNG or JPEG, 8 or 16 bits, grey or colour, with or without alpha; JPEG EXIF
+orientation is applied. Progress is shown on stderr when it is a terminal.
+
+Exit codes: 0 done, 1 internal error, 2 bad arguments, 3 bad input (image, embedding file,
+prompt), 4 model (none found, several, not a SAM2 export, embedding of another model),
+5 ONNX Runtime or device (not found, failed, GPU refused with --on-mismatch fail),
+6 output could not be written.
+
+Examples:
+  sam2 segment photo.jpg --model models/tiny_a --point 320,240 -o out/photo
+  sam2 segment photo.png --model exports/ --box 40,60,380,300 --point 200,180,neg -o out/cat
+  sam2 encode photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx -o photo.sam2emb
+  sam2 segment photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx \\
+      --embedding photo.sam2emb --point 320,240 --multimask -o out/photo
+  sam2 info exports/sam2.1_hiera_tiny_image_decoder_multi.onnx
+";
+
+/// A failure: one line on stderr and an exit code.
+struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    fn new(code: u8, message: impl Into<String>) -> Self {
+        Failure {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// A library error, with the code its kind calls for (`io` for a file-system error, whose
+    /// meaning depends on which file it was).
+    fn of(error: Error, io: u8) -> Self {
+        let code = match &error {
+            Error::RuntimeNotFound(_)
+            | Error::OnnxRuntime(_)
+            | Error::EnvironmentConfiguration(_)
+            | Error::OutOfMemory { .. } => exit::RUNTIME,
+            Error::Model { .. } | Error::ModelMismatch(_) => exit::MODEL,
+            Error::EmbeddingFormat(_) | Error::InvalidArgument { .. } | Error::NullArgument(_) => {
+                exit::INPUT
+            }
+            Error::Io { .. } => io,
+            _ => exit::INTERNAL,
+        };
+        let mut message = error.to_string();
+        if matches!(error, Error::EnvironmentConfiguration(_)) {
+            message
+                .push_str(" (with this command: --onnxruntime LIB names the ONNX Runtime to load)");
+        }
+        Failure::new(code, message)
+    }
+}
+
+fn main() -> ExitCode {
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args::parse(raw) {
+        Err(args::Usage(text)) => Err(Failure::new(exit::USAGE, text)),
+        Ok(command) => run(command),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(f) => {
+            eprintln!("sam2: {}", f.message.replace('\n', " "));
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+fn run(command: Command) -> Result<(), Failure> {
+    match command {
+        Command::Help => {
+            print!("{HELP}");
+            Ok(())
+        }
+        Command::Version => {
+            println!("sam2 {} (libsam2 {})", env!("CARGO_PKG_VERSION"), sam2::VERSION);
+            Ok(())
+        }
+        Command::Everything => Err(Failure::new(
+            exit::USAGE,
+            "sam2 everything is not available yet (segment-everything is being built); use sam2 segment with a prompt",
+        )),
+        Command::Segment(s) => segment(s),
+        Command::Encode(e) => encode(e),
+        Command::Info(i) => info(i),
+    }
+}
+
+fn init_runtime(explicit: Option<&Path>) -> Result<(), Failure> {
+    sam2::runtime::init(explicit).map_err(|e| Failure::of(e, exit::RUNTIME))?;
+    sam2::log::set_sink(
+        Some(Arc::new(|_, message: &str| {
+            eprintln!("sam2: warning: {message}")
+        })),
+        sam2::log::LogLevel::Warning,
+    );
+    Ok(())
+}
+
+fn session_options(device: Device) -> SessionOptions {
+    let mut request = ProviderRequest::cpu();
+    request.provider = device.provider;
+    SessionOptions {
+        device: DeviceOptions {
+            providers: vec![request],
+            on_mismatch: device.on_mismatch,
+        },
+        ..SessionOptions::default()
+    }
+}
+
+/// The encoder and decoder files the options name.
+fn model_files(models: &Models) -> Result<(PathBuf, Option<PathBuf>), Failure> {
+    if let Some(path) = &models.model {
+        let pair = sam2::find_model_pair(path).map_err(|e| Failure::of(e, exit::MODEL))?;
+        return Ok((pair.encoder, Some(pair.decoder)));
+    }
+    let encoder = models
+        .encoder
+        .clone()
+        .ok_or_else(|| Failure::new(exit::USAGE, "no encoder given"))?;
+    Ok((encoder, models.decoder.clone()))
+}
+
+fn load_picture(path: &Path) -> Result<picture::Picture, Failure> {
+    let _p = progress::step("reading image");
+    picture::load(path).map_err(|m| Failure::new(exit::INPUT, m))
+}
+
+fn encode_picture(
+    encoder_path: &Path,
+    device: Device,
+    picture: &picture::Picture,
+) -> Result<(Encoder, sam2::Embedding), Failure> {
+    let encoder = {
+        let _p = progress::step("loading encoder");
+        Encoder::new(
+            encoder_path,
+            &EncoderOptions {
+                session: session_options(device),
+                ..EncoderOptions::default()
+            },
+        )
+        .map_err(|e| Failure::of(e, exit::MODEL))?
+    };
+    let (w, h) = picture.rgb.dimensions();
+    let view = ImageView::packed(
+        picture.rgb.as_raw(),
+        w as usize,
+        h as usize,
+        PixelFormat::Rgb,
+    )
+    .map_err(|e| Failure::of(e, exit::INPUT))?;
+    let embedding = {
+        let _p = progress::step("encoding image");
+        encoder
+            .encode(&view)
+            .map_err(|e| Failure::of(e, exit::INPUT))?
+    };
+    Ok((encoder, embedding))
+}
+
+fn encode(e: args::Encode) -> Result<(), Failure> {
+    let (encoder_path, _) = model_files(&e.models)?;
+    let picture = load_picture(&e.image)?;
+    init_runtime(e.onnxruntime.as_deref())?;
+    let (_, embedding) = encode_picture(&encoder_path, e.device, &picture)?;
+    create_parent(&e.out)?;
+    sam2::embedding_file::save(&embedding, &e.out).map_err(|err| Failure::of(err, exit::OUTPUT))?;
+    eprintln!("sam2: wrote {}", e.out.display());
+    Ok(())
+}
+
+fn create_parent(path: &Path) -> Result<(), Failure> {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir).map_err(|err| {
+            Failure::new(
+                exit::OUTPUT,
+                format!("cannot create {}: {err}", dir.display()),
+            )
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `OUT` + `suffix`: the output prefix is a path whose file name is extended, not replaced.
+fn with_suffix(out: &Path, suffix: &str) -> PathBuf {
+    let mut name = out
+        .file_name()
+        .map(|n| n.to_os_string())
+        .unwrap_or_default();
+    name.push(suffix);
+    out.with_file_name(name)
+}
+
+fn segment(s: args::Segment) -> Result<(), Failure> {
+    let (encoder_path, decoder_path) = model_files(&s.models)?;
+    let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
+    let picture = load_picture(&s.image)?;
+    let (w, h) = picture.rgb.dimensions();
+    init_runtime(s.onnxruntime.as_deref())?;
+    let (fingerprint, embedding) = match &s.embedding {
+        Some(file) => {
+            // The encoder's identity is the hash of its file: no need to load it.
+            let bytes = std::fs::read(&encoder_path).map_err(|err| {
+                Failure::new(
+                    exit::MODEL,
+                    format!("cannot read {}: {err}", encoder_path.display()),
+                )
+            })?;
+            let fingerprint = Fingerprint::of_bytes(&bytes);
+            let embedding = sam2::embedding_file::load(file, Some(fingerprint))
+                .map_err(|e| Failure::of(e, exit::INPUT))?;
+            if embedding.image_size() != (w, h) {
+                let (ew, eh) = embedding.image_size();
+                return Err(Failure::new(
+                    exit::INPUT,
+                    format!(
+                        "{} was made from a {ew}×{eh} image, but {} is {w}×{h}",
+                        file.display(),
+                        s.image.display()
+                    ),
+                ));
+            }
+            (fingerprint, embedding)
+        }
+        None => {
+            let (encoder, embedding) = encode_picture(&encoder_path, s.device, &picture)?;
+            (encoder.fingerprint(), embedding)
+        }
+    };
+    let predictor = {
+        let _p = progress::step("loading decoder");
+        let options = PredictorOptions {
+            encoder_fingerprint: Some(fingerprint),
+            session: session_options(s.device),
+            pool_size: Some(1),
+            ..PredictorOptions::default()
+        };
+        Predictor::new(&decoder_path, &options).map_err(|e| Failure::of(e, exit::MODEL))?
+    };
+    let prompt = Prompt {
+        points: s.points.clone(),
+        bbox: s.bbox,
+        mask_input: None,
+    };
+    let prediction = predictor
+        .predict(
+            &embedding,
+            std::slice::from_ref(&prompt),
+            PredictOptions {
+                multimask: s.multimask,
+            },
+        )
+        .map_err(|e| Failure::of(e, exit::INPUT))?;
+
+    create_parent(&s.out)?;
+    let count = prediction.objects * prediction.candidates;
+    let mut best = 0;
+    let mut annotations = Vec::new();
+    for k in 0..count {
+        if prediction.scores[k] > prediction.scores[best] {
+            best = k;
+        }
+        let mask_path = if count == 1 {
+            with_suffix(&s.out, ".mask.png")
+        } else {
+            with_suffix(&s.out, &format!(".mask-{k}.png"))
+        };
+        picture::save_mask(prediction.mask(k), w, h, &mask_path)
+            .map_err(|m| Failure::new(exit::OUTPUT, m))?;
+        annotations.push(annotation(&prediction, k, s.tolerance, &mask_path));
+    }
+    let overlay_path = with_suffix(&s.out, ".overlay.png");
+    picture::save_overlay(
+        &picture.rgb,
+        prediction.mask(best),
+        &s.points,
+        s.bbox,
+        &overlay_path,
+    )
+    .map_err(|m| Failure::new(exit::OUTPUT, m))?;
+    let json_path = with_suffix(&s.out, ".json");
+    let document = serde_json::json!({
+        "image": {
+            "file_name": s.image.display().to_string(),
+            "width": w,
+            "height": h,
+            "exif_orientation": picture.orientation,
+        },
+        "model": {
+            "encoder": encoder_path.display().to_string(),
+            "decoder": decoder_path.display().to_string(),
+            "export": predictor.export().name(),
+            "fingerprint": fingerprint.to_string(),
+        },
+        "prompt": {
+            "points": s.points.iter().map(|p| serde_json::json!([p.x, p.y, if p.positive { 1 } else { 0 }])).collect::<Vec<_>>(),
+            "box": s.bbox,
+        },
+        "best": best,
+        "annotations": annotations,
+    });
+    let text = serde_json::to_string_pretty(&document)
+        .map_err(|e| Failure::new(exit::INTERNAL, e.to_string()))?;
+    std::fs::write(&json_path, text + "\n").map_err(|err| {
+        Failure::new(
+            exit::OUTPUT,
+            format!("cannot write {}: {err}", json_path.display()),
+        )
+    })?;
+    eprintln!(
+        "sam2: {} mask{} (best score {:.3}, area {} px) → {}, {}, {}",
+        count,
+        if count == 1 { "" } else { "s" },
+        prediction.scores[best],
+        prediction.areas[best],
+        with_suffix(
+            &s.out,
+            if count == 1 {
+                ".mask.png"
+            } else {
+                ".mask-K.png"
+            }
+        )
+        .display(),
+        overlay_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// One mask as a COCO annotation: `segmentation` is the compressed RLE pycocotools reads (it keeps
+/// holes), `bbox` is COCO's `[x, y, width, height]`; `polygons` adds the rings with holes, as flat
+/// `[x1, y1, x2, y2, …]` lists in pixel-corner coordinates.
+fn annotation(
+    prediction: &sam2::Prediction,
+    k: usize,
+    tolerance: f32,
+    mask_path: &Path,
+) -> serde_json::Value {
+    let rle = prediction.rle(k);
+    let b = prediction.boxes[k];
+    let bbox = if prediction.areas[k] == 0 {
+        [0, 0, 0, 0]
+    } else {
+        [b[0], b[1], b[2] - b[0] + 1, b[3] - b[1] + 1]
+    };
+    let flat = |ring: &Vec<[f32; 2]>| ring.iter().flat_map(|p| [p[0], p[1]]).collect::<Vec<f32>>();
+    let polygons: Vec<serde_json::Value> = prediction
+        .polygons(k, tolerance)
+        .iter()
+        .map(|p| serde_json::json!({ "outer": flat(&p.outer), "holes": p.holes.iter().map(flat).collect::<Vec<_>>() }))
+        .collect();
+    serde_json::json!({
+        "id": k + 1,
+        "candidate": prediction.candidate_index[k],
+        "score": prediction.scores[k],
+        "area": prediction.areas[k],
+        "bbox": bbox,
+        "segmentation": { "size": [prediction.height, prediction.width], "counts": rle.to_coco_string() },
+        "polygons": polygons,
+        "polygon_tolerance": tolerance,
+        "mask_file": mask_path.file_name().map(|n| n.to_string_lossy().into_owned()),
+    })
+}
+
+fn info(i: args::Info) -> Result<(), Failure> {
+    init_runtime(i.onnxruntime.as_deref())?;
+    let files: Vec<PathBuf> = if i.model.is_file() {
+        vec![i.model.clone()]
+    } else {
+        let pair = sam2::find_model_pair(&i.model).map_err(|e| Failure::of(e, exit::MODEL))?;
+        println!("pair: {} ({} naming)", pair.name, pair.naming.name());
+        vec![pair.encoder, pair.decoder]
+    };
+    for file in files {
+        describe(&file, i.device)?;
+    }
+    Ok(())
+}
+
+fn describe(file: &Path, device: Device) -> Result<(), Failure> {
+    let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    println!("{}", file.display());
+    println!("  size: {:.1} MB", bytes as f64 / 1e6);
+    let encoder_error = {
+        let _p = progress::step("loading model");
+        match Encoder::new(
+            file,
+            &EncoderOptions {
+                session: session_options(device),
+                ..EncoderOptions::default()
+            },
+        ) {
+            Ok(encoder) => {
+                let spec = encoder.spec();
+                println!("  role: encoder ({} naming)", spec.family.name());
+                println!(
+                    "  input: {} {:?} [1, 3, {n}, {n}]",
+                    spec.input_name,
+                    spec.input_type,
+                    n = spec.input_size
+                );
+                println!("  outputs: {}", spec.family.tensor_names().join(", "));
+                println!(
+                    "  fingerprint: {} (carried by its embeddings)",
+                    encoder.fingerprint()
+                );
+                print_device(encoder.device());
+                return Ok(());
+            }
+            Err(e) => e,
+        }
+    };
+    let options = PredictorOptions {
+        session: session_options(device),
+        pool_size: Some(1),
+        ..PredictorOptions::default()
+    };
+    let predictor = {
+        let _p = progress::step("loading model");
+        Predictor::new(file, &options)
+    };
+    match predictor {
+        Ok(predictor) => {
+            let spec = predictor.spec();
+            println!("  role: decoder, {} export", spec.export.name());
+            println!("  embedding inputs: {} ({} naming)", spec.family.tensor_names().join(", "), spec.family.name());
+            println!("  low-res masks: {n}×{n}", n = spec.low_res_size);
+            let data = std::fs::read(file).map_err(|e| Failure::new(exit::MODEL, format!("cannot read {}: {e}", file.display())))?;
+            println!("  fingerprint: {}", Fingerprint::of_bytes(&data));
+            print_device(predictor.device());
+            Ok(())
+        }
+        Err(decoder_error) => Err(Failure::new(
+            exit::MODEL,
+            format!("{} is neither a SAM2 encoder ({encoder_error}) nor a SAM2 decoder ({decoder_error})", file.display()),
+        )),
+    }
+}
+
+fn print_device(device: &sam2::EffectiveDevice) {
+    let names: Vec<&str> = device.providers.iter().map(|p| p.ort_name()).collect();
+    println!(
+        "  runs on: {}{} (providers: {})",
+        device.primary.ort_name(),
+        if device.fell_back {
+            ", fell back from the requested GPU"
+        } else {
+            ""
+        },
+        names.join(", ")
+    );
+}

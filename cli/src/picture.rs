@@ -1,0 +1,113 @@
+//! Reading the input image (PNG or JPEG, any bit depth, grey or colour, with or without alpha,
+//! EXIF orientation applied) and writing the mask and overlay PNGs.
+
+use std::path::Path;
+
+use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage};
+
+/// An input image as 8-bit RGB, upright.
+pub struct Picture {
+    pub rgb: RgbImage,
+    /// The EXIF orientation that was applied (1 when none).
+    pub orientation: u8,
+}
+
+pub fn load(path: &Path) -> Result<Picture, String> {
+    let reader = ImageReader::open(path)
+        .map_err(|e| format!("cannot open image {}: {e}", path.display()))?
+        .with_guessed_format()
+        .map_err(|e| format!("cannot read image {}: {e}", path.display()))?;
+    let mut decoder = reader.into_decoder().map_err(|e| {
+        format!(
+            "{}: not a PNG or JPEG image this command can read ({e})",
+            path.display()
+        )
+    })?;
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut picture = DynamicImage::from_decoder(decoder)
+        .map_err(|e| format!("cannot decode image {}: {e}", path.display()))?;
+    picture.apply_orientation(orientation);
+    // 16-bit samples are scaled to 8 bits, grey is spread over the three channels and alpha is
+    // dropped (the model sees colours, not transparency).
+    Ok(Picture {
+        rgb: picture.to_rgb8(),
+        orientation: orientation.to_exif(),
+    })
+}
+
+/// Writes a 0/255 greyscale PNG of a row-major 0/1 mask.
+pub fn save_mask(mask: &[u8], width: u32, height: u32, path: &Path) -> Result<(), String> {
+    let grey: Vec<u8> = mask.iter().map(|&v| if v != 0 { 255 } else { 0 }).collect();
+    let img = image::GrayImage::from_raw(width, height, grey).ok_or("mask size")?;
+    img.save_with_format(path, image::ImageFormat::Png)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The image with the mask tinted over it, its outline drawn, and the prompt marked: positive
+/// points green, negative red, the box yellow.
+pub fn save_overlay(
+    picture: &RgbImage,
+    mask: &[u8],
+    points: &[sam2::Point],
+    bbox: Option<[f32; 4]>,
+    path: &Path,
+) -> Result<(), String> {
+    let (w, h) = picture.dimensions();
+    let mut out = picture.clone();
+    let inside = |x: i64, y: i64| {
+        x >= 0 && y >= 0 && x < w as i64 && y < h as i64 && mask[(y * w as i64 + x) as usize] != 0
+    };
+    for y in 0..h as i64 {
+        for x in 0..w as i64 {
+            if !inside(x, y) {
+                continue;
+            }
+            let edge =
+                !inside(x - 1, y) || !inside(x + 1, y) || !inside(x, y - 1) || !inside(x, y + 1);
+            let p = out.get_pixel_mut(x as u32, y as u32);
+            let tint = [30u16, 144, 255];
+            for (channel, tint) in p.0.iter_mut().zip(tint) {
+                *channel = if edge {
+                    tint as u8
+                } else {
+                    ((*channel as u16 + tint) / 2) as u8
+                };
+            }
+        }
+    }
+    let mut put = |x: i64, y: i64, colour: [u8; 3]| {
+        if x >= 0 && y >= 0 && x < w as i64 && y < h as i64 {
+            out.put_pixel(x as u32, y as u32, image::Rgb(colour));
+        }
+    };
+    if let Some([x1, y1, x2, y2]) = bbox {
+        let (x1, y1, x2, y2) = (x1 as i64, y1 as i64, x2 as i64, y2 as i64);
+        for x in x1..=x2 {
+            put(x, y1, [255, 220, 0]);
+            put(x, y2, [255, 220, 0]);
+        }
+        for y in y1..=y2 {
+            put(x1, y, [255, 220, 0]);
+            put(x2, y, [255, 220, 0]);
+        }
+    }
+    let r = (w.max(h) as i64 / 150).max(3);
+    for p in points {
+        let colour = if p.positive {
+            [0, 230, 64]
+        } else {
+            [235, 30, 30]
+        };
+        let (cx, cy) = (p.x as i64, p.y as i64);
+        for d in -r..=r {
+            for t in -1..=1 {
+                put(cx + d, cy + t, colour);
+                put(cx + t, cy + d, colour);
+            }
+        }
+    }
+    out.save_with_format(path, image::ImageFormat::Png)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

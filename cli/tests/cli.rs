@@ -1,0 +1,560 @@
+//! The `sam2` command as a user runs it: the built binary on the generated tiny models and
+//! testdata/shapes.ppm converted to PNG and JPEG in a temporary directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use image::{ImageEncoder, RgbImage};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn models() -> PathBuf {
+    std::env::var_os("SAM2_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("models"))
+}
+
+/// ONNX Runtime from the set-up's environment, else the set-up's venv copy.
+fn onnxruntime() -> PathBuf {
+    if let Some(p) = std::env::var_os("SAM2_ONNXRUNTIME_PATH") {
+        return PathBuf::from(p);
+    }
+    let lib = root().join(".venv/lib");
+    for entry in std::fs::read_dir(&lib).expect("run tools/setup.sh first: no .venv") {
+        let p = entry
+            .unwrap()
+            .path()
+            .join("site-packages/onnxruntime/capi/libonnxruntime.so.1.31.1");
+        if p.exists() {
+            return p;
+        }
+    }
+    panic!("no ONNX Runtime: run tools/setup.sh first");
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sam2-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn sam2(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sam2"))
+        .args(args)
+        .env("SAM2_ONNXRUNTIME_PATH", onnxruntime())
+        .output()
+        .expect("the sam2 binary runs")
+}
+
+fn code(out: &Output) -> i32 {
+    out.status.code().expect("exited, not killed")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Reads a binary PPM (P6) or PGM (P5) with maxval 255.
+fn read_pnm(path: &Path) -> (Vec<u8>, u32, u32) {
+    let data = std::fs::read(path).unwrap();
+    let mut fields = Vec::new();
+    let mut at = 0;
+    while fields.len() < 4 {
+        while data[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        let start = at;
+        while !data[at].is_ascii_whitespace() {
+            at += 1;
+        }
+        fields.push(String::from_utf8_lossy(&data[start..at]).into_owned());
+    }
+    let (w, h): (u32, u32) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
+    (data[at + 1..].to_vec(), w, h)
+}
+
+fn shapes() -> RgbImage {
+    let (pixels, w, h) = read_pnm(&root().join("testdata/shapes.ppm"));
+    RgbImage::from_raw(w, h, pixels[..(w * h * 3) as usize].to_vec()).unwrap()
+}
+
+fn truth(name: &str) -> Vec<u8> {
+    let (pixels, w, h) = read_pnm(&root().join(format!("testdata/shapes_{name}.pgm")));
+    pixels[..(w * h) as usize]
+        .iter()
+        .map(|&v| (v != 0) as u8)
+        .collect()
+}
+
+/// (name, click) of the shapes that have no look-alike twin.
+const SHAPES: [(&str, &str); 3] = [
+    ("red_disc", "100,112"),
+    ("green_rect", "258,93"),
+    ("yellow_triangle", "430,118"),
+];
+
+fn read_mask(path: &Path) -> Vec<u8> {
+    let img = image::open(path).unwrap().to_luma8();
+    img.as_raw().iter().map(|&v| (v > 127) as u8).collect()
+}
+
+fn iou(a: &[u8], b: &[u8]) -> f64 {
+    let both = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| **x != 0 && **y != 0)
+        .count();
+    let either = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| **x != 0 || **y != 0)
+        .count();
+    both as f64 / either.max(1) as f64
+}
+
+fn model_arg() -> String {
+    models().join("tiny_a").display().to_string()
+}
+
+/// Checks the JSON against the mask PNG: the RLE decodes to it, the polygons rasterise to it.
+fn check_json(json_path: &Path, mask: &[u8], w: usize, h: usize) {
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(json_path).unwrap()).unwrap();
+    let a = &doc["annotations"][0];
+    assert_eq!(a["segmentation"]["size"], serde_json::json!([h, w]));
+    let rle =
+        sam2::Rle::from_coco_string(a["segmentation"]["counts"].as_str().unwrap(), w, h).unwrap();
+    assert_eq!(
+        rle.decode().unwrap(),
+        mask,
+        "the JSON's RLE is the mask PNG"
+    );
+    assert_eq!(
+        a["area"].as_u64().unwrap(),
+        mask.iter().map(|&v| v as u64).sum::<u64>()
+    );
+    let [x0, y0, _, _] = rle.bbox().unwrap();
+    assert_eq!(a["bbox"][0].as_u64().unwrap(), x0 as u64);
+    assert_eq!(a["bbox"][1].as_u64().unwrap(), y0 as u64);
+    assert!(a["score"].as_f64().unwrap() > 0.0);
+    let ring = |v: &serde_json::Value| -> Vec<[f32; 2]> {
+        let flat: Vec<f32> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect();
+        flat.chunks(2).map(|p| [p[0], p[1]]).collect()
+    };
+    let polygons: Vec<sam2::Polygon> = a["polygons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| sam2::Polygon {
+            outer: ring(&p["outer"]),
+            holes: p["holes"].as_array().unwrap().iter().map(ring).collect(),
+        })
+        .collect();
+    assert!(!polygons.is_empty());
+    assert_eq!(
+        sam2::rasterize_polygons(&polygons, w, h),
+        mask,
+        "the polygons at tolerance 0 are the mask"
+    );
+}
+
+#[test]
+fn a_click_on_a_png_gives_that_shape_with_json_mask_and_overlay() {
+    let dir = scratch("png");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    for (name, click) in SHAPES {
+        let out = dir.join(name);
+        let run = sam2(&[
+            "segment",
+            png.to_str().unwrap(),
+            "--model",
+            &model_arg(),
+            "--point",
+            click,
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&run), 0, "{}", stderr(&run));
+        let mask = read_mask(&dir.join(format!("{name}.mask.png")));
+        let score = iou(&mask, &truth(name));
+        assert!(score >= 0.9, "{name}: IoU {score}");
+        check_json(&dir.join(format!("{name}.json")), &mask, 512, 384);
+        let overlay = image::open(dir.join(format!("{name}.overlay.png"))).unwrap();
+        assert_eq!((overlay.width(), overlay.height()), (512, 384));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A JPEG stored rotated, with EXIF orientation 6 (rotate 90° clockwise to display), and a 16-bit
+/// RGBA PNG: both give the shape in the upright frame; an 8-bit grey and alpha PNG is read too.
+#[test]
+fn jpeg_with_exif_orientation_and_16_bit_rgba_png_are_read_upright() {
+    let dir = scratch("jpeg");
+    let stored = image::imageops::rotate270(&shapes());
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 95)
+        .write_image(
+            stored.as_raw(),
+            stored.width(),
+            stored.height(),
+            image::ExtendedColorType::Rgb8,
+        )
+        .unwrap();
+    // An APP1 Exif segment right after SOI: a big-endian TIFF header and one IFD entry,
+    // Orientation (0x0112), SHORT, 1 value: 6.
+    let mut exif = vec![0xFF, 0xE1, 0, 34];
+    exif.extend_from_slice(
+        b"Exif\0\0MM\0\x2a\0\0\0\x08\0\x01\x01\x12\0\x03\0\0\0\x01\0\x06\0\0\0\0\0\0",
+    );
+    jpeg.splice(2..2, exif);
+    let jpg = dir.join("rotated.jpg");
+    std::fs::write(&jpg, &jpeg).unwrap();
+
+    let rgb = shapes();
+    let wide = image::ImageBuffer::<image::Rgba<u16>, Vec<u16>>::from_fn(
+        rgb.width(),
+        rgb.height(),
+        |x, y| {
+            let p = rgb.get_pixel(x, y).0;
+            image::Rgba([
+                p[0] as u16 * 257,
+                p[1] as u16 * 257,
+                p[2] as u16 * 257,
+                40000,
+            ])
+        },
+    );
+    let png16 = dir.join("wide.png");
+    wide.save(&png16).unwrap();
+    // Grey with alpha: read (grey spread to RGB, alpha ignored) and segmented at full size; the
+    // tiny model segments by colour, so only the red disc's grey level is asked to stand out.
+    let grey = image::DynamicImage::ImageRgb8(rgb.clone()).to_luma_alpha8();
+    let png_grey = dir.join("grey.png");
+    grey.save(&png_grey).unwrap();
+    let out = dir.join("grey");
+    let run = sam2(&[
+        "segment",
+        png_grey.to_str().unwrap(),
+        "--model",
+        &model_arg(),
+        "--point",
+        "100,112",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "grey: {}", stderr(&run));
+    let mask = read_mask(&dir.join("grey.mask.png"));
+    assert_eq!(mask.len(), 512 * 384);
+    assert!(
+        mask[112 * 512 + 100] == 1,
+        "grey: the clicked pixel is in the mask"
+    );
+
+    for (input, tag) in [(&jpg, "jpeg"), (&png16, "png16")] {
+        let out = dir.join(tag);
+        let run = sam2(&[
+            "segment",
+            input.to_str().unwrap(),
+            "--model",
+            &model_arg(),
+            "--point",
+            "100,112",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&run), 0, "{tag}: {}", stderr(&run));
+        let mask = read_mask(&dir.join(format!("{tag}.mask.png")));
+        assert_eq!(
+            mask.len(),
+            512 * 384,
+            "{tag}: the mask is in the upright frame"
+        );
+        let score = iou(&mask, &truth("red_disc"));
+        assert!(score >= 0.9, "{tag}: IoU {score}");
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("jpeg.json")).unwrap()).unwrap();
+    assert_eq!(doc["image"]["exif_orientation"], 6);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_embedding_file_replaces_the_encode_and_multimask_writes_every_candidate() {
+    let dir = scratch("embedding");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let emb = dir.join("shapes.sam2emb");
+    let run = sam2(&[
+        "encode",
+        png.to_str().unwrap(),
+        "--model",
+        &model_arg(),
+        "-o",
+        emb.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let model = model_arg();
+    let direct = dir.join("direct");
+    let reused = dir.join("reused");
+    for (out, extra) in [(&direct, None), (&reused, Some(emb.to_str().unwrap()))] {
+        let mut args = vec!["segment", png.to_str().unwrap(), "--model", &model];
+        args.extend([
+            "--point",
+            "258,93",
+            "--multimask",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        if let Some(e) = extra {
+            args.extend(["--embedding", e]);
+        }
+        let run = sam2(&args);
+        assert_eq!(code(&run), 0, "{}", stderr(&run));
+    }
+    for k in 0..3 {
+        let a = read_mask(&dir.join(format!("direct.mask-{k}.png")));
+        let b = read_mask(&dir.join(format!("reused.mask-{k}.png")));
+        assert_eq!(
+            a, b,
+            "candidate {k}: the saved embedding gives the same mask"
+        );
+    }
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reused.json")).unwrap()).unwrap();
+    assert_eq!(doc["annotations"].as_array().unwrap().len(), 3);
+    // An embedding of another model is refused as a model error.
+    let other = models().join("tiny_b");
+    let run = sam2(&[
+        "segment",
+        png.to_str().unwrap(),
+        "--model",
+        other.to_str().unwrap(),
+        "--point",
+        "1,1",
+        "--embedding",
+        emb.to_str().unwrap(),
+        "-o",
+        dir.join("x").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 4, "{}", stderr(&run));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn errors_are_one_line_with_the_documented_exit_codes() {
+    let dir = scratch("errors");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let p = png.to_str().unwrap();
+    let m = model_arg();
+    let out = dir.join("o");
+    let o = out.to_str().unwrap();
+    let missing = dir.join("missing.png");
+    let not_image = dir.join("notes.png");
+    std::fs::write(&not_image, b"not an image").unwrap();
+    let all_models = models();
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec![], 2, "no command"),
+        (vec!["frobnicate"], 2, "unknown command"),
+        (
+            vec!["segment", p, "--model", &m, "-o", o],
+            2,
+            "needs a prompt",
+        ),
+        (
+            vec!["segment", p, "--model", &m, "--point", "12", "-o", o],
+            2,
+            "X,Y",
+        ),
+        (
+            vec![
+                "segment", p, "--model", &m, "--point", "1,2", "--color", "-o", o,
+            ],
+            2,
+            "unknown option --color",
+        ),
+        (
+            vec![
+                "segment", p, "--model", &m, "--point", "1,2", "--device", "tpu", "-o", o,
+            ],
+            2,
+            "--device tpu",
+        ),
+        (
+            vec!["segment", p, "--point", "1,2", "-o", o],
+            2,
+            "a model is needed",
+        ),
+        (vec!["everything", p], 2, "not available yet"),
+        (
+            vec![
+                "segment",
+                missing.to_str().unwrap(),
+                "--model",
+                &m,
+                "--point",
+                "1,2",
+                "-o",
+                o,
+            ],
+            3,
+            "missing.png",
+        ),
+        (
+            vec![
+                "segment",
+                not_image.to_str().unwrap(),
+                "--model",
+                &m,
+                "--point",
+                "1,2",
+                "-o",
+                o,
+            ],
+            3,
+            "notes.png",
+        ),
+        (
+            vec!["segment", p, "--model", &m, "--point", "9000,2", "-o", o],
+            3,
+            "point",
+        ),
+        (
+            vec![
+                "segment",
+                p,
+                "--model",
+                all_models.to_str().unwrap(),
+                "--point",
+                "1,2",
+                "-o",
+                o,
+            ],
+            4,
+            "pairs",
+        ),
+        (
+            vec![
+                "segment",
+                p,
+                "--model",
+                dir.to_str().unwrap(),
+                "--point",
+                "1,2",
+                "-o",
+                o,
+            ],
+            4,
+            "no SAM2 encoder/decoder pair",
+        ),
+        (
+            vec![
+                "segment",
+                p,
+                "--model",
+                &m,
+                "--point",
+                "1,2",
+                "--onnxruntime",
+                "/nonexistent/libonnxruntime.so",
+                "-o",
+                o,
+            ],
+            5,
+            "ONNX Runtime",
+        ),
+        (
+            vec![
+                "segment",
+                p,
+                "--model",
+                &m,
+                "--point",
+                "1,2",
+                "-o",
+                "/proc/sam2-cannot/o",
+            ],
+            6,
+            "cannot",
+        ),
+        // DirectML never exists on this platform: asked for and refused, whatever the build.
+        (
+            vec![
+                "segment",
+                p,
+                "--model",
+                &m,
+                "--point",
+                "1,2",
+                "--device",
+                "directml",
+                "--on-mismatch",
+                "fail",
+                "-o",
+                o,
+            ],
+            5,
+            "DmlExecutionProvider",
+        ),
+    ];
+    for (args, expected, fragment) in cases {
+        let run = sam2(&args);
+        let text = stderr(&run);
+        assert_eq!(code(&run), expected, "sam2 {}: {text}", args.join(" "));
+        assert!(
+            text.contains(fragment),
+            "sam2 {}: {text:?} lacks {fragment:?}",
+            args.join(" ")
+        );
+        assert_eq!(text.trim_end().lines().count(), 1, "one line: {text:?}");
+        assert!(text.starts_with("sam2: "), "{text:?}");
+    }
+    // The default policy falls back with a warning and segments on the CPU.
+    let run = sam2(&[
+        "segment", p, "--model", &m, "--point", "100,112", "--device", "directml", "-o", o,
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("sam2: warning: encoder"),
+        "{}",
+        stderr(&run)
+    );
+    let help = sam2(&["--help"]);
+    assert_eq!(code(&help), 0);
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("Exit codes") && text.contains("Examples"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn info_names_the_export_and_the_fingerprint() {
+    let run = sam2(&["info", &model_arg()]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        text.contains("pair: tiny_a (sam2's generator naming)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("role: encoder") && text.contains("role: decoder, samexporter export"),
+        "{text}"
+    );
+    assert!(text.contains("fingerprint: sam2fp1-"), "{text}");
+    let run = sam2(&[
+        "info",
+        root().join("testdata/shapes.json").to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 4, "{}", stderr(&run));
+}
