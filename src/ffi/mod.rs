@@ -17,6 +17,7 @@ pub mod cache;
 pub mod device;
 pub mod embedding;
 pub mod encoder;
+pub mod everything;
 pub mod masks;
 pub mod predictor;
 pub mod runtime;
