@@ -196,3 +196,19 @@ fn the_callers_points_replace_the_grid() {
     check_every_shape_found_once("caller's points", &result);
     assert_eq!(result.masks.len(), 4);
 }
+
+#[test]
+fn removing_small_regions_keeps_every_shape_found_once() {
+    // SAM2's min_mask_region_area (holes and specks of the 256² logits up to 100 pixels, about
+    // 300 image pixels here): the shapes have none, so the same objects are found.
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let (encoder, predictor) = open_pair("tiny_a");
+    let options = EverythingOptions {
+        min_mask_region_area: 100,
+        ..options()
+    };
+    let result = segment_everything(&view, &encoder, &predictor, &options).unwrap();
+    check_every_shape_found_once("min_mask_region_area", &result);
+    assert_eq!(result.masks.len(), 5);
+}
