@@ -857,6 +857,33 @@ mod tests {
     }
 
     #[test]
+    fn the_generators_masks_are_the_predictors_masks() {
+        // Same logits, odd sizes: the pass that also counts for the stability score must
+        // threshold exactly as `predict` does.
+        let side = 256;
+        let logits: Vec<f32> = (0..side * side)
+            .map(|i| ((i * 7919 % 1013) as f32 / 101.3 - 5.0) * if i % 3 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let (w, h) = (801, 333);
+        let g = Geometry {
+            crop: [0, 0, w as u32, h as u32],
+            crop_w: w,
+            crop_h: h,
+            image_w: w,
+            image_h: h,
+            low_res: side,
+            xt: taps(side, w),
+            yt: taps(side, h),
+        };
+        let (mut rows, mut ours, mut theirs) = (Vec::new(), vec![0u8; w * h], vec![0u8; w * h]);
+        let (high, low) = upsample_with_stability(&logits, &g, 0.0, 1.0, &mut rows, &mut ours);
+        postprocess::upsample_threshold(&logits, side, side, w, h, &mut theirs);
+        assert!(ours == theirs, "masks differ");
+        let area = ours.iter().map(|&v| v as u64).sum::<u64>();
+        assert!(high <= area && area <= low, "{high} <= {area} <= {low}");
+    }
+
+    #[test]
     fn options_sam2_would_refuse_are_refused_by_name() {
         let bad = |o: EverythingOptions| match o.validate() {
             Err(Error::InvalidArgument { name, .. }) => name,
