@@ -348,6 +348,13 @@ typedef struct sam2_encode_job sam2_encode_job;
 typedef struct sam2_encoder sam2_encoder;
 
 /**
+ * The masks segment everything found in one image. Opaque and immutable; release with
+ * `sam2_everything_free`. Masks are held run-length encoded; pointers it hands out stay valid
+ * until then. Thread-safe to read from several threads.
+ */
+typedef struct sam2_everything sam2_everything;
+
+/**
  * A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
  * `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands
  * out stay valid until then.
@@ -501,6 +508,109 @@ typedef struct sam2_encoder_options {
    */
   uint32_t graph_optimization;
 } sam2_encoder_options;
+
+/**
+ * Options of `sam2_segment_everything`: SAM2's `SAM2AutomaticMaskGenerator` parameters, with its
+ * defaults. Initialise with `sam2_everything_options_init`.
+ */
+typedef struct sam2_everything_options {
+  /**
+   * `sizeof(sam2_everything_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * Points along each side of the grid of clicks (default 32: 1024 clicks); 0 when `points`
+   * gives the clicks instead.
+   */
+  uint32_t points_per_side;
+  /**
+   * NULL, or `point_count` clicks `{x, y}` (2 floats each) normalised to [0, 1] across the
+   * image (and across each crop, on every crop layer), instead of the grid. Read during the
+   * call only.
+   */
+  const float *points;
+  size_t point_count;
+  /**
+   * Clicks run through the decoder in one call, 1 to 256 (default 64).
+   */
+  uint32_t points_per_batch;
+  /**
+   * Keep a mask only when its predicted IoU is above this (default 0.8; 0 keeps all).
+   */
+  float pred_iou_thresh;
+  /**
+   * Keep a mask only when its stability score is at least this (default 0.95; 0 keeps all).
+   */
+  float stability_score_thresh;
+  /**
+   * Shift of the threshold for the stability score (default 1.0).
+   */
+  float stability_score_offset;
+  /**
+   * The logit above which a pixel belongs to a mask (default 0.0).
+   */
+  float mask_threshold;
+  /**
+   * Box IoU above which the mask of lower predicted IoU is dropped (default 0.7).
+   */
+  float box_nms_thresh;
+  /**
+   * Layers of crops beyond the whole image, 0 to 4 (default 0); layer i has 2^i × 2^i crops,
+   * each encoded.
+   */
+  uint32_t crop_n_layers;
+  /**
+   * Box IoU above which a mask of a larger crop is dropped, across crops (default 0.7).
+   */
+  float crop_nms_thresh;
+  /**
+   * Overlap of the first layer's crops, as a fraction of the short side (default 512/1500).
+   */
+  float crop_overlap_ratio;
+  /**
+   * Points per side of crop layer i are `points_per_side / factor^i` (default 1).
+   */
+  uint32_t crop_n_points_downscale_factor;
+  /**
+   * Fill holes and remove specks of at most this many low-res (256²) pixels (default 0: off).
+   */
+  uint32_t min_mask_region_area;
+  /**
+   * 1 (default): every candidate of each click; 0: only its best one.
+   */
+  uint32_t multimask;
+} sam2_everything_options;
+
+/**
+ * What is known of one mask, beside its pixels.
+ */
+typedef struct sam2_everything_info {
+  /**
+   * Inclusive `{x_min, y_min, x_max, y_max}` in image pixels (zeros for an empty mask).
+   */
+  uint32_t box[4];
+  /**
+   * Pixels in the mask.
+   */
+  uint64_t area;
+  /**
+   * The decoder's prediction of the mask's IoU.
+   */
+  float predicted_iou;
+  /**
+   * IoU of the mask thresholded at `mask_threshold ± stability_score_offset`.
+   */
+  float stability_score;
+  /**
+   * The click that made the mask, `{x, y}` in image pixels.
+   */
+  float point[2];
+  /**
+   * The crop it was found in, `{x0, y0, x1, y1}` (x1, y1 exclusive); the whole image without
+   * crop layers.
+   */
+  uint32_t crop_box[4];
+} sam2_everything_info;
 
 /**
  * One ring of `sam2_masks_polygons`: how many points of the point array are its own (they
@@ -929,6 +1039,85 @@ sam2_status sam2_encoder_providers(const struct sam2_encoder *encoder,
                                    char *buf,
                                    size_t buf_len,
                                    size_t *needed);
+
+/**
+ * Fills `options` with the defaults and sets its `struct_size`; pass
+ * `sizeof(sam2_everything_options)` (see `sam2_encoder_options_init`).
+ */
+sam2_status sam2_everything_options_init(struct sam2_everything_options *options,
+                                         size_t struct_size);
+
+/**
+ * Segments everything in an image: encodes it (and each crop, with `crop_n_layers` > 0) with
+ * `encoder`, clicks a grid of points through `predictor`, and keeps the masks SAM2's automatic
+ * mask generator keeps (see `sam2_everything_options`).
+ *
+ * The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On
+ * success `*out` receives a new result owned by the caller (release with
+ * `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, naming
+ * it), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder), and those of `sam2_encode`
+ * and `sam2_predict`. Thread-safe.
+ */
+sam2_status sam2_segment_everything(const struct sam2_encoder *encoder,
+                                    const struct sam2_predictor *predictor,
+                                    const uint8_t *pixels,
+                                    size_t pixels_len,
+                                    uint32_t width,
+                                    uint32_t height,
+                                    size_t stride,
+                                    uint32_t pixel_format,
+                                    const struct sam2_everything_options *options,
+                                    struct sam2_everything **out);
+
+/**
+ * Segments everything in an image already encoded (`crop_n_layers` must be 0: crops need
+ * encodes of their own). Otherwise as `sam2_segment_everything`.
+ */
+sam2_status sam2_segment_everything_embedding(const struct sam2_predictor *predictor,
+                                              const struct sam2_embedding *embedding,
+                                              const struct sam2_everything_options *options,
+                                              struct sam2_everything **out);
+
+/**
+ * Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+ */
+void sam2_everything_free(struct sam2_everything *everything);
+
+/**
+ * Writes the number of masks found and the image size (every mask's size).
+ */
+sam2_status sam2_everything_count(const struct sam2_everything *everything,
+                                  size_t *out_count,
+                                  uint32_t *out_width,
+                                  uint32_t *out_height);
+
+/**
+ * Writes what is known of mask `index` (0 ≤ index < count) into `*out_info`. Masks come in
+ * SAM2's order: best predicted IoU first (within a crop).
+ */
+sam2_status sam2_everything_mask_info(const struct sam2_everything *everything,
+                                      size_t index,
+                                      struct sam2_everything_info *out_info);
+
+/**
+ * Decodes mask `index` into the caller's `buf`: `width × height` bytes, row-major, 1 =
+ * foreground, 0 = background. A `buf_len` below that gives `SAM2_ERR_BUFFER_TOO_SMALL` and
+ * writes nothing.
+ */
+sam2_status sam2_everything_mask(const struct sam2_everything *everything,
+                                 size_t index,
+                                 uint8_t *buf,
+                                 size_t buf_len);
+
+/**
+ * Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the
+ * first of 0s, possibly empty), in column-major order (down the first column, then the next),
+ * as COCO's uncompressed RLE. `*out_counts` stays valid until `sam2_everything_free`.
+ */
+sam2_status sam2_everything_rle(const struct sam2_everything *everything,
+                                size_t index,
+                                const uint32_t **out_counts,
+                                size_t *out_count);
 
 /**
  * Copies mask `index` (`width × height` bytes, row-major, 1 = foreground) into `buffer`, which

@@ -56,3 +56,9 @@ session_args=()
 for a in "$@"; do [ "$a" = "--quick" ] && session_args=(--images 8); done
 say "annotation session (uptime: $(uptime))"
 "$ROOT/target/release/examples/bench_session" --out "$ROOT/out" "${session_args[@]}"
+
+# Segment everything (issue 20): the 32x32 grid against ONNX Runtime alone, one predict per point
+# and Meta's PyTorch generator.
+say "segment everything (uptime: $(uptime))"
+cargo build --release --example bench_everything --quiet
+"$ROOT/target/release/examples/bench_everything" --out "$ROOT/out"

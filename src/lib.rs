@@ -11,6 +11,7 @@ mod embedding;
 pub mod embedding_file;
 mod encoder;
 mod error;
+mod everything;
 mod export;
 pub mod ffi;
 mod fingerprint;
@@ -45,6 +46,10 @@ pub use device::{
 pub use embedding::{live_bytes as live_embedding_bytes, Embedding, EmbeddingTensor, Location};
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};
+pub use everything::{
+    crop_boxes, point_grid, segment_everything, segment_everything_embedding, Everything,
+    EverythingMask, EverythingOptions,
+};
 pub use export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec, InputType};
 pub use fingerprint::Fingerprint;
 pub use image::{ImageView, PixelFormat};

@@ -380,11 +380,34 @@ impl Predictor {
         prompts: &[Prompt],
         options: PredictOptions,
     ) -> Result<Prediction> {
+        self.predict_with(embedding, prompts, options, true)
+    }
+
+    /// `predict` without the full-size masks (`masks`, `boxes` and `areas` stay empty): scores
+    /// and low-res logits only, for callers that make their own masks from the logits (segment
+    /// everything, which must not hold hundreds of full-size masks at once).
+    pub(crate) fn predict_low_res(
+        &self,
+        embedding: &Embedding,
+        prompts: &[Prompt],
+        options: PredictOptions,
+    ) -> Result<Prediction> {
+        self.predict_with(embedding, prompts, options, false)
+    }
+
+    fn predict_with(
+        &self,
+        embedding: &Embedding,
+        prompts: &[Prompt],
+        options: PredictOptions,
+        with_masks: bool,
+    ) -> Result<Prediction> {
         self.check_embedding(embedding)?;
         validate_prompts(prompts, embedding.image_size(), self.spec.low_res_size)?;
         let (w, h) = embedding.image_size();
         let candidates = if options.multimask { 3 } else { 1 };
         let result = (w as usize)
+            .saturating_mul(with_masks as usize)
             .saturating_mul(h as usize)
             .saturating_mul(prompts.len())
             .saturating_mul(candidates);
@@ -446,7 +469,17 @@ impl Predictor {
         let mut out: Option<Outputs> = None;
         for ((has_mask, _), members) in &batches {
             let flag = if *has_mask { 1.0 } else { 0.0 };
-            self.run_batch(embedding, prompts, members, flag, options, &mut out)?;
+            self.run_batch(
+                embedding,
+                prompts,
+                members,
+                flag,
+                Wanted {
+                    options,
+                    masks: with_masks,
+                },
+                &mut out,
+            )?;
         }
         let Outputs {
             candidates,
@@ -505,6 +538,13 @@ impl std::ops::DerefMut for PoolGuard<'_> {
     }
 }
 
+/// What a batch run returns: the candidates the options ask for, with or without full-size masks.
+#[derive(Clone, Copy)]
+struct Wanted {
+    options: PredictOptions,
+    masks: bool,
+}
+
 /// The assembled results of a predict, filled batch by batch in the prompts' order.
 struct Outputs {
     /// Candidates the model returns per prompt.
@@ -526,9 +566,13 @@ impl Predictor {
         prompts: &[Prompt],
         indices: &[usize],
         has_mask: f32,
-        options: PredictOptions,
+        wanted: Wanted,
         out: &mut Option<Outputs>,
     ) -> Result<()> {
+        let Wanted {
+            options,
+            masks: with_masks,
+        } = wanted;
         let (img_w, img_h) = embedding.image_size();
         let (img_w, img_h) = (img_w as usize, img_h as usize);
         let plane = img_w * img_h;
@@ -598,7 +642,10 @@ impl Predictor {
             *out = Some(Outputs {
                 model_candidates,
                 candidates,
-                masks: crate::error::try_zeroed(total * plane, "the masks of the prediction")?,
+                masks: crate::error::try_zeroed(
+                    total * plane * with_masks as usize,
+                    "the masks of the prediction",
+                )?,
                 scores: crate::error::try_zeroed(total, "the scores of the prediction")?,
                 low_res: crate::error::try_zeroed(total * lr * lr, "the low-res logits")?,
                 candidate_index: crate::error::try_zeroed(total, "the candidate indices")?,

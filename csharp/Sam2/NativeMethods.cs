@@ -368,5 +368,65 @@ namespace Sam2
         /// <summary>callback: null removes it. The delegate must outlive every call the library may still make.</summary>
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_set_log_callback(sam2_log_callback callback, IntPtr user_data, uint min_level);
+    
+
+        // ---- segment everything (src/ffi/everything.rs) ------------------------------------------
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_everything_options
+        {
+            public uint struct_size;
+            public uint points_per_side;
+            /// <summary>const float*: NULL or pinned normalised {x, y} pairs, read during the call only.</summary>
+            public IntPtr points;
+            public UIntPtr point_count;
+            public uint points_per_batch;
+            public float pred_iou_thresh;
+            public float stability_score_thresh;
+            public float stability_score_offset;
+            public float mask_threshold;
+            public float box_nms_thresh;
+            public uint crop_n_layers;
+            public float crop_nms_thresh;
+            public float crop_overlap_ratio;
+            public uint crop_n_points_downscale_factor;
+            public uint min_mask_region_area;
+            public uint multimask;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_everything_info
+        {
+            public uint box_x_min, box_y_min, box_x_max, box_y_max;
+            public ulong area;
+            public float predicted_iou;
+            public float stability_score;
+            public float point_x, point_y;
+            public uint crop_x0, crop_y0, crop_x1, crop_y1;
+        }
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_everything_options_init(IntPtr options, UIntPtr struct_size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_segment_everything(EncoderHandle encoder, PredictorHandle predictor, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, ref sam2_everything_options options, out EverythingHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_segment_everything_embedding(PredictorHandle predictor, EmbeddingHandle embedding, ref sam2_everything_options options, out EverythingHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_everything_free(IntPtr everything);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_everything_count(EverythingHandle everything, out UIntPtr out_count, out uint out_width, out uint out_height);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_everything_mask_info(EverythingHandle everything, UIntPtr index, out sam2_everything_info out_info);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_everything_mask(EverythingHandle everything, UIntPtr index, [Out] byte[] buf, UIntPtr buf_len);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_everything_rle(EverythingHandle everything, UIntPtr index, out IntPtr out_counts, out UIntPtr out_count);
     }
 }

@@ -134,16 +134,20 @@ impl Batch {
     }
 }
 
-/// Where a batch's results go: the prediction's masks (`slot × plane` bytes) and low-res logits
-/// (`slot × low_res²` values).
+/// Where a batch's results go: the prediction's masks (`slot × plane` bytes, or none at all when
+/// only the logits are wanted) and low-res logits (`slot × low_res²` values).
 pub(crate) struct Decoded<'a> {
     pub(crate) masks: &'a mut [u8],
     pub(crate) low_res: &'a mut [f32],
 }
 
 impl Decoded<'_> {
-    fn mask(&mut self, slot: usize, plane: usize) -> &mut [u8] {
-        &mut self.masks[slot * plane..(slot + 1) * plane]
+    /// The mask of `slot`, or `None` when the caller asked for logits only.
+    fn mask(&mut self, slot: usize, plane: usize) -> Option<&mut [u8]> {
+        if self.masks.is_empty() {
+            return None;
+        }
+        Some(&mut self.masks[slot * plane..(slot + 1) * plane])
     }
 
     fn logits(&mut self, slot: usize, side: usize) -> &mut [f32] {

@@ -31,8 +31,10 @@ pub(super) fn decode(
     let lr = batch.low_res;
     for &(row, k, slot) in &batch.picks {
         let src = &logits[(row * batch.candidates + k) * plane..][..plane];
-        for (d, &v) in out.mask(slot, plane).iter_mut().zip(src) {
-            *d = (v > 0.0) as u8;
+        if let Some(mask) = out.mask(slot, plane) {
+            for (d, &v) in mask.iter_mut().zip(src) {
+                *d = (v > 0.0) as u8;
+            }
         }
         let derived = postprocess::resample(src, w, h, lr, lr);
         out.logits(slot, lr).copy_from_slice(&derived);

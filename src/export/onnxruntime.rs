@@ -54,8 +54,10 @@ pub(super) fn decode(
     let plane = batch.plane();
     for &(row, k, slot) in &batch.picks {
         let src = &bits[(row * batch.candidates + k) * plane..][..plane];
-        for (d, &v) in out.mask(slot, plane).iter_mut().zip(src) {
-            *d = v as u8;
+        if let Some(mask) = out.mask(slot, plane) {
+            for (d, &v) in mask.iter_mut().zip(src) {
+                *d = v as u8;
+            }
         }
         let src = &logits[(row * batch.candidates + k) * lr * lr..][..lr * lr];
         out.logits(slot, lr).copy_from_slice(src);

@@ -45,14 +45,16 @@ pub(super) fn decode(
     for &(row, k, slot) in &batch.picks {
         let src = &logits[(row * batch.candidates + k) * lr * lr..][..lr * lr];
         out.logits(slot, lr).copy_from_slice(src);
-        postprocess::upsample_threshold(
-            src,
-            lr,
-            lr,
-            batch.image_width,
-            batch.image_height,
-            out.mask(slot, plane),
-        );
+        if let Some(mask) = out.mask(slot, plane) {
+            postprocess::upsample_threshold(
+                src,
+                lr,
+                lr,
+                batch.image_width,
+                batch.image_height,
+                mask,
+            );
+        }
     }
     Ok(())
 }

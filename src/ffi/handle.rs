@@ -30,7 +30,7 @@
 //! ```
 
 use super::strings::fail;
-use super::{cache, embedding, encoder, masks, predictor};
+use super::{cache, embedding, encoder, everything, masks, predictor};
 use crate::error::Error;
 
 /// A C handle type: a struct whose first field is a [`HandleTag`] holding `TAG` while it lives.
@@ -84,6 +84,7 @@ fn handle_name(tag: u64) -> Option<&'static str> {
         entry::<masks::sam2_masks>(),
         entry::<cache::sam2_cache>(),
         entry::<cache::sam2_encode_job>(),
+        entry::<everything::sam2_everything>(),
     ]
     .into_iter()
     .find(|(t, _)| *t == tag)

@@ -17,6 +17,7 @@ pub mod cache;
 pub mod device;
 pub mod embedding;
 pub mod encoder;
+pub mod everything;
 pub mod mask_formats;
 pub mod masks;
 pub mod model_pair;

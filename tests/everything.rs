@@ -1,0 +1,214 @@
+//! Segment everything (issue 20) on the generated tiny models and `testdata/shapes.ppm`: every
+//! shape is found, once.
+//!
+//! Thresholds: SAM2's defaults (predicted IoU > 0.8, stability ≥ 0.95, box NMS 0.7), except the
+//! grid, 16 × 16 points instead of 32 × 32 to keep the tests short (the generated decoders take
+//! about 13 ms per click on 2 cores; the shapes are 90–140 pixels across, so every shape still
+//! gets several clicks). A shape counts as found by a mask of IoU ≥ 0.9 with its ground truth
+//! (both twins together, as one click on either selects both); it is found once when no other
+//! mask overlaps it with an IoU ≥ 0.5.
+
+mod common;
+
+use common::*;
+use sam2::{
+    segment_everything, segment_everything_embedding, Everything, EverythingOptions, ImageView,
+    PixelFormat,
+};
+
+const FOUND_IOU: f64 = 0.9;
+const DUPLICATE_IOU: f64 = 0.5;
+
+fn options() -> EverythingOptions {
+    EverythingOptions {
+        points_per_side: 16,
+        ..Default::default()
+    }
+}
+
+fn shapes_image() -> Image {
+    read_pnm(&testdata("shapes.ppm"))
+}
+
+/// The objects a click can select: each shape, the twins as one.
+fn objects() -> Vec<(String, Vec<u8>)> {
+    let all = shapes();
+    all.iter()
+        .filter(|s| s.name != "twin_right")
+        .map(|s| {
+            let name = if s.twin_of.is_some() {
+                "twins".to_string()
+            } else {
+                s.name.clone()
+            };
+            (name, expected_click_mask(s, &all))
+        })
+        .collect()
+}
+
+/// Checks each mask's own facts (its box and area agree with its pixels, its click lies in its
+/// crop), then that every object is found once. Returns a line per object for the output.
+fn check_every_shape_found_once(label: &str, result: &Everything) -> Vec<String> {
+    let dense: Vec<Vec<u8>> = result
+        .masks
+        .iter()
+        .map(|m| m.rle.decode().unwrap())
+        .collect();
+    for (m, d) in result.masks.iter().zip(&dense) {
+        assert_eq!(
+            m.area,
+            d.iter().map(|&v| v as u64).sum::<u64>(),
+            "{label}: area"
+        );
+        assert_eq!(m.area, m.rle.area(), "{label}: RLE area");
+        if m.area > 0 {
+            assert_eq!(Some(m.bbox), m.rle.bbox(), "{label}: box");
+        }
+        let [x0, y0, x1, y1] = m.crop_box.map(|v| v as f32);
+        assert!(
+            m.point[0] >= x0 && m.point[0] <= x1 && m.point[1] >= y0 && m.point[1] <= y1,
+            "{label}: point {:?} outside its crop {:?}",
+            m.point,
+            m.crop_box
+        );
+        assert!(
+            m.predicted_iou > 0.8 && m.stability_score >= 0.95,
+            "{label}: filters"
+        );
+    }
+    let mut lines = Vec::new();
+    for (name, truth) in objects() {
+        let ious: Vec<f64> = dense.iter().map(|d| iou(d, &truth)).collect();
+        let found = ious.iter().filter(|&&v| v >= FOUND_IOU).count();
+        let overlapping = ious.iter().filter(|&&v| v >= DUPLICATE_IOU).count();
+        let best = ious.iter().cloned().fold(0.0, f64::max);
+        assert_eq!(
+            (found, overlapping),
+            (1, 1),
+            "{label}: {name} should be found once (IoU ≥ {FOUND_IOU}) with no duplicate (IoU ≥ \
+             {DUPLICATE_IOU}); best IoU {best:.3}, masks {:?}",
+            result
+                .masks
+                .iter()
+                .map(|m| (m.bbox, m.area, m.predicted_iou))
+                .collect::<Vec<_>>()
+        );
+        lines.push(format!("{name} {best:.3}"));
+    }
+    lines
+}
+
+#[test]
+fn every_shape_is_found_once_with_sam2s_default_thresholds() {
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    for pair in ["tiny_a", "tiny_b", "tiny_c"] {
+        let (encoder, predictor) = open_pair(pair);
+        let result = segment_everything(&view, &encoder, &predictor, &options()).unwrap();
+        let lines = check_every_shape_found_once(pair, &result);
+        println!(
+            "{pair}: {} masks; best IoU per object: {}",
+            result.masks.len(),
+            lines.join(", ")
+        );
+        // The four objects and the background: nothing else passes the thresholds.
+        assert_eq!(result.masks.len(), 5, "{pair}");
+        // SAM2's order: best predicted IoU first.
+        assert!(result
+            .masks
+            .windows(2)
+            .all(|w| w[0].predicted_iou >= w[1].predicted_iou));
+        for m in &result.masks {
+            assert_eq!(m.crop_box, [0, 0, img.width as u32, img.height as u32]);
+            assert_eq!((m.rle.width, m.rle.height), (img.width, img.height));
+        }
+    }
+}
+
+#[test]
+fn an_embedding_gives_what_the_image_gives() {
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let (encoder, predictor) = open_pair("tiny_a");
+    let from_image = segment_everything(&view, &encoder, &predictor, &options()).unwrap();
+    let embedding = encoder.encode(&view).unwrap();
+    let from_embedding = segment_everything_embedding(&embedding, &predictor, &options()).unwrap();
+    assert_eq!(from_image.masks, from_embedding.masks);
+    // Crops need encodes of their own, so an embedding refuses them.
+    let crops = EverythingOptions {
+        crop_n_layers: 1,
+        ..options()
+    };
+    match segment_everything_embedding(&embedding, &predictor, &crops) {
+        Err(sam2::Error::InvalidArgument { name, .. }) => assert_eq!(name, "crop_n_layers"),
+        other => panic!("expected an invalid argument, got {other:?}"),
+    }
+}
+
+#[test]
+fn crops_find_every_shape_once_after_the_cross_crop_nms() {
+    // One layer of 2 × 2 overlapping crops: the whole image with 12 × 12 points, each crop with
+    // 12 × 12 too (no downscaling). Masks cut by a crop edge are dropped; a shape found in the
+    // whole image and again in a crop is kept once (from the smaller crop).
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let (encoder, predictor) = open_pair("tiny_a");
+    let options = EverythingOptions {
+        points_per_side: 12,
+        crop_n_layers: 1,
+        ..Default::default()
+    };
+    let result = segment_everything(&view, &encoder, &predictor, &options).unwrap();
+    let lines = check_every_shape_found_once("crops", &result);
+    let crops: std::collections::BTreeSet<[u32; 4]> =
+        result.masks.iter().map(|m| m.crop_box).collect();
+    println!(
+        "crops: {} masks from {} crops; best IoU per object: {}",
+        result.masks.len(),
+        crops.len(),
+        lines.join(", ")
+    );
+    assert!(crops.len() > 1, "masks come from the crops too: {crops:?}");
+}
+
+#[test]
+fn the_callers_points_replace_the_grid() {
+    // One click in each shape, normalised: exactly the four objects (the right twin's click
+    // selects the same pair as the left one's and is removed by the NMS).
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let (encoder, predictor) = open_pair("tiny_a");
+    let points: Vec<[f64; 2]> = shapes()
+        .iter()
+        .map(|s| {
+            [
+                s.click.0 as f64 / img.width as f64,
+                s.click.1 as f64 / img.height as f64,
+            ]
+        })
+        .collect();
+    let options = EverythingOptions {
+        points_per_side: 0,
+        point_grids: Some(vec![points]),
+        ..Default::default()
+    };
+    let result = segment_everything(&view, &encoder, &predictor, &options).unwrap();
+    check_every_shape_found_once("caller's points", &result);
+    assert_eq!(result.masks.len(), 4);
+}
+
+#[test]
+fn removing_small_regions_keeps_every_shape_found_once() {
+    // SAM2's min_mask_region_area (holes and specks of the 256² logits up to 100 pixels, about
+    // 300 image pixels here): the shapes have none, so the same objects are found.
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let (encoder, predictor) = open_pair("tiny_a");
+    let options = EverythingOptions {
+        min_mask_region_area: 100,
+        ..options()
+    };
+    let result = segment_everything(&view, &encoder, &predictor, &options).unwrap();
+    check_every_shape_found_once("min_mask_region_area", &result);
+    assert_eq!(result.masks.len(), 5);
+}

@@ -1,0 +1,173 @@
+//! Segment everything on the real architecture (issue 20): the library's generator on the
+//! samexporter export of SAM2.1 hiera-tiny (seeded random weights) against Meta's
+//! `SAM2AutomaticMaskGenerator` on the checkpoint the export was made from
+//! (tools/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`).
+//!
+//! Parameters (both sides, read from the reference): `testdata/demo.ppm` (800×600), a 16×16 grid
+//! (not SAM2's 32×32, to keep the test short), batches of 64, multimask, no crops, predicted
+//! IoU above 0.5 (random weights predict 0.48–0.56), stability filter off (random-weight logits seldom
+//! leave [-1, 1], so every stability score is near 0; the scores are compared instead), and two
+//! box NMS thresholds: 1.0 (off: the masks cover most of the image, so their boxes coincide and
+//! any lower threshold keeps a handful), which keeps a few hundred masks, and SAM2's 0.7.
+//! Required for each: ≥ 95% of the reference's masks have a library mask with IoU ≥ 0.9, and the
+//! counts agree within 5%. The figures are printed.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::*;
+use sam2::{
+    segment_everything_embedding, Encoder, EverythingOptions, ImageView, PixelFormat, Predictor,
+    PredictorOptions, Rle,
+};
+
+const MATCH_IOU: f64 = 0.9;
+const MATCHED_SHARE: f64 = 0.95;
+const COUNT_TOLERANCE: f64 = 0.05;
+
+fn real_dir() -> PathBuf {
+    std::env::var_os("SAM2_REAL_MODELS")
+        .map(PathBuf::from)
+        .expect(
+            "SAM2_REAL_MODELS is not set: run tools/setup-real.sh (the README's test command does)",
+        )
+}
+
+/// The reference's JSON: computed by the torch venv's Python the first time, then read from the
+/// cache (the script prints its path either way).
+fn reference() -> serde_json::Value {
+    let python = std::env::var_os("SAM2_REAL_PYTHON")
+        .expect("SAM2_REAL_PYTHON is not set: run tools/setup-real.sh");
+    let output = Command::new(python)
+        .arg(root().join("tools/everything_reference.py"))
+        .arg("--models")
+        .arg(real_dir())
+        .arg("--image")
+        .arg(testdata("demo.ppm"))
+        .output()
+        .expect("run tools/everything_reference.py");
+    assert!(
+        output.status.success(),
+        "tools/everything_reference.py failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let path = stdout.lines().last().expect("the reference's path").trim();
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_generator_matches_metas_on_the_real_architecture() {
+    let reference = reference();
+    init_runtime();
+    let dir = real_dir();
+    let encoder = Encoder::new(
+        dir.join(reference["encoder"].as_str().unwrap()),
+        &Default::default(),
+    )
+    .unwrap();
+    let predictor = Predictor::new(
+        dir.join(reference["decoder"].as_str().unwrap()),
+        &PredictorOptions {
+            encoder_fingerprint: Some(encoder.fingerprint()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let img = read_pnm(&testdata("demo.ppm"));
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let embedding = encoder.encode(&view).unwrap();
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for name in ["many", "nms"] {
+        let run = &reference["runs"][name];
+        let params = &run["params"];
+        let f = |key: &str| params[key].as_f64().unwrap();
+        let options = EverythingOptions {
+            points_per_side: f("points_per_side") as u32,
+            points_per_batch: f("points_per_batch") as usize,
+            pred_iou_thresh: f("pred_iou_thresh") as f32,
+            stability_score_thresh: f("stability_score_thresh") as f32,
+            stability_score_offset: f("stability_score_offset") as f32,
+            mask_threshold: f("mask_threshold") as f32,
+            box_nms_thresh: f("box_nms_thresh") as f32,
+            crop_n_layers: f("crop_n_layers") as u32,
+            multimask: params["multimask_output"].as_bool().unwrap(),
+            ..Default::default()
+        };
+        let started = std::time::Instant::now();
+        let ours = segment_everything_embedding(&embedding, &predictor, &options).unwrap();
+        let seconds = started.elapsed().as_secs_f64();
+
+        let (w, h) = (img.width, img.height);
+        let masks = run["masks"].as_array().unwrap();
+        let theirs: Vec<Rle> = masks
+            .iter()
+            .map(|m| Rle {
+                width: w,
+                height: h,
+                counts: m["counts"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|c| c.as_u64().unwrap() as u32)
+                    .collect(),
+            })
+            .collect();
+        let (mut matched, mut score_diff) = (0usize, 0.0f64);
+        for (t, m) in theirs.iter().zip(masks) {
+            let best = ours
+                .masks
+                .iter()
+                .map(|o| (o.rle.iou(t), o))
+                .max_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((iou, o)) = best {
+                if iou >= MATCH_IOU {
+                    matched += 1;
+                    let d_iou =
+                        (o.predicted_iou as f64 - m["predicted_iou"].as_f64().unwrap()).abs();
+                    let d_stability = (o.stability_score as f64
+                        - m["stability_score"].as_f64().unwrap_or(0.0))
+                    .abs();
+                    score_diff = score_diff.max(d_iou).max(d_stability);
+                }
+            }
+        }
+        let share = matched as f64 / theirs.len().max(1) as f64;
+        let count_diff =
+            (ours.masks.len() as f64 - theirs.len() as f64).abs() / theirs.len().max(1) as f64;
+        let line = format!(
+            "segment everything `{name}` (real SAM2.1 tiny, samexporter, {w}x{h}, {} clicks, IoU > {}, \
+             box NMS {}): reference {} masks ({:.1} s in PyTorch), library {} masks ({seconds:.1} s); \
+             {matched} of the reference's ({:.1}%) have a library mask with IoU >= {MATCH_IOU}; \
+             counts differ by {:.1}%; scores of matched masks differ by at most {score_diff:.4}",
+            options.points_per_side.pow(2),
+            options.pred_iou_thresh,
+            options.box_nms_thresh,
+            theirs.len(),
+            run["seconds"].as_f64().unwrap_or(0.0),
+            ours.masks.len(),
+            share * 100.0,
+            count_diff * 100.0
+        );
+        println!("{line}");
+        if share < MATCHED_SHARE || count_diff > COUNT_TOLERANCE {
+            failures.push(line.clone());
+        }
+        report.push(line);
+    }
+    if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
+        let _ = std::fs::write(
+            PathBuf::from(dir).join("everything_parity.txt"),
+            report.join("\n"),
+        );
+    }
+    let kept = reference["runs"]["many"]["masks"].as_array().unwrap().len();
+    assert!(
+        kept >= 100,
+        "the thresholds should keep a few hundred reference masks, kept {kept}"
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
