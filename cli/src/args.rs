@@ -20,7 +20,7 @@ pub enum Command {
     Segment(Segment),
     Encode(Encode),
     Info(Info),
-    Everything,
+    Everything(Everything),
 }
 
 /// Where the models come from: `--model PATH` or `--encoder F --decoder F`.
@@ -67,6 +67,22 @@ pub struct Encode {
     pub onnxruntime: Option<PathBuf>,
 }
 
+/// `sam2 everything`: SAM2's automatic mask generator; `None` keeps SAM2's default.
+pub struct Everything {
+    pub image: PathBuf,
+    pub models: Models,
+    pub out: PathBuf,
+    pub tolerance: f32,
+    pub points_per_side: Option<u32>,
+    pub pred_iou_thresh: Option<f32>,
+    pub stability_score_thresh: Option<f32>,
+    pub box_nms_thresh: Option<f32>,
+    pub crop_n_layers: Option<u32>,
+    pub min_mask_region_area: Option<u32>,
+    pub device: Device,
+    pub onnxruntime: Option<PathBuf>,
+}
+
 pub struct Info {
     pub model: PathBuf,
     pub device: Device,
@@ -104,6 +120,24 @@ fn numbers(
             }
         })
         .collect()
+}
+
+/// A whole number in `min..=max` for `option`.
+fn whole(text: &str, option: &str, min: u32, max: u32) -> Result<u32, Usage> {
+    match text.parse::<u32>() {
+        Ok(v) if (min..=max).contains(&v) => Ok(v),
+        _ => usage(format!(
+            "{option} {text}: expected a whole number from {min} to {max}"
+        )),
+    }
+}
+
+/// A number in `[0, 1]` for `option`.
+fn fraction(text: &str, option: &str) -> Result<f32, Usage> {
+    match text.parse::<f32>() {
+        Ok(v) if (0.0..=1.0).contains(&v) => Ok(v),
+        _ => usage(format!("{option} {text}: expected a number from 0 to 1")),
+    }
 }
 
 fn option_shape(option: &str) -> &'static str {
@@ -157,7 +191,7 @@ impl Args {
 pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
     let mut raw = raw.into_iter();
     let Some(command) = raw.next() else {
-        return usage("no command given: sam2 segment, encode or info (sam2 --help)");
+        return usage("no command given: sam2 segment, everything, encode or info (sam2 --help)");
     };
     let command: &'static str = match command.as_str() {
         "-h" | "--help" | "help" => return Ok(Command::Help),
@@ -165,11 +199,11 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
         "segment" => "segment",
         "encode" => "encode",
         "info" => "info",
-        "everything" => return Ok(Command::Everything),
+        "everything" => "everything",
         other => {
             return usage(format!(
-                "unknown command {other}: expected segment, encode or info (sam2 --help)"
-            ))
+            "unknown command {other}: expected segment, everything, encode or info (sam2 --help)"
+        ))
         }
     };
     let mut args = Args {
@@ -187,6 +221,9 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
     let mut out = None;
     let mut tolerance = 0.0f32;
     let segment = command == "segment";
+    let everything = command == "everything";
+    let (mut points_per_side, mut pred_iou_thresh, mut stability_score_thresh) = (None, None, None);
+    let (mut box_nms_thresh, mut crop_n_layers, mut min_mask_region_area) = (None, None, None);
     while let Some(arg) = args.items.next() {
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
@@ -200,7 +237,9 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             "--encoder" if command != "info" => {
                 models.encoder = Some(args.value(&name, inline)?.into())
             }
-            "--decoder" if segment => models.decoder = Some(args.value(&name, inline)?.into()),
+            "--decoder" if segment || everything => {
+                models.decoder = Some(args.value(&name, inline)?.into())
+            }
             "--device" => device.provider = provider(&args.value(&name, inline)?)?,
             "--on-mismatch" => device.on_mismatch = policy(&args.value(&name, inline)?)?,
             "--onnxruntime" => onnxruntime = Some(PathBuf::from(args.value(&name, inline)?)),
@@ -227,7 +266,26 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             }
             "--multimask" if segment => multimask = true,
             "--embedding" if segment => embedding = Some(PathBuf::from(args.value(&name, inline)?)),
-            "--tolerance" if segment => {
+            "--points-per-side" if everything => {
+                points_per_side = Some(whole(&args.value(&name, inline)?, &name, 1, 1024)?)
+            }
+            "--crop-n-layers" if everything => {
+                crop_n_layers = Some(whole(&args.value(&name, inline)?, &name, 0, 4)?)
+            }
+            "--min-mask-region-area" if everything => {
+                min_mask_region_area =
+                    Some(whole(&args.value(&name, inline)?, &name, 0, 256 * 256)?)
+            }
+            "--pred-iou-thresh" if everything => {
+                pred_iou_thresh = Some(fraction(&args.value(&name, inline)?, &name)?)
+            }
+            "--stability-score-thresh" if everything => {
+                stability_score_thresh = Some(fraction(&args.value(&name, inline)?, &name)?)
+            }
+            "--box-nms-thresh" if everything => {
+                box_nms_thresh = Some(fraction(&args.value(&name, inline)?, &name)?)
+            }
+            "--tolerance" if segment || everything => {
                 let text = args.value(&name, inline)?;
                 tolerance = match text.parse::<f32>() {
                     Ok(v) if v.is_finite() && v >= 0.0 => v,
@@ -299,6 +357,27 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
                 embedding,
                 out,
                 tolerance,
+                device,
+                onnxruntime,
+            }))
+        }
+        "everything" => {
+            let image = one("an IMAGE", positional)?;
+            let Some(out) = out else {
+                return usage("sam2 everything needs -o OUT (the prefix of the files it writes)");
+            };
+            check_models(&models, true)?;
+            Ok(Command::Everything(Everything {
+                image,
+                models,
+                out,
+                tolerance,
+                points_per_side,
+                pred_iou_thresh,
+                stability_score_thresh,
+                box_nms_thresh,
+                crop_n_layers,
+                min_mask_region_area,
                 device,
                 onnxruntime,
             }))

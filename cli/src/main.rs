@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use args::{Command, Device, Models};
 use sam2::{
-    DeviceOptions, Encoder, EncoderOptions, Error, Fingerprint, ImageView, PixelFormat,
-    PredictOptions, Predictor, PredictorOptions, Prompt, ProviderRequest, SessionOptions,
+    segment_everything, DeviceOptions, Encoder, EncoderOptions, Error, EverythingOptions,
+    Fingerprint, ImageView, PixelFormat, PredictOptions, Predictor, PredictorOptions, Prompt,
+    ProviderRequest, SessionOptions,
 };
 
 /// Exit codes (also in `sam2 --help` and docs/cli.md).
@@ -29,12 +30,16 @@ const HELP: &str = "\
 sam2: segment your own images with Segment Anything 2 (ONNX Runtime)
 
 Usage:
-  sam2 segment IMAGE (--model PATH | --encoder F --decoder F) [prompt] -o OUT [options]
-  sam2 encode  IMAGE (--model PATH | --encoder F) -o FILE [options]
+  sam2 segment    IMAGE (--model PATH | --encoder F --decoder F) [prompt] -o OUT [options]
+  sam2 everything IMAGE (--model PATH | --encoder F --decoder F) -o OUT [generator] [options]
+  sam2 encode     IMAGE (--model PATH | --encoder F) -o FILE [options]
   sam2 info    MODEL [options]
 
 segment writes OUT.mask.png (OUT.mask-K.png for each candidate with --multimask),
 OUT.overlay.png and OUT.json (COCO: RLE, polygons with holes, bbox, area, score).
+everything segments the whole image with SAM2's automatic mask generator (a grid of clicks,
+filtered and de-duplicated) and writes OUT.overlay.png and OUT.json (one COCO annotation per
+mask, with SAM2's predicted_iou, stability_score, point_coords and crop_box).
 
 Models:
   --model PATH          a directory holding one encoder/decoder pair, DIR/NAME for the pair
@@ -48,6 +53,14 @@ Prompt (segment):
   --multimask           keep the three candidate masks, not only the best
   --embedding FILE      use an embedding from `sam2 encode` instead of encoding IMAGE
   --tolerance PX        simplify the polygons by PX pixels (default 0: exact)
+Generator (everything; SAM2's defaults in brackets):
+  --points-per-side N   clicks per side of the grid [32]
+  --pred-iou-thresh X   keep masks whose predicted IoU is above X [0.8]
+  --stability-score-thresh X   keep masks at least this stable [0.95]
+  --box-nms-thresh X    drop a mask overlapping a better one by more than X (box IoU) [0.7]
+  --crop-n-layers N     also segment 4^i crops for each layer i up to N [0]
+  --min-mask-region-area N   fill holes and remove specks up to N low-res pixels [0]
+  --tolerance PX        as for segment
 Options:
   --device cpu|cuda|tensorrt|directml|coreml   where to run (default cpu)
   --on-mismatch fallback|fail   a GPU that cannot be had: warn and use the CPU, or fail
@@ -69,6 +82,7 @@ Examples:
   sam2 encode photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx -o photo.sam2emb
   sam2 segment photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx \\
       --embedding photo.sam2emb --point 320,240 --multimask -o out/photo
+  sam2 everything photo.jpg --model exports/ -o out/photo-all
   sam2 info exports/sam2.1_hiera_tiny_image_decoder_multi.onnx
 ";
 
@@ -132,13 +146,14 @@ fn run(command: Command) -> Result<(), Failure> {
             Ok(())
         }
         Command::Version => {
-            println!("sam2 {} (libsam2 {})", env!("CARGO_PKG_VERSION"), sam2::VERSION);
+            println!(
+                "sam2 {} (libsam2 {})",
+                env!("CARGO_PKG_VERSION"),
+                sam2::VERSION
+            );
             Ok(())
         }
-        Command::Everything => Err(Failure::new(
-            exit::USAGE,
-            "sam2 everything is not available yet (segment-everything is being built); use sam2 segment with a prompt",
-        )),
+        Command::Everything(e) => everything(e),
         Command::Segment(s) => segment(s),
         Command::Encode(e) => encode(e),
         Command::Info(i) => info(i),
@@ -421,6 +436,166 @@ fn annotation(
         "polygons": polygons,
         "polygon_tolerance": tolerance,
         "mask_file": mask_path.file_name().map(|n| n.to_string_lossy().into_owned()),
+    })
+}
+
+fn everything(e: args::Everything) -> Result<(), Failure> {
+    let (encoder_path, decoder_path) = model_files(&e.models)?;
+    let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
+    let picture = load_picture(&e.image)?;
+    let (w, h) = picture.rgb.dimensions();
+    init_runtime(e.onnxruntime.as_deref())?;
+    let encoder = {
+        let _p = progress::step("loading encoder");
+        Encoder::new(
+            &encoder_path,
+            &EncoderOptions {
+                session: session_options(e.device),
+                ..EncoderOptions::default()
+            },
+        )
+        .map_err(|err| Failure::of(err, exit::MODEL))?
+    };
+    let predictor = {
+        let _p = progress::step("loading decoder");
+        let options = PredictorOptions {
+            encoder_fingerprint: Some(encoder.fingerprint()),
+            session: session_options(e.device),
+            pool_size: Some(1),
+            ..PredictorOptions::default()
+        };
+        Predictor::new(&decoder_path, &options).map_err(|err| Failure::of(err, exit::MODEL))?
+    };
+    let defaults = EverythingOptions::default();
+    let options = EverythingOptions {
+        points_per_side: e.points_per_side.unwrap_or(defaults.points_per_side),
+        pred_iou_thresh: e.pred_iou_thresh.unwrap_or(defaults.pred_iou_thresh),
+        stability_score_thresh: e
+            .stability_score_thresh
+            .unwrap_or(defaults.stability_score_thresh),
+        box_nms_thresh: e.box_nms_thresh.unwrap_or(defaults.box_nms_thresh),
+        crop_n_layers: e.crop_n_layers.unwrap_or(defaults.crop_n_layers),
+        min_mask_region_area: e
+            .min_mask_region_area
+            .unwrap_or(defaults.min_mask_region_area),
+        ..defaults
+    };
+    let view = ImageView::packed(
+        picture.rgb.as_raw(),
+        w as usize,
+        h as usize,
+        PixelFormat::Rgb,
+    )
+    .map_err(|err| Failure::of(err, exit::INPUT))?;
+    let found = {
+        let _p = progress::step("segmenting everything");
+        segment_everything(&view, &encoder, &predictor, &options)
+            .map_err(|err| Failure::of(err, exit::INPUT))?
+    };
+
+    create_parent(&e.out)?;
+    // One mask decoded at a time: never every full-size mask at once.
+    let mut labels = vec![0u32; (w * h) as usize];
+    let mut annotations = Vec::with_capacity(found.masks.len());
+    let mut mask = vec![0u8; (w * h) as usize];
+    for (k, m) in found.masks.iter().enumerate() {
+        m.rle
+            .decode_into(&mut mask)
+            .map_err(|err| Failure::of(err, exit::INTERNAL))?;
+        for (label, &v) in labels.iter_mut().zip(&mask) {
+            if v != 0 && *label == 0 {
+                *label = k as u32 + 1;
+            }
+        }
+        let bbox = if m.area == 0 {
+            [0, 0, 0, 0]
+        } else {
+            [
+                m.bbox[0],
+                m.bbox[1],
+                m.bbox[2] - m.bbox[0] + 1,
+                m.bbox[3] - m.bbox[1] + 1,
+            ]
+        };
+        let c = m.crop_box;
+        annotations.push(serde_json::json!({
+            "id": k + 1,
+            "area": m.area,
+            "bbox": bbox,
+            "segmentation": { "size": [h, w], "counts": m.rle.to_coco_string() },
+            "polygons": polygons_json(&mask, w as usize, h as usize, e.tolerance),
+            "polygon_tolerance": e.tolerance,
+            "predicted_iou": m.predicted_iou,
+            "stability_score": m.stability_score,
+            "point_coords": [m.point],
+            "crop_box": [c[0], c[1], c[2] - c[0], c[3] - c[1]],
+        }));
+    }
+    let overlay_path = with_suffix(&e.out, ".overlay.png");
+    picture::save_labels_overlay(&picture.rgb, &labels, &overlay_path)
+        .map_err(|m| Failure::new(exit::OUTPUT, m))?;
+    let json_path = with_suffix(&e.out, ".json");
+    let document = serde_json::json!({
+        "image": {
+            "file_name": e.image.display().to_string(),
+            "width": w,
+            "height": h,
+            "exif_orientation": picture.orientation,
+        },
+        "model": {
+            "encoder": encoder_path.display().to_string(),
+            "decoder": decoder_path.display().to_string(),
+            "export": predictor.export().name(),
+            "fingerprint": encoder.fingerprint().to_string(),
+        },
+        "generator": {
+            "points_per_side": options.points_per_side,
+            "points_per_batch": options.points_per_batch,
+            "pred_iou_thresh": options.pred_iou_thresh,
+            "stability_score_thresh": options.stability_score_thresh,
+            "stability_score_offset": options.stability_score_offset,
+            "box_nms_thresh": options.box_nms_thresh,
+            "crop_n_layers": options.crop_n_layers,
+            "crop_nms_thresh": options.crop_nms_thresh,
+            "crop_overlap_ratio": options.crop_overlap_ratio,
+            "min_mask_region_area": options.min_mask_region_area,
+            "multimask": options.multimask,
+        },
+        "annotations": annotations,
+    });
+    write_json(&json_path, &document)?;
+    eprintln!(
+        "sam2: {} mask{} → {}, {}",
+        found.masks.len(),
+        if found.masks.len() == 1 { "" } else { "s" },
+        overlay_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// Rings with holes, as flat `[x1, y1, x2, y2, …]` lists in pixel-corner coordinates.
+fn polygons_json(
+    mask: &[u8],
+    width: usize,
+    height: usize,
+    tolerance: f32,
+) -> Vec<serde_json::Value> {
+    let flat = |ring: &Vec<[f32; 2]>| ring.iter().flat_map(|p| [p[0], p[1]]).collect::<Vec<f32>>();
+    sam2::mask_polygons(mask, width, height, tolerance)
+        .iter()
+        .map(|p| serde_json::json!({ "outer": flat(&p.outer), "holes": p.holes.iter().map(flat).collect::<Vec<_>>() }))
+        .collect()
+}
+
+fn write_json(path: &Path, document: &serde_json::Value) -> Result<(), Failure> {
+    let text = serde_json::to_string_pretty(document)
+        .map_err(|err| Failure::new(exit::INTERNAL, err.to_string()))?;
+    std::fs::write(path, text + "\n").map_err(|err| {
+        Failure::new(
+            exit::OUTPUT,
+            format!("cannot write {}: {err}", path.display()),
+        )
     })
 }
 

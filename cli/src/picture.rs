@@ -111,3 +111,53 @@ pub fn save_overlay(
     out.save_with_format(path, image::ImageFormat::Png)
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
+
+/// The image with each labelled region (`labels`: 0 = none, k = the k-th mask) tinted in a colour
+/// of its own and outlined.
+pub fn save_labels_overlay(picture: &RgbImage, labels: &[u32], path: &Path) -> Result<(), String> {
+    let (w, h) = picture.dimensions();
+    let (w, h) = (w as usize, h as usize);
+    let mut out = picture.clone();
+    let colour = |k: u32| {
+        // Hues spread by the golden angle, so neighbouring labels differ.
+        let hue = (k as f32 * 137.508).rem_euclid(360.0) / 60.0;
+        let x = 1.0 - (hue % 2.0 - 1.0).abs();
+        let (r, g, b) = match hue as u32 {
+            0 => (1.0, x, 0.0),
+            1 => (x, 1.0, 0.0),
+            2 => (0.0, 1.0, x),
+            3 => (0.0, x, 1.0),
+            4 => (x, 0.0, 1.0),
+            _ => (1.0, 0.0, x),
+        };
+        [(r * 255.0) as u16, (g * 255.0) as u16, (b * 255.0) as u16]
+    };
+    for y in 0..h {
+        for x in 0..w {
+            let k = labels[y * w + x];
+            if k == 0 {
+                continue;
+            }
+            let other = |xx: usize, yy: usize| labels[yy * w + xx] != k;
+            let edge = x == 0
+                || y == 0
+                || x + 1 == w
+                || y + 1 == h
+                || other(x - 1, y)
+                || other(x + 1, y)
+                || other(x, y - 1)
+                || other(x, y + 1);
+            let tint = colour(k);
+            let p = out.get_pixel_mut(x as u32, y as u32);
+            for (channel, tint) in p.0.iter_mut().zip(tint) {
+                *channel = if edge {
+                    tint as u8
+                } else {
+                    ((*channel as u16 + tint) / 2) as u8
+                };
+            }
+        }
+    }
+    out.save_with_format(path, image::ImageFormat::Png)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}

@@ -194,6 +194,54 @@ fn a_click_on_a_png_gives_that_shape_with_json_mask_and_overlay() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// `sam2 everything` on the shapes image finds each shape that has no twin (IoU ≥ 0.9 with its
+/// ground truth, decoding the JSON's RLE), with SAM2's default thresholds on a 16×16 grid.
+#[test]
+fn everything_finds_each_shape_and_writes_coco_annotations() {
+    let dir = scratch("everything");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let out = dir.join("all");
+    let run = sam2(&[
+        "everything",
+        png.to_str().unwrap(),
+        "--model",
+        &model_arg(),
+        "--points-per-side",
+        "16",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("all.json")).unwrap()).unwrap();
+    let annotations = json["annotations"].as_array().unwrap();
+    assert_eq!(json["generator"]["points_per_side"], 16);
+    let masks: Vec<Vec<u8>> = annotations
+        .iter()
+        .map(|a| {
+            assert!(a["predicted_iou"].as_f64().unwrap() > 0.8);
+            assert!(a["stability_score"].as_f64().unwrap() >= 0.95);
+            let counts = a["segmentation"]["counts"].as_str().unwrap();
+            let rle = sam2::Rle::from_coco_string(counts, 512, 384).unwrap();
+            assert_eq!(rle.area(), a["area"].as_u64().unwrap());
+            rle.decode().unwrap()
+        })
+        .collect();
+    for (name, _) in SHAPES {
+        let truth = truth(name);
+        let best = masks.iter().map(|m| iou(m, &truth)).fold(0.0, f64::max);
+        assert!(
+            best >= 0.9,
+            "{name}: best IoU {best} among {} masks",
+            masks.len()
+        );
+    }
+    let overlay = image::open(dir.join("all.overlay.png")).unwrap();
+    assert_eq!((overlay.width(), overlay.height()), (512, 384));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// A JPEG stored rotated, with EXIF orientation 6 (rotate 90° clockwise to display), and a 16-bit
 /// RGBA PNG: both give the shape in the upright frame; an 8-bit grey and alpha PNG is read too.
 #[test]
@@ -394,7 +442,35 @@ fn errors_are_one_line_with_the_documented_exit_codes() {
             2,
             "a model is needed",
         ),
-        (vec!["everything", p], 2, "not available yet"),
+        (vec!["everything", p, "--model", &m], 2, "needs -o OUT"),
+        (
+            vec![
+                "everything",
+                p,
+                "--model",
+                &m,
+                "--points-per-side",
+                "0",
+                "-o",
+                o,
+            ],
+            2,
+            "--points-per-side 0",
+        ),
+        (
+            vec![
+                "everything",
+                p,
+                "--model",
+                &m,
+                "--pred-iou-thresh",
+                "1.5",
+                "-o",
+                o,
+            ],
+            2,
+            "from 0 to 1",
+        ),
         (
             vec![
                 "segment",
