@@ -87,7 +87,11 @@ print("=" * 92)
 
 # Bad input, per entry point of the header: NULL in every pointer argument
 # (tests/c/test_null_sweep.c) and every other bad value (tests/c/test_bad_input.c).
-exports = sorted(set(re.findall(r"\b(sam2_[a-z0-9_]+)\(", open(header).read())))
+declared = dict(re.findall(r"\b(sam2_[a-z0-9_]+)\(([^)]*)\)", open(header).read()))
+exports = sorted(declared)
+# Entry points that take arguments but have no row in the counted sweeps (their bad-input checks
+# live in a test of their own, e.g. tests/c/test_everything.c): shown, not counted.
+uncounted = []
 nulls = {r["entry"]: r for r in rows("null_sweep.tsv")}
 bad = {r["entry"]: r for r in rows("bad_input.tsv")}
 if bad or nulls:
@@ -97,7 +101,11 @@ if bad or nulls:
     for e in exports:
         n, v = nulls.get(e), bad.get(e)
         if n is None and v is None:
-            line(f"  {e:<54}", f"{'-':>6}", f"{'-':>8}", f"{'-':>9}", f"{'(no arguments)':>16}")
+            takes_none = declared[e].strip() in ("", "void")
+            if not takes_none:
+                uncounted.append(e)
+            note = "(no arguments)" if takes_none else "(not in the sweep)"
+            line(f"  {e:<54}", f"{'-':>6}", f"{'-':>8}", f"{'-':>9}", f"{note:>20}")
             continue
         tn = int(n["inputs"]) if n else 0
         tv = int(v["inputs"]) if v else 0
@@ -108,6 +116,8 @@ if bad or nulls:
             failed.append(f"bad input: {e}")
     line(f"  {'every entry point (' + str(len(exports)) + ')':<54}", f"{null_total:>6}", f"{tried - null_total:>8}",
          f"{handled:>9}", f"{'all':>6}", "" if tried == handled else "   NOT MET")
+    if uncounted:
+        print(f"  {len(uncounted)} entry points are not in the counted sweeps; their own tests check their bad input")
     print()
 
 hostile = []
