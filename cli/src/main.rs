@@ -375,14 +375,7 @@ fn segment(s: args::Segment) -> Result<(), Failure> {
         "best": best,
         "annotations": annotations,
     });
-    let text = serde_json::to_string_pretty(&document)
-        .map_err(|e| Failure::new(exit::INTERNAL, e.to_string()))?;
-    std::fs::write(&json_path, text + "\n").map_err(|err| {
-        Failure::new(
-            exit::OUTPUT,
-            format!("cannot write {}: {err}", json_path.display()),
-        )
-    })?;
+    write_json(&json_path, &document)?;
     eprintln!(
         "sam2: {} mask{} (best score {:.3}, area {} px) → {}, {}, {}",
         count,
@@ -420,12 +413,12 @@ fn annotation(
     } else {
         [b[0], b[1], b[2] - b[0] + 1, b[3] - b[1] + 1]
     };
-    let flat = |ring: &Vec<[f32; 2]>| ring.iter().flat_map(|p| [p[0], p[1]]).collect::<Vec<f32>>();
-    let polygons: Vec<serde_json::Value> = prediction
-        .polygons(k, tolerance)
-        .iter()
-        .map(|p| serde_json::json!({ "outer": flat(&p.outer), "holes": p.holes.iter().map(flat).collect::<Vec<_>>() }))
-        .collect();
+    let polygons = polygons_json(
+        prediction.mask(k),
+        prediction.width,
+        prediction.height,
+        tolerance,
+    );
     serde_json::json!({
         "id": k + 1,
         "candidate": prediction.candidate_index[k],
