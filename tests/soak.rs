@@ -1,6 +1,11 @@
 //! Soak: encode and predict in a loop, as a desktop tool does all day, while resident memory and
-//! ONNX Runtime's shared CPU arena are sampled. After warm-up, memory must stay flat: resident
-//! memory at the end within 1.1× of resident memory after warm-up.
+//! ONNX Runtime's shared CPU arena are sampled. After warm-up, memory must stay flat: what the C
+//! heap has handed out and not had back (glibc's count, which a leak raises call after call)
+//! within 1.05× of its value after warm-up, ONNX Runtime's arena within 1.1×, and resident memory
+//! within 1.25×. Resident memory also counts the free memory glibc keeps in its per-thread heaps,
+//! which depends on which thread freed what first: over runs of this soak it ended between 0.95×
+//! and 1.12× of its warm-up value while the heap in use stayed within 1.5%, so it gets the looser
+//! bound, there to catch run-away fragmentation, and the heap in use the tight one.
 //!
 //! Every image has a new size (as in a real session: photos, scans, screenshots) and every
 //! prompt a different shape (points, objects, boxes, multimask), so ONNX Runtime sees new input
@@ -10,7 +15,7 @@
 //! first fifth of the loop: ONNX Runtime's arena reserves its regions from the system as it
 //! meets bigger requests, and their pages become resident when first touched, so the
 //! comparison starts once the biggest request has been met. The arena's own size is checked
-//! too (the same 1.1× bound), from ONNX Runtime's statistics.
+//! too, from ONNX Runtime's statistics.
 //!
 //! `SAM2_SOAK_ENCODES` (default 200) and `SAM2_SOAK_PREDICTS` (default 2000) set the length;
 //! `SAM2_SOAK_PAIRS` the model pairs (default `tiny_a,tiny_b,tiny_c`; `bench_a` for the
@@ -44,12 +49,28 @@ const MAX_OBJECTS: usize = 3;
 /// Most points of a random prompt (besides its box).
 const MAX_POINTS: usize = 6;
 
+/// Goals: the most each measure may grow after warm-up (see the module comment).
+const HEAP_GOAL: f64 = 1.05;
+const ARENA_GOAL: f64 = 1.1;
+const RSS_GOAL: f64 = 1.25;
+
 /// Resident set size of this process, in bytes.
 fn rss() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
     let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
     // SAFETY: sysconf has no preconditions.
     pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+/// Bytes the C heap has handed out and not had back (`malloc` in use, mapped blocks included),
+/// and bytes it holds from the system (in use or free), from glibc's `mallinfo2`.
+fn heap() -> (u64, u64) {
+    // SAFETY: mallinfo2 has no preconditions; it only reads the allocator's counters.
+    let info = unsafe { libc::mallinfo2() };
+    (
+        (info.uordblks + info.hblkhd) as u64,
+        (info.arena + info.hblkhd) as u64,
+    )
 }
 
 /// Bytes the shared CPU arena holds from the system, and how many times it grew.
@@ -188,7 +209,7 @@ fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
     // A host keeps the last few images' embeddings (undo, tabs) and drops older ones.
     let mut recent: Vec<(usize, Arc<Embedding>)> = Vec::new();
     let warm_up = (encodes / 5).max(5);
-    let (mut warm_rss, mut warm_arena, mut warm_extensions) = (0, 0, 0);
+    let (mut warm_rss, mut warm_arena, mut warm_extensions, mut warm_heap) = (0, 0, 0, 0);
     let mut samples = Vec::new();
     let mut predicted = 0usize;
     // Calls that failed (the goal is none): counted and reported rather than stopping the soak.
@@ -231,14 +252,16 @@ fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
             predicted += 1;
         }
         if i + 1 == warm_up {
-            (warm_rss, (warm_arena, warm_extensions)) = (rss(), arena(&pairs[0].1));
+            (warm_rss, (warm_arena, warm_extensions), (warm_heap, _)) =
+                (rss(), arena(&pairs[0].1), heap());
         }
         if (i + 1) % (encodes / 10).max(1) == 0 {
-            samples.push((i + 1, predicted, rss(), arena(&pairs[0].1).0));
+            samples.push((i + 1, predicted, rss(), arena(&pairs[0].1).0, heap()));
         }
     }
+    // Measured while the host still holds its recent embeddings, as after warm-up.
+    let (end_rss, (end_arena, end_extensions), (end_heap, _)) = (rss(), arena(&pairs[0].1), heap());
     drop(recent);
-    let (end_rss, (end_arena, end_extensions)) = (rss(), arena(&pairs[0].1));
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     println!(
         "soak ({pairs_text}): {encodes} encodes of new image sizes, {predicted} predicts, {:.0} s, \
@@ -246,14 +269,24 @@ fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
         start.elapsed().as_secs_f64(),
         failed.len()
     );
-    println!("  after encodes   predicts   RSS MiB   arena MiB");
-    for (e, p, r, a) in &samples {
-        println!("  {e:>13} {p:>10} {:>9.1} {:>11.1}", mib(*r), mib(*a));
+    println!("  after encodes   predicts   RSS MiB   arena MiB   heap in use   heap held");
+    for (e, p, r, a, (u, h)) in &samples {
+        println!(
+            "  {e:>13} {p:>10} {:>9.1} {:>11.1} {:>13.1} {:>11.1}",
+            mib(*r),
+            mib(*a),
+            mib(*u),
+            mib(*h)
+        );
     }
     let growth = end_rss as f64 / warm_rss as f64;
+    let heap_growth = end_heap as f64 / warm_heap as f64;
     println!(
-        "  RSS after warm-up {:.1} MiB, at the end {:.1} MiB: {growth:.3}×; arena {:.1} → {:.1} MiB, \
-         {warm_extensions} → {end_extensions} extensions",
+        "  after warm-up → at the end: heap in use {:.1} → {:.1} MiB ({heap_growth:.3}×), \
+         RSS {:.1} → {:.1} MiB ({growth:.3}×), arena {:.1} → {:.1} MiB ({warm_extensions} → \
+         {end_extensions} extensions)",
+        mib(warm_heap),
+        mib(end_heap),
         mib(warm_rss),
         mib(end_rss),
         mib(warm_arena),
@@ -264,8 +297,10 @@ fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
         std::fs::write(
             std::path::PathBuf::from(dir).join(file),
             format!(
-                "pairs\tencodes\tpredicts\trss_warm\trss_end\tgrowth\tarena_warm\tarena_end\tfailed\n\
-                 {pairs_text}\t{encodes}\t{predicted}\t{warm_rss}\t{end_rss}\t{growth:.4}\t{warm_arena}\t{end_arena}\t{}\n",
+                "pairs\tencodes\tpredicts\trss_warm\trss_end\tgrowth\trss_goal\theap_warm\theap_end\t\
+                 heap_goal\tarena_warm\tarena_end\tarena_goal\tfailed\n\
+                 {pairs_text}\t{encodes}\t{predicted}\t{warm_rss}\t{end_rss}\t{growth:.4}\t{RSS_GOAL}\t\
+                 {warm_heap}\t{end_heap}\t{HEAP_GOAL}\t{warm_arena}\t{end_arena}\t{ARENA_GOAL}\t{}\n",
                 failed.len()
             ),
         )
@@ -278,13 +313,19 @@ fn memory_stays_flat_over_a_long_run_of_encodes_and_predicts() {
         failed[0]
     );
     assert!(
-        end_arena as f64 <= warm_arena as f64 * 1.1,
+        heap_growth <= HEAP_GOAL,
+        "the heap in use grew {heap_growth:.3}× after warm-up ({:.1} → {:.1} MiB): a leak",
+        mib(warm_heap),
+        mib(end_heap)
+    );
+    assert!(
+        end_arena as f64 <= warm_arena as f64 * ARENA_GOAL,
         "ONNX Runtime's arena grew after warm-up: {:.1} → {:.1} MiB",
         mib(warm_arena),
         mib(end_arena)
     );
     assert!(
-        growth <= 1.1,
+        growth <= RSS_GOAL,
         "resident memory grew {growth:.3}× after warm-up ({:.1} → {:.1} MiB)",
         mib(warm_rss),
         mib(end_rss)
