@@ -29,6 +29,7 @@ mod preprocess;
 mod rle;
 pub mod runtime;
 mod session;
+mod video;
 mod weights;
 
 /// Test hooks (device stand-ins, fuzzing properties, internals the benchmarks drive): only in
@@ -58,6 +59,7 @@ pub use polygon::{polygons as mask_polygons, rasterize as rasterize_polygons, Po
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
 pub use rle::Rle;
 pub use session::SessionOptions;
+pub use video::{Direction, TrackedFrame, TrackedObject, Tracker, TrackerOptions, VideoModelPaths};
 pub use weights::{shared_models, Optimization, WeightSharing};
 
 /// Version of this library.

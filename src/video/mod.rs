@@ -1,0 +1,787 @@
+//! Video tracking with SAM2's memory: objects prompted on some frames are followed through the
+//! others by the four modules of the video contract (docs/video.md).
+//!
+//! A [`Tracker`] mirrors SAM2's video predictor object by object: a prompt on a frame never
+//! tracked makes it an initial conditioning frame (decoded from the frame's own features); a
+//! prompt on a tracked frame is a correction (decoded with the memory and the frame's previous
+//! logits, and by default kept as a conditioning frame); tracking a frame runs memory attention
+//! over the object's conditioning frames, the six frames before it in the direction of travel
+//! and up to sixteen object pointers ([`bank`]), decodes, and encodes the result into a new
+//! memory. Memories and pointers stay in the memory the sessions run on (device memory on a GPU
+//! session); only each frame's mask logits and presence score come to the host.
+
+mod bank;
+mod modules;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use ort::memory::MemoryInfo;
+use ort::value::{DynValue, Tensor};
+
+use crate::device::{self, EffectiveDevice};
+use crate::error::{Error, Result};
+use crate::image::ImageView;
+use crate::predictor::{prompt_points, validate_prompts, Prompt};
+use crate::session::SessionOptions;
+use crate::{postprocess, preprocess};
+
+use modules::names::*;
+use modules::Modules;
+pub use modules::VideoModelPaths;
+
+/// Side of the model frame and of the low-res logits (SAM2's, for every size of model).
+const MODEL_SIDE: usize = 1024;
+const LOW_RES: usize = 256;
+/// What SAM2 clamps previous logits to before feeding them back as a mask prompt.
+const PREV_LOGIT_CLAMP: f32 = 32.0;
+/// SAM2's `NO_OBJ_SCORE`: the logit of every pixel of an object judged absent.
+const NO_OBJECT_LOGIT: f32 = -1024.0;
+
+/// Options of a tracker.
+#[derive(Debug, Clone)]
+pub struct TrackerOptions {
+    pub session: SessionOptions,
+    /// A prompt on a frame already tracked (a correction) makes it a conditioning frame, so the
+    /// frames after it remember the correction (SAM2's `add_all_frames_to_correct_as_cond`).
+    /// Without it the correction changes that frame only. Default: true.
+    pub corrections_as_conditioning: bool,
+    /// Number of frames of the clip, when known (SAM2's `num_frames`: it bounds how far object
+    /// pointers reach); `None` for a stream.
+    pub num_frames: Option<u32>,
+    /// Tracked frames whose memory each object keeps besides its conditioning frames: at least
+    /// the six a frame attends to; more lets a host go back over recent frames. Default 16.
+    pub memory_frames: usize,
+}
+
+impl Default for TrackerOptions {
+    fn default() -> Self {
+        TrackerOptions {
+            session: SessionOptions::default(),
+            corrections_as_conditioning: true,
+            num_frames: None,
+            memory_frames: 16,
+        }
+    }
+}
+
+/// Direction of travel through the clip.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Direction {
+    #[default]
+    Forward,
+    Backward,
+}
+
+/// One object's result on one frame.
+#[derive(Debug, Clone)]
+pub struct TrackedObject {
+    pub object_id: u32,
+    /// SAM2's object score: the object is present on the frame when it is above 0.
+    pub score: f32,
+    pub present: bool,
+    /// Binary mask at the frame's size, row-major (1 = object); all 0 when absent.
+    pub mask: Vec<u8>,
+    /// The decoder's low-res logits (256 × 256).
+    pub low_res: Vec<f32>,
+}
+
+/// Every object's result on one frame.
+#[derive(Debug, Clone)]
+pub struct TrackedFrame {
+    pub frame: u32,
+    pub width: usize,
+    pub height: usize,
+    pub objects: Vec<TrackedObject>,
+}
+
+/// The encoder's outputs for one frame.
+struct Features {
+    frame: u32,
+    width: usize,
+    height: usize,
+    pix_feat: DynValue,
+    high_res_0: DynValue,
+    high_res_1: DynValue,
+    vision_feats: DynValue,
+    vision_pos: DynValue,
+}
+
+/// One object's output on one frame, and its memory once encoded.
+struct Output {
+    low_res: Vec<f32>,
+    score: f32,
+    pointer: DynValue,
+    /// `maskmem_features`; `None` for a prompted frame until the next track encodes it.
+    memory: Option<DynValue>,
+    /// Kept until the memory is encoded.
+    pending: Option<Pending>,
+}
+
+struct Pending {
+    mask_for_mem: DynValue,
+    features: Arc<Features>,
+}
+
+#[derive(Default)]
+struct ObjectState {
+    conditioning: BTreeMap<i64, Output>,
+    tracked: BTreeMap<i64, Output>,
+    /// Prompted frames not yet turned into memory (SAM2's temporary outputs), and whether each
+    /// becomes a conditioning frame.
+    prompted: BTreeMap<i64, (bool, Output)>,
+    /// Frames tracked so far, and in which direction (SAM2's `frames_tracked_per_obj`).
+    directions: BTreeMap<i64, bool>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The last frame encoded: prompts for several objects on one frame encode it once.
+    frame: Option<Arc<Features>>,
+    objects: BTreeMap<u32, ObjectState>,
+    /// `maskmem_pos_enc` ([4096 × 64]): a sine encoding of the memory map's positions, the same
+    /// for every frame, read once.
+    memory_pos: Option<Vec<f32>>,
+    /// `temporal_code` ([num_maskmem × 64]), read once.
+    temporal_code: Option<Vec<f32>>,
+}
+
+/// Tracks objects through the frames of a clip. Calls are serialised on the tracker.
+pub struct Tracker {
+    modules: Modules,
+    options: TrackerOptions,
+    /// Where module outputs kept between runs live: the execution device's memory.
+    device_memory: MemoryInfo<'static>,
+    host_memory: MemoryInfo<'static>,
+    state: Mutex<State>,
+}
+
+impl std::fmt::Debug for Tracker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tracker")
+            .field("modules", &self.modules)
+            .field("options", &self.options)
+            .finish()
+    }
+}
+
+impl Tracker {
+    /// Loads the four modules.
+    pub fn new(paths: &VideoModelPaths, options: &TrackerOptions) -> Result<Tracker> {
+        if options.num_frames == Some(0) {
+            return Err(Error::invalid(
+                "num_frames",
+                "a clip has at least one frame",
+            ));
+        }
+        if options.memory_frames < 6 || options.memory_frames > 1024 {
+            return Err(Error::invalid(
+                "memory_frames",
+                format!(
+                    "must be 6 to 1024 (a frame attends to the six before it), got {}",
+                    options.memory_frames
+                ),
+            ));
+        }
+        let modules = Modules::load(paths, &options.session)?;
+        let device_memory = modules.device.output_memory()?;
+        Ok(Tracker {
+            modules,
+            options: options.clone(),
+            device_memory,
+            host_memory: device::host_memory()?,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    /// What the modules effectively run on.
+    pub fn device(&self) -> &EffectiveDevice {
+        &self.modules.device
+    }
+
+    /// Objects being tracked, in increasing id order.
+    pub fn objects(&self) -> Vec<u32> {
+        self.lock().objects.keys().copied().collect()
+    }
+
+    /// Frames each object holds memory for (conditioning and tracked), summed over objects.
+    pub fn memory_frames(&self) -> usize {
+        self.lock()
+            .objects
+            .values()
+            .map(|o| {
+                o.conditioning.len() + o.tracked.values().filter(|t| t.memory.is_some()).count()
+            })
+            .sum()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Prompts object `object_id` on frame `frame` (points and/or a box, in the frame's
+    /// pixels; they replace earlier prompts of the object on that frame) and returns its mask
+    /// there. A new id starts a new object.
+    pub fn add_prompt(
+        &self,
+        frame: u32,
+        image: &ImageView<'_>,
+        object_id: u32,
+        prompt: &Prompt,
+    ) -> Result<TrackedObject> {
+        self.check_frame(frame)?;
+        if prompt.mask_input.is_some() {
+            return Err(Error::invalid(
+                "prompt",
+                "a tracker takes points and boxes; mask prompts are not supported",
+            ));
+        }
+        validate_prompts(
+            std::slice::from_ref(prompt),
+            (image.width as u32, image.height as u32),
+            LOW_RES,
+        )?;
+        let mut state = self.lock();
+        let features = self.features(&mut state, frame, image)?;
+        let t = frame as i64;
+        let object = state.objects.entry(object_id).or_default();
+        let initial = !object.directions.contains_key(&t);
+        let reverse = object.directions.get(&t).copied().unwrap_or(false);
+        let conditioning = initial || self.options.corrections_as_conditioning;
+        // Previous logits of the object on this frame, fed back with the new clicks.
+        let previous = object
+            .prompted
+            .get(&t)
+            .map(|(_, o)| &o.low_res)
+            .or_else(|| object.conditioning.get(&t).map(|o| &o.low_res))
+            .or_else(|| object.tracked.get(&t).map(|o| &o.low_res))
+            .map(|l| {
+                l.iter()
+                    .map(|v| v.clamp(-PREV_LOGIT_CLAMP, PREV_LOGIT_CLAMP))
+                    .collect::<Vec<f32>>()
+            });
+        let (n, coords, labels) =
+            prompt_points(&[prompt], (image.width as u32, image.height as u32));
+        let object = &state.objects[&object_id];
+        let embed = if initial {
+            None
+        } else {
+            Some(self.attend(&state, object, &features, t, reverse)?)
+        };
+        let output = self.decode(
+            &features,
+            embed.as_ref(),
+            (n, coords, labels),
+            previous.as_deref(),
+        )?;
+        let result = self.result(object_id, &output, &features)?;
+        let object = state.objects.get_mut(&object_id).expect("inserted above");
+        object.prompted.insert(t, (conditioning, output));
+        Ok(result)
+    }
+
+    /// Tracks every object onto frame `frame`, travelling in `direction`, and returns their
+    /// masks. A frame an object was prompted on returns its prompted result.
+    pub fn track(
+        &self,
+        frame: u32,
+        image: &ImageView<'_>,
+        direction: Direction,
+    ) -> Result<TrackedFrame> {
+        self.check_frame(frame)?;
+        let mut state = self.lock();
+        if state.objects.is_empty() {
+            return Err(Error::invalid(
+                "tracker",
+                "no object to track: prompt one first (add_prompt)",
+            ));
+        }
+        self.encode_prompted_memories(&mut state)?;
+        let features = self.features(&mut state, frame, image)?;
+        let t = frame as i64;
+        let reverse = direction == Direction::Backward;
+        let ids: Vec<u32> = state.objects.keys().copied().collect();
+        let mut objects = Vec::with_capacity(ids.len());
+        for id in ids {
+            let object = &state.objects[&id];
+            if let Some(done) = object.conditioning.get(&t) {
+                objects.push(self.result(id, done, &features)?);
+                let object = state.objects.get_mut(&id).expect("listed");
+                object.directions.insert(t, reverse);
+                continue;
+            }
+            let embed = self.attend(&state, object, &features, t, reverse)?;
+            let padding = (1, vec![0.0, 0.0], vec![-1.0]);
+            let mut output = self.decode(&features, Some(&embed), padding, None)?;
+            let memory = self.encode_memory(
+                &mut state,
+                &output
+                    .pending
+                    .take()
+                    .expect("decode keeps the mask")
+                    .mask_for_mem,
+                &features,
+                output.score,
+                false,
+            )?;
+            output.memory = Some(memory);
+            objects.push(self.result(id, &output, &features)?);
+            let object = state.objects.get_mut(&id).expect("listed");
+            object.tracked.insert(t, output);
+            object.directions.insert(t, reverse);
+            self.forget_far_frames(object, t);
+        }
+        Ok(TrackedFrame {
+            frame,
+            width: features.width,
+            height: features.height,
+            objects,
+        })
+    }
+
+    /// Stops tracking an object; false when there was none with that id.
+    pub fn remove_object(&self, object_id: u32) -> bool {
+        self.lock().objects.remove(&object_id).is_some()
+    }
+
+    /// Forgets every object, prompt and memory (the modules stay loaded).
+    pub fn reset(&self) {
+        let mut state = self.lock();
+        state.objects.clear();
+        state.frame = None;
+    }
+
+    fn check_frame(&self, frame: u32) -> Result<()> {
+        match self.options.num_frames {
+            Some(n) if frame >= n => Err(Error::invalid(
+                "frame",
+                format!("frame {frame} is outside the clip of {n} frames"),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The frame's features: the last encoded frame when it is the same index and size, else a
+    /// new encode.
+    fn features(
+        &self,
+        state: &mut State,
+        frame: u32,
+        image: &ImageView<'_>,
+    ) -> Result<Arc<Features>> {
+        if let Some(f) = &state.frame {
+            if f.frame == frame && f.width == image.width && f.height == image.height {
+                return Ok(f.clone());
+            }
+        }
+        let pixels = preprocess::preprocess(image, MODEL_SIDE);
+        let input = Tensor::from_array(([1usize, 3, MODEL_SIDE, MODEL_SIDE], pixels))?.into_dyn();
+        let mem = &self.device_memory;
+        let mut out = self.modules.encoder.run(
+            &[(IMAGE, &input)],
+            &[
+                (PIX_FEAT, mem),
+                (HIGH_RES_0, mem),
+                (HIGH_RES_1, mem),
+                (VISION_FEATS, mem),
+                (VISION_POS, mem),
+            ],
+        )?;
+        let mut take = |name: &str| out.remove(name).expect("bound above");
+        let features = Arc::new(Features {
+            frame,
+            width: image.width,
+            height: image.height,
+            pix_feat: take(PIX_FEAT),
+            high_res_0: take(HIGH_RES_0),
+            high_res_1: take(HIGH_RES_1),
+            vision_feats: take(VISION_FEATS),
+            vision_pos: take(VISION_POS),
+        });
+        state.frame = Some(features.clone());
+        Ok(features)
+    }
+
+    /// Memory attention: the frame's features conditioned on the object's memories.
+    fn attend(
+        &self,
+        state: &State,
+        object: &ObjectState,
+        features: &Features,
+        t: i64,
+        reverse: bool,
+    ) -> Result<DynValue> {
+        let conditioning: BTreeSet<i64> = object.conditioning.keys().copied().collect();
+        if conditioning.is_empty() {
+            return Err(Error::invalid(
+                "tracker",
+                "the object has no conditioning frame yet: prompt it, then track",
+            ));
+        }
+        let with_memory: BTreeSet<i64> = object
+            .tracked
+            .iter()
+            .filter(|(_, o)| o.memory.is_some())
+            .map(|(&k, _)| k)
+            .collect();
+        let with_pointer: BTreeSet<i64> = object.tracked.keys().copied().collect();
+        let selection = bank::select(
+            t,
+            reverse,
+            self.num_maskmem(state)?,
+            self.options.num_frames.map(i64::from),
+            &conditioning,
+            &with_memory,
+            &with_pointer,
+        );
+        let lookup = |frame: i64, cond: bool| -> &Output {
+            if cond {
+                &object.conditioning[&frame]
+            } else {
+                &object.tracked[&frame]
+            }
+        };
+        let memories: Vec<&DynValue> = selection
+            .memories
+            .iter()
+            .map(|m| {
+                lookup(m.frame, m.conditioning)
+                    .memory
+                    .as_ref()
+                    .expect("selected with memory")
+            })
+            .collect();
+        let pointers: Vec<&DynValue> = selection
+            .pointers
+            .iter()
+            .map(|p| &lookup(p.frame, p.conditioning).pointer)
+            .collect();
+        let memory_pos = state
+            .memory_pos
+            .as_ref()
+            .expect("read with the first memory");
+        let temporal = state
+            .temporal_code
+            .as_ref()
+            .expect("read with the first memory");
+        let (m, n) = (memories.len(), pointers.len());
+        let tokens = memory_pos.len() / MEM_DIM;
+        // Position encodings: each memory frame's, plus its temporal code; zeros for the pointer
+        // tokens (the graph adds their temporal encoding from `obj_ptr_tpos`).
+        let mut pos =
+            crate::error::try_zeroed::<f32>((m * tokens + 4 * n) * MEM_DIM, "memory positions")?;
+        for (k, mref) in selection.memories.iter().enumerate() {
+            let code = &temporal[mref.tpos_row * MEM_DIM..(mref.tpos_row + 1) * MEM_DIM];
+            let block = &mut pos[k * tokens * MEM_DIM..(k + 1) * tokens * MEM_DIM];
+            for (row, src) in block.chunks_mut(MEM_DIM).zip(memory_pos.chunks(MEM_DIM)) {
+                for ((d, s), c) in row.iter_mut().zip(src).zip(code) {
+                    *d = s + c;
+                }
+            }
+        }
+        let pos = Tensor::from_array(([m * tokens + 4 * n, 1, MEM_DIM], pos))?.into_dyn();
+        let memory_1 = self.concat(&memories, &[m as i64, MEM_DIM as i64, 64, 64])?;
+        let memory_0 = self.concat(&pointers, &[n as i64, 256])?;
+        let offsets: Vec<f32> = selection
+            .pointers
+            .iter()
+            .map(|p| p.offset as f32 / selection.offset_scale)
+            .collect();
+        let offsets = Tensor::from_array(([n], offsets))?.into_dyn();
+        let mut inputs: Vec<(&str, &DynValue)> = vec![
+            (CURRENT_FEAT, &features.vision_feats),
+            (CURRENT_POS, &features.vision_pos),
+            (POINTERS, &memory_0),
+            (MEMORIES, &memory_1),
+            (MEMORY_POS, &pos),
+        ];
+        if self.modules.attention.has_input(POINTER_TPOS) {
+            inputs.push((POINTER_TPOS, &offsets));
+        }
+        let mut out = self
+            .modules
+            .attention
+            .run(&inputs, &[(IMAGE_EMBED, &self.device_memory)])?;
+        Ok(out.remove(IMAGE_EMBED).expect("bound above"))
+    }
+
+    /// The decoder on `embed` (the frame's own features on an initial conditioning frame).
+    fn decode(
+        &self,
+        features: &Arc<Features>,
+        embed: Option<&DynValue>,
+        (n, coords, labels): (usize, Vec<f32>, Vec<f32>),
+        previous: Option<&[f32]>,
+    ) -> Result<Output> {
+        let decoder = &self.modules.decoder;
+        let coords = Tensor::from_array(([1, n, 2], coords))?.into_dyn();
+        let real_points = labels.iter().filter(|&&l| l >= 0.0).count();
+        let labels = Tensor::from_array(([1, n], labels))?.into_dyn();
+        let embed = embed.unwrap_or(&features.vision_feats);
+        let mut inputs: Vec<(&str, &DynValue)> = vec![
+            (POINT_COORDS, &coords),
+            (POINT_LABELS, &labels),
+            (IMAGE_EMBED, embed),
+            (DEC_HIGH_RES_0, &features.high_res_0),
+            (DEC_HIGH_RES_1, &features.high_res_1),
+        ];
+        let mask_input = Tensor::from_array((
+            [1usize, 1, LOW_RES, LOW_RES],
+            previous.map_or_else(|| vec![0.0; LOW_RES * LOW_RES], <[f32]>::to_vec),
+        ))?
+        .into_dyn();
+        let has_mask =
+            Tensor::from_array(([1usize], vec![previous.map_or(0.0f32, |_| 1.0)]))?.into_dyn();
+        if decoder.has_input(MASK_INPUT) && decoder.has_input(HAS_MASK_INPUT) {
+            inputs.push((MASK_INPUT, &mask_input));
+            inputs.push((HAS_MASK_INPUT, &has_mask));
+        }
+        let multimask = Tensor::from_array((
+            [1usize],
+            vec![f32::from(u8::from(bank::use_multimask(real_points)))],
+        ))?
+        .into_dyn();
+        if decoder.has_input(MULTIMASK) {
+            inputs.push((MULTIMASK, &multimask));
+        }
+        let mut outputs = vec![
+            (OBJ_PTR, &self.device_memory),
+            (MASK_FOR_MEM, &self.device_memory),
+            (PRED_MASK, &self.host_memory),
+        ];
+        let has_score = decoder.has_output(OBJECT_SCORE);
+        if has_score {
+            outputs.push((OBJECT_SCORE, &self.host_memory));
+        }
+        let mut out = decoder.run(&inputs, &outputs)?;
+        let (shape, logits) = out[PRED_MASK].try_extract_tensor::<f32>()?;
+        if shape.iter().product::<i64>() != (LOW_RES * LOW_RES) as i64 {
+            return Err(Error::OnnxRuntime(format!(
+                "{} returned pred_mask of shape {shape:?}, expected [1, 1, {LOW_RES}, {LOW_RES}]",
+                decoder.path().display()
+            )));
+        }
+        let low_res = logits.to_vec();
+        let score = if has_score {
+            out[OBJECT_SCORE].try_extract_tensor::<f32>()?.1[0]
+        } else if low_res.iter().all(|&v| v <= NO_OBJECT_LOGIT) {
+            // The lineage's exports do not return the score; SAM2 marks an absent object by
+            // setting every logit to NO_OBJ_SCORE.
+            -1.0
+        } else {
+            1.0
+        };
+        Ok(Output {
+            low_res,
+            score,
+            pointer: out.remove(OBJ_PTR).expect("bound above"),
+            memory: None,
+            pending: Some(Pending {
+                mask_for_mem: out.remove(MASK_FOR_MEM).expect("bound above"),
+                features: features.clone(),
+            }),
+        })
+    }
+
+    /// The memory encoder on a decoded mask; reads the position encoding and temporal code the
+    /// first time.
+    fn encode_memory(
+        &self,
+        state: &mut State,
+        mask_for_mem: &DynValue,
+        features: &Features,
+        score: f32,
+        from_points: bool,
+    ) -> Result<DynValue> {
+        let module = &self.modules.memory_encoder;
+        let score_value = Tensor::from_array(([1usize, 1], vec![score]))?.into_dyn();
+        let from_points =
+            Tensor::from_array(([1usize], vec![f32::from(u8::from(from_points))]))?.into_dyn();
+        let mut inputs: Vec<(&str, &DynValue)> =
+            vec![(MASK_FOR_MEM, mask_for_mem), (PIX_FEAT, &features.pix_feat)];
+        if module.has_input(OBJECT_SCORE) {
+            inputs.push((OBJECT_SCORE, &score_value));
+        }
+        if module.has_input(FROM_POINTS) {
+            inputs.push((FROM_POINTS, &from_points));
+        }
+        let first = state.memory_pos.is_none();
+        let pos_memory = if first {
+            &self.host_memory
+        } else {
+            &self.device_memory
+        };
+        let mut out = module.run(
+            &inputs,
+            &[
+                (MASKMEM_FEATURES, &self.device_memory),
+                (MASKMEM_POS, pos_memory),
+                (TEMPORAL_CODE, pos_memory),
+            ],
+        )?;
+        if first {
+            let pos = out[MASKMEM_POS].try_extract_tensor::<f32>()?.1.to_vec();
+            let code = out[TEMPORAL_CODE].try_extract_tensor::<f32>()?.1.to_vec();
+            if pos.is_empty()
+                || pos.len() % MEM_DIM != 0
+                || code.is_empty()
+                || code.len() % MEM_DIM != 0
+            {
+                return Err(Error::model(
+                    module.path(),
+                    format!(
+                        "maskmem_pos_enc and temporal_code must be made of {MEM_DIM}-value rows; got \
+                         {} and {} values",
+                        pos.len(),
+                        code.len()
+                    ),
+                ));
+            }
+            state.memory_pos = Some(pos);
+            state.temporal_code = Some(code);
+        }
+        Ok(out.remove(MASKMEM_FEATURES).expect("bound above"))
+    }
+
+    /// SAM2's `num_maskmem`: the rows of the temporal code.
+    fn num_maskmem(&self, state: &State) -> Result<usize> {
+        let code = state
+            .temporal_code
+            .as_ref()
+            .ok_or_else(|| Error::invalid("tracker", "no memory has been encoded yet"))?;
+        Ok(code.len() / MEM_DIM)
+    }
+
+    /// Turns prompted outputs into memory (SAM2's `propagate_in_video_preflight`): the masks from
+    /// clicks are encoded as such, and a frame that becomes a conditioning one leaves the
+    /// tracked ones.
+    fn encode_prompted_memories(&self, state: &mut State) -> Result<()> {
+        let ids: Vec<u32> = state.objects.keys().copied().collect();
+        for id in ids {
+            let prompted =
+                std::mem::take(&mut state.objects.get_mut(&id).expect("listed").prompted);
+            for (t, (conditioning, mut output)) in prompted {
+                if let Some(p) = output.pending.take() {
+                    output.memory = Some(self.encode_memory(
+                        state,
+                        &p.mask_for_mem,
+                        &p.features,
+                        output.score,
+                        true,
+                    )?);
+                }
+                let object = state.objects.get_mut(&id).expect("listed");
+                if conditioning {
+                    object.tracked.remove(&t);
+                    object.conditioning.insert(t, output);
+                } else {
+                    object.tracked.insert(t, output);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops tracked outputs no later frame near `t` will attend to: memories beyond
+    /// `memory_frames` frames away, pointers beyond the pointers' reach.
+    fn forget_far_frames(&self, object: &mut ObjectState, t: i64) {
+        let keep_memory = self.options.memory_frames as i64;
+        let keep_pointer = keep_memory.max(bank::MAX_POINTERS as i64);
+        object.tracked.retain(|&k, o| {
+            if (k - t).abs() > keep_memory {
+                o.memory = None;
+            }
+            (k - t).abs() <= keep_pointer
+        });
+        object
+            .directions
+            .retain(|&k, _| (k - t).abs() <= keep_pointer || object.conditioning.contains_key(&k));
+    }
+
+    /// An object's result on a frame: its mask upsampled to the frame's size.
+    fn result(
+        &self,
+        object_id: u32,
+        output: &Output,
+        features: &Features,
+    ) -> Result<TrackedObject> {
+        let (w, h) = (features.width, features.height);
+        let mut mask = crate::error::try_zeroed::<u8>(w * h, "the mask")?;
+        postprocess::upsample_threshold(&output.low_res, LOW_RES, LOW_RES, w, h, &mut mask);
+        Ok(TrackedObject {
+            object_id,
+            score: output.score,
+            present: output.score > 0.0,
+            mask,
+            low_res: output.low_res.clone(),
+        })
+    }
+
+    /// Concatenates tensors along their first axis into one of `shape`, in the memory the
+    /// modules run on: plain copies for host memory, device-to-device copies otherwise.
+    fn concat(&self, parts: &[&DynValue], shape: &[i64]) -> Result<DynValue> {
+        let mut on_host = true;
+        for p in parts {
+            on_host &= p
+                .view()
+                .downcast::<ort::value::DynTensorValueType>()?
+                .memory_info()
+                .is_cpu_accessible();
+        }
+        if on_host {
+            let mut data = Vec::new();
+            for p in parts {
+                data.extend_from_slice(p.try_extract_tensor::<f32>()?.1);
+            }
+            let expected: i64 = shape.iter().product();
+            if data.len() as i64 != expected {
+                return Err(Error::OnnxRuntime(format!(
+                    "memory tensors hold {} values, expected {expected} for {shape:?}",
+                    data.len()
+                )));
+            }
+            return Ok(Tensor::from_array((shape.to_vec(), data))?.into_dyn());
+        }
+        self.concat_on_device(parts, shape)
+    }
+
+    fn concat_on_device(&self, parts: &[&DynValue], shape: &[i64]) -> Result<DynValue> {
+        let info = self.device_memory.clone();
+        let allocator = self.modules.attention.allocator(&info)?;
+        let mut out = Tensor::<f32>::new(&allocator, shape.to_vec())?;
+        let base = out.data_ptr_mut() as *mut u8;
+        let mut offset = 0usize;
+        for p in parts {
+            let part_shape = p.shape().clone();
+            let bytes = part_shape.num_elements() * std::mem::size_of::<f32>();
+            // SAFETY: `out` holds the product of `shape` floats, the parts' sizes sum to it
+            // (checked below before any copy past the end), and `view` lives shorter than `out`.
+            if offset + bytes > shape.iter().product::<i64>() as usize * 4 {
+                return Err(Error::OnnxRuntime(format!(
+                    "memory tensors exceed {shape:?}"
+                )));
+            }
+            let view = unsafe {
+                ort::value::TensorRefMut::<f32>::from_raw(
+                    info.clone(),
+                    base.add(offset).cast(),
+                    part_shape,
+                )?
+            };
+            p.view()
+                .downcast::<ort::value::TensorValueType<f32>>()?
+                .copy_into(view)?;
+            offset += bytes;
+        }
+        Ok(out.into_dyn())
+    }
+}
+
+/// Channels of a memory token (SAM2's `mem_dim`).
+const MEM_DIM: usize = 64;
+
+#[allow(dead_code)]
+fn _assert_send_sync() {
+    fn is<T: Send + Sync>() {}
+    is::<Tracker>();
+}
