@@ -237,6 +237,16 @@
 #define SAM2_LOG_ERROR 3
 
 /**
+ * Tracking direction: frames after the prompted ones (default).
+ */
+#define SAM2_TRACK_FORWARD 0
+
+/**
+ * Tracking direction: frames before the prompted ones.
+ */
+#define SAM2_TRACK_BACKWARD 1
+
+/**
  * Result of every fallible function. Values are fixed forever; retired values stay reserved.
  */
 enum sam2_status
@@ -366,6 +376,19 @@ typedef struct sam2_masks sam2_masks;
  * Thread-safe: `sam2_predict` may be called from several threads at once.
  */
 typedef struct sam2_predictor sam2_predictor;
+
+/**
+ * One frame's result: a mask and a presence score per object. Opaque and immutable; release
+ * with `sam2_track_result_free`. Pointers it hands out stay valid until then.
+ */
+typedef struct sam2_track_result sam2_track_result;
+
+/**
+ * A video tracker: the four modules of a SAM2 video export and the objects it follows with
+ * their memory. Opaque; create with `sam2_tracker_new`, release with `sam2_tracker_free`.
+ * Thread-safe: calls on one tracker are serialised.
+ */
+typedef struct sam2_tracker sam2_tracker;
 
 /**
  * Options of `sam2_cache_new`. Initialise with `sam2_cache_options_init`, then change fields.
@@ -729,6 +752,76 @@ typedef struct sam2_prompt {
  * May be called from any thread, including ONNX Runtime's; must not call back into sam2.
  */
 typedef void (*sam2_log_callback)(uint32_t level, const char *message, void *user_data);
+
+/**
+ * Options of `sam2_tracker_new`. Initialise with `sam2_tracker_options_init`.
+ */
+typedef struct sam2_tracker_options {
+  /**
+   * `sizeof(sam2_tracker_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * Intra-op threads of each module's session; 0 lets ONNX Runtime choose.
+   */
+  uint32_t intra_threads;
+  /**
+   * Execution providers wanted, as in `sam2_encoder_options` (read during the call only).
+   */
+  const struct sam2_provider *providers;
+  size_t provider_count;
+  /**
+   * `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`.
+   */
+  uint32_t on_device_mismatch;
+  /**
+   * `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
+   */
+  uint32_t weight_sharing;
+  /**
+   * `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
+   */
+  uint32_t graph_optimization;
+  /**
+   * 1 (default): a prompt on a frame already tracked (a correction) becomes a conditioning
+   * frame, remembered by the frames after it; 0: it changes that frame's result only.
+   */
+  uint32_t corrections_as_conditioning;
+  /**
+   * Frames in the clip when known (bounds how far object pointers reach, as SAM2 does);
+   * 0 for a stream of unknown length (default).
+   */
+  uint32_t num_frames;
+  /**
+   * Tracked frames whose memory each object keeps besides its prompted frames, 6 to 1024
+   * (default 16): the bound on the memory bank (about 1 MiB a frame and object for SAM2).
+   */
+  uint32_t memory_frames;
+} sam2_tracker_options;
+
+/**
+ * What is known of one object on the frame.
+ */
+typedef struct sam2_tracked_object {
+  uint32_t object_id;
+  /**
+   * 1 when the object is on the frame (its score is above 0), 0 when it is judged absent
+   * (occluded, out of view): its mask is then empty.
+   */
+  int32_t present;
+  /**
+   * SAM2's object score logit.
+   */
+  float score;
+  /**
+   * Pixels in the mask.
+   */
+  uint64_t area;
+  /**
+   * Inclusive `{x_min, y_min, x_max, y_max}` of the mask (zeros when empty).
+   */
+  uint32_t box[4];
+} sam2_tracked_object;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1410,6 +1503,139 @@ const char *sam2_runtime_version(void);
  * `SAM2_LOG_ERROR` gives `SAM2_ERR_INVALID_ARGUMENT`.
  */
 sam2_status sam2_set_log_callback(sam2_log_callback callback, void *user_data, uint32_t min_level);
+
+/**
+ * Fills `options` with the defaults and sets its `struct_size`; pass
+ * `sizeof(sam2_tracker_options)` (see `sam2_encoder_options_init`).
+ */
+sam2_status sam2_tracker_options_init(struct sam2_tracker_options *options, size_t struct_size);
+
+/**
+ * Loads the four modules of a SAM2 video export (docs/video.md: `image_encoder`,
+ * `memory_attention`, `image_decoder`, `memory_encoder`, recognised by their tensor names).
+ *
+ * Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out`
+ * receives a new tracker owned by the caller. Errors: those of `sam2_encoder_new`
+ * (`SAM2_ERR_MODEL` names the module and the tensors it lacks), and
+ * `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
+ */
+sam2_status sam2_tracker_new(const char *image_encoder_path,
+                             const char *memory_attention_path,
+                             const char *image_decoder_path,
+                             const char *memory_encoder_path,
+                             const struct sam2_tracker_options *options,
+                             struct sam2_tracker **out);
+
+/**
+ * Releases a tracker and every memory it holds. NULL is a no-op. Results it returned stay
+ * valid.
+ */
+void sam2_tracker_free(struct sam2_tracker *tracker);
+
+/**
+ * Prompts object `object_id` on frame `frame_index` with clicks and/or a box (`prompt`, in
+ * the frame's pixels; `mask_input` must be NULL) and writes the object's mask on that frame
+ * to `*out` (a result holding that one object). The pixel arguments are those of
+ * `sam2_encode`. A new id starts a new object; prompts on a frame replace that object's
+ * earlier prompts there. A prompt on a frame already tracked is a correction. Errors:
+ * `SAM2_ERR_INVALID_ARGUMENT` (a prompt outside the frame, a frame outside `num_frames`), and
+ * those of `sam2_encode`.
+ */
+sam2_status sam2_tracker_add_prompt(const struct sam2_tracker *tracker,
+                                    uint32_t frame_index,
+                                    const uint8_t *pixels,
+                                    size_t pixels_len,
+                                    uint32_t width,
+                                    uint32_t height,
+                                    size_t stride,
+                                    uint32_t pixel_format,
+                                    uint32_t object_id,
+                                    const struct sam2_prompt *prompt,
+                                    struct sam2_track_result **out);
+
+/**
+ * Tracks every object onto frame `frame_index` (`direction`: `SAM2_TRACK_FORWARD` or
+ * `SAM2_TRACK_BACKWARD`) and writes their masks to `*out`, objects in increasing id order.
+ * A frame an object was prompted on gives its prompted mask. Frames are usually tracked one
+ * after the other from a prompted frame. Errors: `SAM2_ERR_INVALID_ARGUMENT` (no object yet,
+ * a frame outside `num_frames`), and those of `sam2_encode`.
+ */
+sam2_status sam2_tracker_track(const struct sam2_tracker *tracker,
+                               uint32_t frame_index,
+                               const uint8_t *pixels,
+                               size_t pixels_len,
+                               uint32_t width,
+                               uint32_t height,
+                               size_t stride,
+                               uint32_t pixel_format,
+                               uint32_t direction,
+                               struct sam2_track_result **out);
+
+/**
+ * Stops tracking object `object_id` and frees its memory. `*out_removed` (may be NULL)
+ * receives 1 when the object existed, 0 otherwise.
+ */
+sam2_status sam2_tracker_remove_object(const struct sam2_tracker *tracker,
+                                       uint32_t object_id,
+                                       int32_t *out_removed);
+
+/**
+ * Forgets every object, prompt and memory; the models stay loaded.
+ */
+sam2_status sam2_tracker_reset(const struct sam2_tracker *tracker);
+
+/**
+ * Writes how many frames of memory the tracker holds, summed over objects (prompted frames
+ * and the tracked frames kept, at most `memory_frames` of those per object).
+ */
+sam2_status sam2_tracker_memory_frames(const struct sam2_tracker *tracker, size_t *out_frames);
+
+/**
+ * Writes what the tracker's modules effectively run on (see `sam2_encoder_device`).
+ */
+sam2_status sam2_tracker_device(const struct sam2_tracker *tracker,
+                                uint32_t *out_provider,
+                                int32_t *out_device_id,
+                                int32_t *out_fell_back);
+
+/**
+ * Releases a result. NULL is a no-op.
+ */
+void sam2_track_result_free(struct sam2_track_result *result);
+
+/**
+ * Writes the frame index, the number of objects and the frame size (every mask's size).
+ */
+sam2_status sam2_track_result_count(const struct sam2_track_result *result,
+                                    uint32_t *out_frame_index,
+                                    size_t *out_count,
+                                    uint32_t *out_width,
+                                    uint32_t *out_height);
+
+/**
+ * Writes what is known of object `index` (0 ≤ index < count).
+ */
+sam2_status sam2_track_result_object(const struct sam2_track_result *result,
+                                     size_t index,
+                                     struct sam2_tracked_object *out_object);
+
+/**
+ * Gives object `index`'s mask: `width × height` bytes, row-major, 1 = object, 0 = background.
+ * `*out_mask` stays valid until `sam2_track_result_free`.
+ */
+sam2_status sam2_track_result_mask(const struct sam2_track_result *result,
+                                   size_t index,
+                                   const uint8_t **out_mask,
+                                   size_t *out_len);
+
+/**
+ * Gives object `index`'s low-res logits (256 × 256 floats, row-major), SAM2's `pred_masks`.
+ * `*out_logits` stays valid until `sam2_track_result_free`.
+ */
+sam2_status sam2_track_result_low_res(const struct sam2_track_result *result,
+                                      size_t index,
+                                      const float **out_logits,
+                                      size_t *out_len);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -26,6 +26,7 @@ pub mod runtime;
 /// cbindgen:ignore
 #[cfg(feature = "test-support")]
 pub mod test_support;
+pub mod tracker;
 
 pub(crate) use args::{
     arg_out, arg_slice, flag, impl_options, init_options, intra_threads, read_options,

@@ -248,7 +248,7 @@ pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
 
 /// Reads one C prompt. Counts and lengths are checked against what the model takes before any
 /// array is read, so a wrong count cannot make the library read past the caller's arrays.
-fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
+pub(crate) fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
     // The names are the ones validate_prompts gives the same faults (hosts read them back,
     // .NET as ArgumentException.ParamName).
     if p.point_count > crate::predictor::MAX_POINTS {
