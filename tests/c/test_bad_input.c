@@ -984,15 +984,19 @@ static void files(void) {
     /* Other files that are not regular: refused at once (reading a FIFO used to block until a
      * writer came). */
 #ifdef _WIN32
-    /* A named pipe with no writer, and the NUL device. The message is the OS's reason (Windows
-     * cannot tell what they are without opening them): it names the path. */
+    /* A named pipe with no writer, as an embedding file and as a model: told by its name and
+     * never opened (opening one connects to it, which its server sees; Linux only stats a FIFO).
+     * Then the NUL device, whose metadata Windows refuses: the message is the OS's reason, and
+     * names the path. */
     char pipe[TEST_PATH_MAX];
     CHECK(snprintf(pipe, sizeof pipe, "\\\\.\\pipe\\sam2_bad_input_%lu",
                    (unsigned long)GetCurrentProcessId()) < (int)sizeof pipe);
-    HANDLE server = CreateNamedPipeA(pipe, PIPE_ACCESS_INBOUND, PIPE_TYPE_BYTE | PIPE_WAIT, 1, 4096,
-                                     4096, 0, NULL);
+    HANDLE server = CreateNamedPipeA(pipe, PIPE_ACCESS_INBOUND, PIPE_TYPE_BYTE | PIPE_NOWAIT, 1,
+                                     4096, 4096, 0, NULL);
     CHECK(server != INVALID_HANDLE_VALUE);
-    load_fails(pipe, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, pipe);
+    load_fails(pipe, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "named pipe");
+    encoder_fails(pipe, NULL, SAM2_ERR_MODEL, "named pipe");
+    CHECK(!ConnectNamedPipe(server, NULL) && GetLastError() == ERROR_PIPE_LISTENING);
     CHECK(CloseHandle(server));
     load_fails("NUL", NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "NUL");
 #else
