@@ -99,12 +99,12 @@ EOF
 CFLAGS=(-O2 -std=c11 -Wall -Werror -Iinclude -Itests/c -Iexamples/c -DSAM2_TEST_MODELS='""' -DSAM2_TEST_TESTDATA='""')
 "$MINGW" "${CFLAGS[@]}" examples/c/demo.c examples/c/png_write.c -L"$LIB" -lsam2 -o "$OUT/demo/demo.exe"
 cp "$OUT/bin/"*.dll "$OUT/ort/"*.dll "$OUT/demo/"
-# The C tests that build on Windows (tests/c/common.h maps the few POSIX calls they use; where a
-# check has no Windows counterpart the program prints that it skips it, and why). The C suite's
-# other programs (mask formats, segment everything) are not built here yet.
+# The C suite's programs (tests/c/common.h maps the few POSIX calls they use; where a check has
+# no Windows counterpart the program prints that it skips it, and why); test_runtime_discovery
+# is built into its own directories below.
 PORTABLE=(test_lifecycle test_devices test_cache test_segment test_threads test_errors
     test_embedding_files test_null_sweep test_stress test_bad_input test_runtime_bad_version
-    test_runtime_null_api test_real_models)
+    test_runtime_null_api test_real_models test_mask_formats test_everything)
 for t in "${PORTABLE[@]}"; do
     extra=()
     case "$t" in test_null_sweep | test_bad_input) extra=(tests/c/sweep.c) ;; esac
