@@ -662,14 +662,20 @@ fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()>
     if metadata.is_file() {
         return Ok(());
     }
-    let kind = platform::kind_of(metadata.file_type());
-    Err(Error::io(
+    Err(not_regular_file(
+        path,
+        platform::kind_of(metadata.file_type()),
+    ))
+}
+
+fn not_regular_file(path: &Path, kind: &str) -> Error {
+    Error::io(
         format!("reading {}", path.display()),
         std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("it is {kind}, not a regular file; give the path of an embedding file"),
         ),
-    ))
+    )
 }
 
 /// Opens an embedding file for reading without ever blocking or touching a device. The type is
@@ -678,6 +684,9 @@ fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()>
 /// opened file is checked again.
 fn open_regular_file(path: &Path) -> Result<File> {
     let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
+    if let Some(kind) = platform::kind_of_path(path) {
+        return Err(not_regular_file(path, kind));
+    }
     require_regular_file(&std::fs::metadata(path).map_err(io)?, path)?;
     let file = platform::nonblocking_read_options()
         .open(path)

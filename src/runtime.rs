@@ -124,9 +124,10 @@ pub fn init(explicit: Option<&Path>) -> Result<RuntimeInfo> {
     }
     Err(Error::RuntimeNotFound(format!(
         "no usable ONNX Runtime (1.{MIN_ORT_MINOR} or newer) was found; tried {}. \
-         Set {ENV_VAR} to libonnxruntime.so or the directory that holds it, or call \
+         Set {ENV_VAR} to {} or the directory that holds it, or call \
          sam2_runtime_init with the library's path.",
-        tried.join("; ")
+        tried.join("; "),
+        platform::ORT_LIBRARY.plain[0]
     )))
 }
 

@@ -383,6 +383,10 @@ impl ModelWeights {
 /// fresh copy for this caller alone.
 pub(crate) fn get(path: &Path, sharing: WeightSharing, plan: Plan) -> Result<Arc<ModelWeights>> {
     crate::runtime::environment()?;
+    // Before anything opens it (on Windows, even a metadata query does).
+    if let Some(kind) = platform::kind_of_path(path) {
+        return Err(Error::model(path, format!("is {kind}, not a regular file")));
+    }
     if sharing == WeightSharing::Copy {
         let bytes = read_model(path)?;
         return Ok(Arc::new(load(path, &bytes, &plan)?));

@@ -13,13 +13,16 @@
 # built into build/windows/ for Wine only. Windows itself has the real one; nothing shipped
 # contains the stand-in.
 #
-# Normally called by scripts/test.sh after `. tools/setup.sh`; run alone it sets up itself.
+# Normally called by scripts/test.sh after `. tools/setup.sh` and `. tools/setup-real.sh`; run
+# alone it sets up itself.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_PYTHON:-}" ]; then
     . tools/setup.sh
 fi
+# The real SAM2 exports, for test_real_models and the bad-input sweep's hostile real models.
+[ -n "${SAM2_REAL_MODELS:-}" ] || . tools/setup-real.sh
 say() { printf '[windows] %s\n' "$*"; }
 fail() { printf '[windows] FAILED: %s\n' "$*" >&2; exit 1; }
 
@@ -71,10 +74,18 @@ say "ok: sam2.dll exports the $(echo "$header_functions" | wc -l) functions of s
 # ---- the test build, the programs, Wine ----
 say "cargo build --release --lib --target $TARGET --features test-support (for the C suite)"
 cargo build --release --lib --target "$TARGET" --features test-support --quiet
+# The layout, as on Linux (where libsam2.so in target/release has no ONNX Runtime beside it):
+#   bin/    sam2.dll and what it needs under Wine, the test programs and the fake runtimes; no
+#           onnxruntime.dll, so the tests find it only where SAM2_ONNXRUNTIME_PATH says;
+#   ort/    onnxruntime.dll (SAM2_ONNXRUNTIME_PATH);
+#   demo/   the demo with onnxruntime.dll beside sam2.dll, found there;
+#   libsam2_beside_found/, libsam2_beside_missing/   the discovery test, its own sam2.dll with and
+#           without onnxruntime.dll beside it (Windows loads the DLLs of the program's directory).
 OUT="$ROOT/build/windows"
-rm -rf "$OUT/bin" && mkdir -p "$OUT/bin"
-cp "$LIB/sam2.dll" "$ORT_WIN/onnxruntime.dll" "$ORT_WIN/onnxruntime_providers_shared.dll" \
-    /usr/x86_64-w64-mingw32/lib/libwinpthread-1.dll "$OUT/bin/"
+rm -rf "$OUT/bin" "$OUT/ort" "$OUT/demo" "$OUT"/libsam2_beside_*
+mkdir -p "$OUT/bin" "$OUT/ort" "$OUT/demo"
+cp "$LIB/sam2.dll" /usr/x86_64-w64-mingw32/lib/libwinpthread-1.dll "$OUT/bin/"
+cp "$ORT_WIN/onnxruntime.dll" "$ORT_WIN/onnxruntime_providers_shared.dll" "$OUT/ort/"
 cat >"$OUT/prng.c" <<'EOF'
 /* For Wine 8 only (see tools/test-windows.sh): ProcessPrng, as Windows' bcryptprimitives.dll has it. */
 #include <windows.h>
@@ -86,19 +97,38 @@ EOF
 "$MINGW" -O2 -shared -o "$OUT/bin/bcryptprimitives.dll" "$OUT/prng.c" -lbcrypt
 
 CFLAGS=(-O2 -std=c11 -Wall -Werror -Iinclude -Itests/c -Iexamples/c -DSAM2_TEST_MODELS='""' -DSAM2_TEST_TESTDATA='""')
-"$MINGW" "${CFLAGS[@]}" examples/c/demo.c examples/c/png_write.c -L"$LIB" -lsam2 -o "$OUT/bin/demo.exe"
-# The C tests that build on Windows (tests/c/common.h maps the few POSIX file calls they use);
-# the others need symbolic links, FIFOs, fork, dlopen of fake runtimes or setenv, and are not
-# ported: test_bad_input, test_runtime_*, test_real_models.
+"$MINGW" "${CFLAGS[@]}" examples/c/demo.c examples/c/png_write.c -L"$LIB" -lsam2 -o "$OUT/demo/demo.exe"
+cp "$OUT/bin/"*.dll "$OUT/ort/"*.dll "$OUT/demo/"
+# The C suite's programs (tests/c/common.h maps the few POSIX calls they use; where a check has
+# no Windows counterpart the program prints that it skips it, and why); test_runtime_discovery
+# is built into its own directories below.
 PORTABLE=(test_lifecycle test_devices test_cache test_segment test_threads test_errors
-    test_embedding_files test_null_sweep test_stress)
+    test_embedding_files test_null_sweep test_stress test_bad_input test_runtime_bad_version
+    test_runtime_null_api test_real_models test_mask_formats test_everything)
 for t in "${PORTABLE[@]}"; do
     extra=()
-    [ "$t" != test_null_sweep ] || extra=(tests/c/sweep.c)
+    case "$t" in test_null_sweep | test_bad_input) extra=(tests/c/sweep.c) ;; esac
     "$MINGW" "${CFLAGS[@]}" "tests/c/$t.c" tests/c/common.c "${extra[@]}" -L"$LIB" -lsam2 -o "$OUT/bin/$t.exe"
+done
+# The stand-ins for onnxruntime.dll (tests/c/fake_ort.c): one reports 1.20.0, one 1.31.1 without
+# the API.
+"$MINGW" -O2 -std=c11 -Wall -Wextra -Werror -shared -DFAKE_ORT_VERSION='"1.20.0"' tests/c/fake_ort.c -o "$OUT/bin/fake_ort.dll"
+"$MINGW" -O2 -std=c11 -Wall -Wextra -Werror -shared -DFAKE_ORT_VERSION='"1.31.1"' tests/c/fake_ort.c -o "$OUT/bin/fake_ort_null_api.dll"
+for kind in found missing; do
+    dir="$OUT/libsam2_beside_$kind"
+    mkdir -p "$dir"
+    "$MINGW" "${CFLAGS[@]}" tests/c/test_runtime_discovery.c -L"$LIB" -lsam2 -o "$dir/test_runtime_discovery.exe"
+    cp "$OUT/bin/sam2.dll" "$OUT/bin/libwinpthread-1.dll" "$OUT/bin/bcryptprimitives.dll" "$dir/"
+    [ "$kind" = missing ] || cp "$OUT/ort/"*.dll "$dir/"
 done
 
 winpath() { printf 'Z:%s' "${1//\//\\}"; }
+# The checks a program skipped on Windows (it prints "<program>: <check>: skipped (<why>)").
+skips() {
+    local n
+    n=$(grep -c ': skipped (' "$1" || true)
+    [ "$n" -eq 0 ] || printf '; %s check(s) skipped, see its log' "$n"
+}
 export WINEPREFIX="$OUT/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
 run() { # name, program and arguments
     local name="$1"
@@ -106,9 +136,9 @@ run() { # name, program and arguments
     local start log="$OUT/$name.log"
     start=$(date +%s)
     if env SAM2_MODELS="$(winpath "$SAM2_MODELS")" SAM2_TESTDATA="$(winpath "$SAM2_TESTDATA")" SAM2_STRESS_SECONDS=5 \
-        SAM2_ONNXRUNTIME_PATH="$(winpath "$OUT/bin/onnxruntime.dll")" \
+        SAM2_REAL_MODELS="$(winpath "$SAM2_REAL_MODELS")" SAM2_ONNXRUNTIME_PATH="$(winpath "$OUT/ort/onnxruntime.dll")" \
         timeout 900 "$WINE" "$@" >"$log" 2>&1; then
-        say "ok: $name under Wine ($(($(date +%s) - start)) s)"
+        say "ok: $name under Wine ($(($(date +%s) - start)) s)$(skips "$log")"
     else
         grep -v '^$' "$log" | tail -20 >&2
         fail "$name under Wine (log: build/windows/$name.log)"
@@ -117,7 +147,7 @@ run() { # name, program and arguments
 say "Wine: $("$WINE" --version 2>/dev/null); ONNX Runtime from the win_amd64 wheel"
 rm -rf "$OUT/demo-out" && mkdir -p "$OUT/demo-out"
 # The demo finds onnxruntime.dll beside sam2.dll (no SAM2_ONNXRUNTIME_PATH).
-(cd "$OUT/bin" && env -u SAM2_ONNXRUNTIME_PATH SAM2_MODELS= WINEPREFIX="$WINEPREFIX" WINEDEBUG=-all \
+(cd "$OUT/demo" && env -u SAM2_ONNXRUNTIME_PATH SAM2_MODELS= WINEPREFIX="$WINEPREFIX" WINEDEBUG=-all \
     timeout 600 "$WINE" demo.exe "$(winpath "$SAM2_MODELS/tiny_a_encoder.onnx")" \
     "$(winpath "$SAM2_MODELS/tiny_a_decoder.onnx")" "$(winpath "$ROOT/testdata/demo.ppm")" \
     "$(winpath "$OUT/demo-out")" >"$OUT/demo.log" 2>&1) || { tail -20 "$OUT/demo.log" >&2; fail "the demo under Wine"; }
@@ -132,6 +162,23 @@ for f in "$OUT"/demo-linux/*.png; do
 done
 say "ok: the demo's $(ls "$OUT"/demo-linux/*.png | wc -l) PNG files are byte-identical on Windows (Wine) and Linux"
 for t in "${PORTABLE[@]}"; do
-    (cd "$OUT/bin" && run "$t" "$t.exe")
+    args=()
+    case "$t" in
+    test_bad_input) args=("$(winpath "$OUT/bin/fake_ort.dll")" "$(winpath "$OUT/bin/fake_ort_null_api.dll")") ;;
+    test_runtime_bad_version) args=("$(winpath "$OUT/bin/fake_ort.dll")") ;;
+    test_runtime_null_api) args=("$(winpath "$OUT/bin/fake_ort_null_api.dll")") ;;
+    esac
+    (cd "$OUT/bin" && run "$t" "$t.exe" "${args[@]}")
 done
+# Discovery: neither variable set; the program's sam2.dll looks beside itself.
+for kind in found missing; do
+    (cd "$OUT/libsam2_beside_$kind" && env -u SAM2_ONNXRUNTIME_PATH -u ORT_DYLIB_PATH \
+        WINEPREFIX="$WINEPREFIX" WINEDEBUG=-all timeout 300 "$WINE" test_runtime_discovery.exe "$kind" \
+        >"$OUT/test_runtime_discovery_$kind.log" 2>&1) ||
+        { tail -20 "$OUT/test_runtime_discovery_$kind.log" >&2; fail "test_runtime_discovery $kind under Wine"; }
+    say "ok: test_runtime_discovery $kind under Wine"
+done
+bad_input="$(grep -E '^all ' "$OUT/test_bad_input.log" | awk '{print $3 " of " $2}')"
+say "the bad-input sweep under Wine: $bad_input inputs handled; skipped on Windows:"
+grep -h ': skipped (' "$OUT"/*.log | sed 's/^/[windows]   /' || true
 say "all Windows checks passed"

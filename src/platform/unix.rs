@@ -180,3 +180,9 @@ pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
     }
     super::generic_kind_of(file_type)
 }
+
+/// What a path names, when that must be told before asking the file system: nothing here, since
+/// `stat` never opens the file (see the Windows version).
+pub(crate) fn kind_of_path(_path: &Path) -> Option<&'static str> {
+    None
+}

@@ -217,3 +217,24 @@ pub(crate) fn private_dir_builder() -> std::fs::DirBuilder {
 pub(crate) fn kind_of(file_type: std::fs::FileType) -> &'static str {
     super::generic_kind_of(file_type)
 }
+
+/// What a path names, when that must be told before asking the file system: Windows opens a path
+/// to read its metadata, and opening a named pipe (`\\.\pipe\…`, `\\?\pipe\…`) connects to it
+/// as a client, which its server sees (shown under Wine by tests/c/test_bad_input.c). Pipes are
+/// told apart by that prefix, in either slash and any case, and never opened.
+pub(crate) fn kind_of_path(path: &Path) -> Option<&'static str> {
+    let prefix: String = path
+        .as_os_str()
+        .to_string_lossy()
+        .chars()
+        .take(9)
+        .map(|c| {
+            if c == '/' {
+                '\\'
+            } else {
+                c.to_ascii_lowercase()
+            }
+        })
+        .collect();
+    (prefix == r"\\.\pipe\" || prefix == r"\\?\pipe\").then_some("a named pipe")
+}

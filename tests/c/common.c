@@ -11,10 +11,6 @@
 #include <io.h>
 #define access _access
 #define W_OK 2
-static int setenv(const char *name, const char *value, int overwrite) {
-    if (!overwrite && getenv(name) != NULL) return 0;
-    return _putenv_s(name, value);
-}
 #else
 #include <unistd.h>
 #endif

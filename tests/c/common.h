@@ -27,7 +27,19 @@ static inline char *mkdtemp(char *template_) {
     if (_mktemp_s(template_, strlen(template_) + 1) != 0) return NULL;
     return _mkdir(template_) == 0 ? template_ : NULL;
 }
+/* _putenv_s changes the C library's copy and the process environment (GetEnvironmentVariable,
+ * which the library reads) alike; an empty value removes the variable. */
+static inline int setenv(const char *name, const char *value, int overwrite) {
+    if (!overwrite && getenv(name) != NULL) return 0;
+    return _putenv_s(name, value);
+}
+static inline int unsetenv(const char *name) {
+    return _putenv_s(name, "");
+}
 #endif
+
+/* Prints that one check does not run on this system, and why (never skipped silently). */
+#define TEST_SKIP(program, check, why) printf("%s: %s: skipped (%s)\n", program, check, why)
 
 /* ---- Checks: print where, what, and sam2_last_error_message; then exit(1). ---- */
 

@@ -1,4 +1,5 @@
-/* A stand-in for libonnxruntime.so: exports OrtGetApiBase like the real one (layout of
+/* A stand-in for libonnxruntime.so (onnxruntime.dll on Windows, built with mingw-w64 by
+ * tools/test-windows.sh): exports OrtGetApiBase like the real one (layout of
  * onnxruntime_c_api.h: struct OrtApiBase { GetApi; GetVersionString; }), reports the version
  * FAKE_ORT_VERSION, and has no API (GetApi returns NULL). */
 #include <stddef.h>
@@ -24,6 +25,12 @@ static const OrtApiBase api_base = {get_api, get_version_string};
 
 const OrtApiBase *OrtGetApiBase(void);
 
-__attribute__((visibility("default"))) const OrtApiBase *OrtGetApiBase(void) {
+#ifdef _WIN32
+#define FAKE_ORT_EXPORT __declspec(dllexport)
+#else
+#define FAKE_ORT_EXPORT __attribute__((visibility("default")))
+#endif
+
+FAKE_ORT_EXPORT const OrtApiBase *OrtGetApiBase(void) {
     return &api_base;
 }

@@ -26,6 +26,12 @@
  * set, written to bad_input.tsv for scripts/reliability.sh. A mismatch does not stop the sweep:
  * all are listed, then the program fails.
  *
+ * On Windows (tools/test-windows.sh, under Wine) the same sweep runs with Windows' counterparts:
+ * the stand-ins are DLLs, kernel32.dll is the library that is not ONNX Runtime, a named pipe and
+ * NUL are the files that are not regular, and discovery has no system search to list. The two
+ * checks of directory permissions with no counterpart there are skipped, each with a line saying
+ * why.
+ *
  * Usage: test_bad_input <fake_ort.so (1.20.0)> <fake_ort_null_api.so>
  */
 #define _POSIX_C_SOURCE 200809L
@@ -40,6 +46,11 @@
 
 #include "common.h"
 #include "sweep.h"
+
+#ifdef _WIN32
+#define WIN32_LEAN_AND_MEAN
+#include <windows.h>
+#endif
 
 #define SENTINEL_PTR ((void *)(uintptr_t)0x5a5a5a50U)
 
@@ -178,14 +189,26 @@ static void runtime(const char *fake_old, const char *fake_null_api) {
     CHECK(real != NULL && real[0] != '\0');
     TRY_VALUE("sam2_runtime_version", sam2_runtime_version() == NULL, NULL);
 
+#ifdef _WIN32
+    const char *missing = "C:\\nonexistent\\sam2\\onnxruntime.dll";
+    /* A system library that is not ONNX Runtime, by full path (the only way sam2 loads one). */
+    char not_ort[TEST_PATH_MAX];
+    UINT n = GetSystemDirectoryA(not_ort, MAX_PATH);
+    CHECK(n > 0 && n < MAX_PATH);
+    strcat(not_ort, "\\kernel32.dll");
+    const char *library_name = "onnxruntime.dll";
+#else
     const char *missing = "/nonexistent/sam2/libonnxruntime.so.1.31.1";
+    const char *not_ort = "libm.so.6";
+    const char *library_name = "libonnxruntime.so";
+#endif
     TRY(E, sam2_runtime_init(missing), SAM2_ERR_RUNTIME_NOT_FOUND, missing);
     TRY(E, sam2_runtime_init(dir), SAM2_ERR_RUNTIME_NOT_FOUND, dir);
     char text[TEST_PATH_MAX];
-    scratch(text, "libonnxruntime.so");
+    scratch(text, library_name);
     write_file(text, "not a shared object\n", 20);
     TRY(E, sam2_runtime_init(text), SAM2_ERR_RUNTIME_NOT_FOUND, text);
-    TRY(E, sam2_runtime_init("libm.so.6"), SAM2_ERR_RUNTIME_NOT_FOUND, "OrtGetApiBase");
+    TRY(E, sam2_runtime_init(not_ort), SAM2_ERR_RUNTIME_NOT_FOUND, "OrtGetApiBase");
     TRY(E, sam2_runtime_init(fake_old), SAM2_ERR_RUNTIME_NOT_FOUND, "1.20.0");
     TRY(E, sam2_runtime_init(fake_null_api), SAM2_ERR_RUNTIME_NOT_FOUND, fake_null_api);
     TRY(E, sam2_runtime_init(""), SAM2_ERR_INVALID_ARGUMENT, "onnxruntime_path");
@@ -197,7 +220,15 @@ static void runtime(const char *fake_old, const char *fake_null_api) {
     unsetenv("ORT_DYLIB_PATH");
     TRY(E, sam2_runtime_init(NULL), SAM2_ERR_RUNTIME_NOT_FOUND, missing);
     CHECK_MESSAGE("SAM2_ONNXRUNTIME_PATH");
+    CHECK_MESSAGE(library_name); /* how to fix it names this system's file */
+#ifdef _WIN32
+    /* No system search on Windows (an old onnxruntime.dll in System32 is a known trap): the
+     * last place tried is sam2.dll's directory, which test-windows.sh keeps without one. */
+    CHECK_MESSAGE("beside libsam2");
+    CHECK(!test_last_error_contains("system library search"));
+#else
     CHECK_MESSAGE("system library search");
+#endif
     setenv("SAM2_ONNXRUNTIME_PATH", saved, 1);
     free(saved);
     TRY_VALUE("sam2_runtime_version", sam2_runtime_version() == NULL, NULL);
@@ -655,7 +686,11 @@ static void real_models(void) {
             char outside[TEST_PATH_MAX];
             scratch(outside, "outside.bin");
             write_file(outside, bytes + l.raw, l.raw_end - l.raw);
+#ifdef _WIN32
+            const char *locations[] = {"..\\..\\Windows\\win.ini", outside, "C:\\Windows\\win.ini"};
+#else
             const char *locations[] = {"../../etc/passwd", outside, "/etc/passwd"};
+#endif
             const uint32_t path_to_initializer[][2] = {{MODEL_GRAPH, 0},
                                                        {GRAPH_INITIALIZER, l.largest}};
             for (size_t i = 0; i < 3; i++) {
@@ -912,6 +947,12 @@ static void files(void) {
     write_file(bad, "x", 1);
     scratch(sub, "a_file/e.sam2");
     TRY(E, sam2_embedding_save(embedding, sub), SAM2_ERR_IO, sub);
+#ifdef _WIN32
+    TEST_SKIP("test_bad_input", "a save into a file system that takes no new files",
+              "Windows has no file system that refuses every writer, as /proc does");
+    TEST_SKIP("test_bad_input", "a save into a directory without write permission",
+              "Windows' permissions are ACLs, which Wine does not enforce");
+#else
     TRY_IF(E, sam2_embedding_save(embedding, "/proc/sam2_not_writable.sam2"), SAM2_ERR_IO,
            "/proc/sam2_not_writable.sam2", !exists("/proc/sam2_not_writable.sam2"));
     /* A directory with no write permission (as root the OS allows it: then it is saved). */
@@ -921,9 +962,13 @@ static void files(void) {
     snprintf(ro_file, sizeof ro_file, "%s/e.sam2", sub);
     if (geteuid() != 0) {
         TRY_IF(E, sam2_embedding_save(embedding, ro_file), SAM2_ERR_IO, ro_file, !exists(ro_file));
+    } else {
+        TEST_SKIP("test_bad_input", "a save into a directory without write permission",
+                  "running as root, whom the OS lets write there");
     }
     unlink(ro_file);
     rmdir(sub);
+#endif
     /* A device embedding: refused before anything is written. */
     sam2_embedding *device = NULL;
     CHECK_OK(sam2_test_embedding_simulate_device(embedding, "Cuda", 0, &device));
@@ -938,12 +983,30 @@ static void files(void) {
     load_fails(dir, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, dir);
     /* Other files that are not regular: refused at once (reading a FIFO used to block until a
      * writer came). */
+#ifdef _WIN32
+    /* A named pipe with no writer, as an embedding file and as a model: told by its name and
+     * never opened (opening one connects to it, which its server sees; Linux only stats a FIFO).
+     * Then the NUL device, whose metadata Windows refuses: the message is the OS's reason, and
+     * names the path. */
+    char pipe[TEST_PATH_MAX];
+    CHECK(snprintf(pipe, sizeof pipe, "\\\\.\\pipe\\sam2_bad_input_%lu",
+                   (unsigned long)GetCurrentProcessId()) < (int)sizeof pipe);
+    HANDLE server = CreateNamedPipeA(pipe, PIPE_ACCESS_INBOUND, PIPE_TYPE_BYTE | PIPE_NOWAIT, 1,
+                                     4096, 4096, 0, NULL);
+    CHECK(server != INVALID_HANDLE_VALUE);
+    load_fails(pipe, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "named pipe");
+    encoder_fails(pipe, NULL, SAM2_ERR_MODEL, "named pipe");
+    CHECK(!ConnectNamedPipe(server, NULL) && GetLastError() == ERROR_PIPE_LISTENING);
+    CHECK(CloseHandle(server));
+    load_fails("NUL", NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "NUL");
+#else
     char fifo[TEST_PATH_MAX];
     scratch(fifo, "pipe.sam2");
     CHECK(mkfifo(fifo, 0600) == 0);
     load_fails(fifo, NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "FIFO");
     CHECK(unlink(fifo) == 0);
     load_fails("/dev/null", NULL, SAM2_PLACE_HOST, SAM2_ERR_IO, "character device");
+#endif
     const uint32_t places[] = {SAM2_PLACE_DEVICE + 1, 0xFFFFFFFFu};
     for (size_t i = 0; i < 2; i++) {
         load_fails(path, predictor, places[i], SAM2_ERR_INVALID_ARGUMENT, "placement");

@@ -193,13 +193,23 @@ static void bad_arguments(const sam2_masks *masks, const sam2_embedding *embeddi
                 "`index`");
 }
 
+/* A model file's path as sam2_find_model_pair gives it: the directory joined to the file with
+ * this system's separator (test_model_path joins with '/'). */
+static char *found_model_path(char *out, const char *file) {
+    test_model_path(out, file);
+#ifdef _WIN32
+    out[strlen(out) - strlen(file) - 1] = '\\';
+#endif
+    return out;
+}
+
 static void model_pairs(void) {
     char path[TEST_PATH_MAX], enc[TEST_PATH_MAX], dec[TEST_PATH_MAX], want[TEST_PATH_MAX];
     size_t enc_needed = 0, dec_needed = 0;
     test_model_path(path, "tiny_a");
     CHECK_OK(sam2_find_model_pair(path, enc, sizeof enc, &enc_needed, dec, sizeof dec, &dec_needed));
-    CHECK(strcmp(enc, test_model_path(want, "tiny_a_encoder.onnx")) == 0);
-    CHECK(strcmp(dec, test_model_path(want, "tiny_a_decoder.onnx")) == 0);
+    CHECK(strcmp(enc, found_model_path(want, "tiny_a_encoder.onnx")) == 0);
+    CHECK(strcmp(dec, found_model_path(want, "tiny_a_decoder.onnx")) == 0);
     CHECK(enc_needed == strlen(enc) + 1 && dec_needed == strlen(dec) + 1);
 
     /* Sizes first: both are reported, nothing is written. */

@@ -5,7 +5,7 @@
  *   - a path that does not exist is refused the same way, naming the path;
  *   - nothing is loaded by these failures, and the real library (SAM2_ONNXRUNTIME_PATH) then loads.
  *
- * Usage: test_runtime_bad_version <path of fake_ort.so>
+ * Usage: test_runtime_bad_version <path of fake_ort.so> (fake_ort.dll on Windows)
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -34,7 +34,11 @@ int main(int argc, char **argv) {
     CHECK(sam2_runtime_version() == NULL);
 
     /* Missing. */
+#ifdef _WIN32
+    const char *missing = "C:\\nonexistent\\dir\\onnxruntime.dll";
+#else
     const char *missing = "/nonexistent/dir/libonnxruntime.so.1.31.1";
+#endif
     CHECK_STATUS(sam2_runtime_init(missing), SAM2_ERR_RUNTIME_NOT_FOUND);
     CHECK_MESSAGE(missing);
     CHECK(sam2_runtime_version() == NULL);

@@ -5,7 +5,7 @@
  * library (SAM2_ONNXRUNTIME_PATH) must load afterwards. Its own process: a process holds one
  * runtime.
  *
- * Usage: test_runtime_null_api <path of fake_ort_null_api.so>
+ * Usage: test_runtime_null_api <path of fake_ort_null_api.so> (fake_ort_null_api.dll on Windows)
  */
 #define _POSIX_C_SOURCE 200809L
 
