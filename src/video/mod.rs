@@ -244,7 +244,10 @@ impl Tracker {
         let mut state = self.lock();
         let features = self.features(&mut state, frame, image)?;
         let t = frame as i64;
-        let object = state.objects.entry(object_id).or_default();
+        // The object is created only once its prompt has been decoded: a failed call leaves
+        // nothing behind.
+        let empty = ObjectState::default();
+        let object = state.objects.get(&object_id).unwrap_or(&empty);
         let initial = !object.directions.contains_key(&t);
         let reverse = object.directions.get(&t).copied().unwrap_or(false);
         let conditioning = initial || self.options.corrections_as_conditioning;
@@ -262,7 +265,6 @@ impl Tracker {
             });
         let (n, coords, labels) =
             prompt_points(&[prompt], (image.width as u32, image.height as u32));
-        let object = &state.objects[&object_id];
         let embed = if initial {
             None
         } else {
@@ -275,8 +277,12 @@ impl Tracker {
             previous.as_deref(),
         )?;
         let result = self.result(object_id, &output, &features)?;
-        let object = state.objects.get_mut(&object_id).expect("inserted above");
-        object.prompted.insert(t, (conditioning, output));
+        state
+            .objects
+            .entry(object_id)
+            .or_default()
+            .prompted
+            .insert(t, (conditioning, output));
         Ok(result)
     }
 
@@ -682,13 +688,13 @@ impl Tracker {
         Ok(())
     }
 
-    /// Drops tracked outputs no later frame near `t` will attend to: memories beyond
-    /// `memory_frames` frames away, pointers beyond the pointers' reach.
+    /// Drops tracked outputs no later frame near `t` will attend to: the memories of all but the
+    /// `memory_frames` frames nearest `t` (`t` included), pointers beyond the pointers' reach.
     fn forget_far_frames(&self, object: &mut ObjectState, t: i64) {
         let keep_memory = self.options.memory_frames as i64;
         let keep_pointer = keep_memory.max(bank::MAX_POINTERS as i64);
         object.tracked.retain(|&k, o| {
-            if (k - t).abs() > keep_memory {
+            if (k - t).abs() >= keep_memory {
                 o.memory = None;
             }
             (k - t).abs() <= keep_pointer
