@@ -50,6 +50,7 @@ DYN_STAB_THRESH = 0.95        # single-mask mode: medium candidate unless its st
 SCORE_POOL = 3                # object present iff a SCORE_POOL^2 patch of the chosen mask is positive
 MEM_SHARPNESS = 8             # memory encoder: weight of a 64x64 cell = (mask fraction)^8
 N_TRACK_DIRS = 5
+BINARIZE_SLOPE = 1.0e7        # memory encoder, masks from clicks
 
 
 class TrackWeights:
@@ -97,14 +98,6 @@ def sine_pos(g, n, dim, zero_tail=0):
         parts.append(g.const(np.zeros((n * n, zero_tail), np.float32)))
     pe = g.op("Concat", parts, axis=1)
     return g.reshape(pe, [n * n, 1, dim])
-
-
-def colour_256(g, f0, f1, f2, tw):
-    """The tiny decoder's colour estimate G [1,3,256,256] from the three feature levels."""
-    c0 = g.conv1x1(f0, *tw.dec(0, gm.BLEND[0]))
-    c1 = g.upsample(g.conv1x1(f1, *tw.dec(1, gm.BLEND[1])), 2)
-    c2 = g.upsample(g.conv1x1(f2, *tw.dec(2, gm.BLEND[2])), 4)
-    return g.add(g.add(c0, c1), c2, hint="colour")
 
 
 def meta(module):
@@ -195,11 +188,11 @@ def build_image_decoder(tw, kw):
     has_mask = g.input("has_mask_input", TensorProto.FLOAT, [1])
     multimask = g.input("multimask_output", TensorProto.FLOAT, [1])
 
+    G = gm.tiny_colour(g, f0, f1, emb, tw)                      # colour at 256x256
     # prompted path: the tiny image decoder
-    lg_click, _ = gm.tiny_decoder_core(g, f0, f1, emb, coords, labels, mask_in, has_mask, tw)
+    lg_click, _ = gm.tiny_decoder_core(g, f0, f1, emb, coords, labels, mask_in, has_mask, tw, colour=G)
 
     # tracking path: pixels of the remembered colour
-    G = colour_256(g, f0, f1, emb, tw)
     rv = g.op("ReduceMean", [g.conv1x1(emb, kw.E[:, :4].T, np.zeros(4))], axes=[2, 3], keepdims=1)  # [1,4,1,1]
     r = g.slice(rv, [0], [3], [1])
     valid = g.slice(rv, [3], [4], [1])
@@ -234,8 +227,10 @@ def build_image_decoder(tw, kw):
     present = g.op("Greater", [score, g.const(0.0)])                                      # [1,1] bool
     present_f = g.cast(present, TensorProto.FLOAT)
     pred = g.op("Where", [g.reshape(present, [1, 1, 1, 1]), sel, g.const(NO_OBJ_SCORE)])
-    hi = g.upsample(pred, 4)
-    mfm = g.add(g.mul(g.op("Sigmoid", [hi]), g.const(SIGMOID_SCALE)), g.const(SIGMOID_BIAS))
+    # sigmoid(x) * 20 - 10 = 10 * tanh(x / 2); the halving commutes with the bilinear resize
+    assert SIGMOID_SCALE == -2.0 * SIGMOID_BIAS
+    hi = g.upsample(g.mul(pred, g.const(0.5)), 4)
+    mfm = g.mul(g.op("Tanh", [hi]), g.const(SIGMOID_SCALE / 2.0), hint="mask_for_mem")
 
     on = g.cast(g.op("Greater", [sel, g.const(0.0)]), TensorProto.FLOAT)
     ptr_col = g.div(g.reduce_sum(g.mul(G, on), [2, 3], 0), g.max(g.reduce_sum(on, [2, 3], 0), g.const(1.0)))  # [1,3]
@@ -273,12 +268,14 @@ def build_memory_encoder(tw, kw):
     score = g.input("object_score_logits", TensorProto.FLOAT, [1, 1])
     from_pts = g.input("is_mask_from_pts", TensorProto.FLOAT, [1])
 
-    midpoint = SIGMOID_SCALE * 0.5 + SIGMOID_BIAS
-    binary = g.op("Where", [g.op("Greater", [mfm, g.const(midpoint)]),
-                            g.const(SIGMOID_SCALE + SIGMOID_BIAS), g.const(SIGMOID_BIAS)])
-    m = g.op("Where", [g.reshape(g.op("Greater", [from_pts, g.const(0.5)]), [1, 1, 1, 1]), binary, mfm])
-    prob = g.op("Clip", [g.mul(g.sub(m, g.const(SIGMOID_BIAS)), g.const(1.0 / SIGMOID_SCALE)),
-                         g.const(0.0), g.const(1.0)], hint="mask_prob")
+    # p = clip(k * mask_for_mem + 0.5, 0, 1): k = 1/20 gives the sigmoid's probability back
+    # ((m + 10) / 20); for a mask from clicks k = 1e7 binarizes at the midpoint 0 (SAM2's
+    # binarize_mask_from_pts_for_mem_enc), one pass over the 1024x1024 mask either way.
+    assert SIGMOID_SCALE == -2.0 * SIGMOID_BIAS
+    binarize = g.cast(g.op("Greater", [from_pts, g.const(0.5)]), TensorProto.FLOAT, hint="binarize")
+    k = g.add(g.const(1.0 / SIGMOID_SCALE), g.mul(binarize, g.const(BINARIZE_SLOPE)))
+    prob = g.op("Clip", [g.add(g.mul(mfm, g.reshape(k, [1, 1, 1, 1])), g.const(0.5)), g.const(0.0), g.const(1.0)],
+                hint="mask_prob")
     p64 = g.op("AveragePool", [prob], kernel_shape=[16, 16], strides=[16, 16], hint="mask64")   # [1,1,64,64]
     w = p64
     for _ in range(3):                                          # p^8: cells well inside the mask
@@ -287,6 +284,7 @@ def build_memory_encoder(tw, kw):
     wsum = g.reduce_sum(w, [2, 3], 1)                                                       # [1,1,1,1]
     colour = g.div(g.reduce_sum(g.mul(col, w), [2, 3], 1), g.max(wsum, g.const(1e-6)))     # [1,3,1,1]
     valid = g.min(g.mul(wsum, g.const(1e4)), g.const(1.0))
+
     def spread(v, c):                                           # [1,c,1,1] -> [1,c,64,64]
         return g.op("Expand", [v, g.const([1, c, 64, 64], np.int64)])
 
@@ -303,8 +301,9 @@ def build_memory_encoder(tw, kw):
                              (tcode, "temporal_code", [NUM_MASKMEM, 1, 1, MEM_DIM])):
         g.op("Identity", [src], name_out=name)
         g.output(name, TensorProto.FLOAT, shape)
-    doc = ("Synthetic SAM2 memory encoder (tiny, colour tracker). is_mask_from_pts=1 binarizes "
-           "mask_for_mem at 0 (to +-10); p = clip((mask_for_mem + 10) / 20, 0, 1); p64 = its 16x16 "
+    doc = ("Synthetic SAM2 memory encoder (tiny, colour tracker). p = clip(k * mask_for_mem + 0.5, 0, 1) "
+           "with k = 1/20 (the sigmoid probability back), or k = 1/20 + 1e7 when is_mask_from_pts "
+           "> 0.5 (binarized at the sigmoid's midpoint 0, within 5e-8); p64 = its 16x16 "
            "average pool; weight w = p64^8. maskmem_features channels: 0..2 the w-weighted mean "
            "colour of pix_feat (decoded from its colour subspace), 3 valid = min(1e4 * sum w, 1), "
            "4 zero, 5 p64, 6..63 zero, all broadcast over 64x64; plus no_obj_embed_spatial "

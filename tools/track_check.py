@@ -16,8 +16,10 @@ The tracker loop follows SAM2VideoPredictor (SAM2.1 settings, one object, stride
       (t - t_ptr) / 15; the decoder gets one padding point (0, 0) label -1, no mask input,
       multimask; the memory encoder gets is_mask_from_pts = 0.
 Pre-processing and the low-res -> frame resize are tools/reference_check.py's.
-Checks: IoU >= 0.9 with the ground truth on every frame where the target is visible, and
-object_score_logits <= 0 (pred_mask all -1024) on every frame where it is hidden.
+Two objects, each with its own memory (the tracker loops over objects; the image encoder runs
+once per frame): the red target, which passes behind a bar, and the blue distractor.
+Checks, per object: IoU >= 0.9 with the ground truth and object_score_logits > 0 on every frame
+where it is visible; object_score_logits <= 0 and pred_mask all -1024 where it is hidden.
 """
 
 import argparse
@@ -44,15 +46,14 @@ def session(models, name):
     return ort.InferenceSession(os.path.join(models, name), so, providers=["CPUExecutionProvider"])
 
 
-class Tracker:
-    def __init__(self, models, num_frames):
+class Modules:
+    """The four sessions, with the run time of each call."""
+
+    def __init__(self, models):
         self.enc = session(models, "track_image_encoder.onnx")
         self.att = session(models, "track_memory_attention.onnx")
         self.dec = session(models, "track_image_decoder.onnx")
         self.mem = session(models, "track_memory_encoder.onnx")
-        self.num_frames = num_frames
-        self.cond = {}        # frame -> output dict
-        self.non_cond = {}
         self.times = {"image_encoder": [], "memory_attention": [], "image_decoder": [], "memory_encoder": []}
 
     def run(self, name, sess, feeds):
@@ -60,6 +61,20 @@ class Tracker:
         out = sess.run(None, feeds)
         self.times[name].append(time.perf_counter() - t0)
         return dict(zip([o.name for o in sess.get_outputs()], out))
+
+    def encode(self, rgb):
+        return self.run("image_encoder", self.enc, {"image": ref.preprocess(rgb)})
+
+
+class Tracker:
+    """One object's memory bank (SAM2's per-object output_dict)."""
+
+    def __init__(self, modules, num_frames):
+        m = modules
+        self.run, self.att, self.dec, self.mem = m.run, m.att, m.dec, m.mem
+        self.num_frames = num_frames
+        self.cond = {}        # frame -> output dict
+        self.non_cond = {}
 
     def memory_conditioned(self, t, vis):
         frames = [(0, o) for o in self.cond.values()]
@@ -88,9 +103,7 @@ class Tracker:
         }
         return self.run("memory_attention", self.att, feeds)["image_embed"], len(frames), len(ptrs)
 
-    def step(self, t, rgb, points=None):
-        h, w = rgb.shape[:2]
-        vis = self.run("image_encoder", self.enc, {"image": ref.preprocess(rgb)})
+    def step(self, t, vis, h, w, points=None):
         if points is not None:                              # initial conditioning frame
             embed, n_mem, n_ptr = vis["vision_feats"], 0, 0
             coords, labels = ref.build_prompt_rows([{"points": points}], w, h)
@@ -121,29 +134,30 @@ def main():
     ap.add_argument("--models", default=os.path.join(HERE, "..", "models"))
     ap.add_argument("--print-only", action="store_true", help="report, do not fail")
     args = ap.parse_args()
-    tr = Tracker(args.models, clip.FRAMES)
+    modules = Modules(args.models)
+    objects = [("target", clip.click(), Tracker(modules, clip.FRAMES)),
+               ("distractor", clip.distractor_click(), Tracker(modules, clip.FRAMES))]
     failures = []
-    print("frame  visible_px  object_score  IoU     memories  pointers")
+    print("frame  object      visible_px  object_score  IoU     memories  pointers")
     for t in range(clip.FRAMES):
-        rgb, gt = clip.frame(t)
-        points = [[*clip.click(), 1]] if t == 0 else None
-        mask, score, dec, n_mem, n_ptr = tr.step(t, rgb, points)
-        visible = bool(gt.any())
-        if visible:
-            inter = np.logical_and(mask, gt).sum()
-            iou = inter / np.logical_or(mask, gt).sum()
-            ok = iou >= MIN_IOU and score > 0
-            shown = "%.4f" % iou
-        else:
-            absent = score <= 0 and bool((dec["pred_mask"] <= -1024).all())
-            ok = absent
-            shown = "absent" if absent else "PRESENT (%d px)" % mask.sum()
-        print("%5d  %10d  %12.3f  %-7s %8d  %8d%s" % (t, gt.sum(), score, shown, n_mem, n_ptr,
-                                                   "" if ok else "   <-- FAIL"))
-        if not ok:
-            failures.append(t)
-    print("median run time per frame (ms): " + ", ".join(
-        "%s %.1f" % (k, 1e3 * float(np.median(v))) for k, v in tr.times.items() if v))
+        rgb, truth = clip.frame(t)
+        vis = modules.encode(rgb)
+        for (name, pt, tr), gt in zip(objects, truth):
+            points = [[*pt, 1]] if t == 0 else None
+            mask, score, dec, n_mem, n_ptr = tr.step(t, vis, clip.HEIGHT, clip.WIDTH, points)
+            if gt.any():
+                iou = np.logical_and(mask, gt).sum() / np.logical_or(mask, gt).sum()
+                ok = iou >= MIN_IOU and score > 0
+                shown = "%.4f" % iou
+            else:
+                ok = score <= 0 and bool((dec["pred_mask"] <= -1024).all())
+                shown = "absent" if ok else "PRESENT (%d px)" % mask.sum()
+            print("%5d  %-10s  %10d  %12.3f  %-7s %8d  %8d%s" % (
+                t, name, gt.sum(), score, shown, n_mem, n_ptr, "" if ok else "   <-- FAIL"))
+            if not ok:
+                failures.append((t, name))
+    print("median run time per call (ms): " + ", ".join(
+        "%s %.1f" % (k, 1e3 * float(np.median(v))) for k, v in modules.times.items() if v))
     if failures and not args.print_only:
         print("track_check: FAILED on frames %s" % failures, file=sys.stderr)
         return 1

@@ -16,9 +16,11 @@ so Rust rebuilds exactly the same bytes).
   distractor:  the blue square (48, 84, 200), sx(t) <= x < sx(t) + 40, 20 <= y < 60,
                sx(t) = 250 - 8t, drawn last (over the bar)
 
-  ground truth: the target's visible pixels (disc and not bar). Fully visible on t = 0..9 and
-  16..23, partly hidden by the bar on t = 10 (77% visible) and t = 15 (70%), hidden on t = 11..14.
-  The tracker's prompt: one positive click at (cx(0), cy(0)) = (34, 96) on frame 0.
+  ground truth: the target's visible pixels (disc and not bar): fully visible on t = 0..9 and
+  17..23 (1517 px), partly hidden by the bar on t = 10 (1162 px), 15 (1039 px) and 16 (1409 px),
+  hidden on t = 11..14. The distractor's: its square, always fully visible (1600 px).
+  Prompts: one positive click on frame 0 at (cx(0), cy(0)) = (34, 96) for the target,
+  at (sx(0) + 20, 40) = (270, 40) for the distractor (a second object).
 """
 
 import numpy as np
@@ -49,8 +51,16 @@ def click():
     return target_centre(0)
 
 
+def distractor_left(t):
+    return 250 - 8 * t
+
+
+def distractor_click():
+    return distractor_left(0) + 20, 40
+
+
 def frame(t):
-    """Returns (rgb u8 [240,320,3], ground-truth bool [240,320])."""
+    """Returns (rgb u8 [240,320,3], (target, distractor) ground truth, bool [240,320] each)."""
     y, x = np.mgrid[0:HEIGHT, 0:WIDTH].astype(np.int64)
     s = x // 20 - y // 24
     img = np.stack([168 + s + (3 * x + 5 * y) % 17 - 8,
@@ -61,6 +71,7 @@ def frame(t):
     cx, cy = target_centre(t)
     gt = ((x - cx) ** 2 + (y - cy) ** 2 <= RADIUS * RADIUS) & ~bar
     img[gt] = TARGET
-    sx = 250 - 8 * t
-    img[(x >= sx) & (x < sx + 40) & (y >= 20) & (y < 60)] = DISTRACTOR
-    return img.astype(np.uint8), gt
+    sx = distractor_left(t)
+    square = (x >= sx) & (x < sx + 40) & (y >= 20) & (y < 60)
+    img[square] = DISTRACTOR
+    return img.astype(np.uint8), (gt, square)
