@@ -19,7 +19,7 @@ Pairs written (all weights inline, opset 17, IR version 8):
   bench_a                  contract A with compute/weights of the order of SAM2-tiny
                            (encoder ~100 MB of fp32 weights); behaves like tiny_a
 Also faulty_a_encoder.onnx: tiny_a's encoder whose runs fail on an almost white image.
-And the four modules of a tiny video tracker, track_*.onnx (tools/gen_track_models.py).
+And the four modules of a tiny video tracker in track/ (tools/gen_track_models.py).
 
 Everything is seeded: two runs write byte-identical files. models/manifest.json
 lists the pairs: [{name, contract, encoder, decoder, image_dtype, kind}].

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Generate a tiny four-module SAM2 *video tracking* model whose masks mean something.
 
-    python tools/gen_track_models.py --out models     (tools/gen_models.py also writes them)
+    python tools/gen_track_models.py --out models     (writes models/track/; gen_models.py does too)
 
-Files (the four-module contract of the SAM2Export lineage, prefixed `track_`):
-  track_image_encoder.onnx, track_memory_attention.onnx, track_image_decoder.onnx,
-  track_memory_encoder.onnx
+Files, in the subdirectory track/ under the exact file names of the four-module contract of the
+SAM2Export lineage (a directory of their own: in models/ itself, image_encoder.onnx and
+image_decoder.onnx would read as one more encoder/decoder pair):
+  track/image_encoder.onnx, track/memory_attention.onnx, track/image_decoder.onnx,
+  track/memory_encoder.onnx
 with exactly the names and shapes of that contract plus our optional inputs/outputs
 (obj_ptr_tpos; mask_input/has_mask_input; multimask_output; object_score_logits in and out;
 is_mask_from_pts). Batch is 1. All weights inline, opset 17, IR version 8, seeded: two runs
@@ -313,21 +315,25 @@ def build_memory_encoder(tw, kw):
     return g.model(doc, meta("memory_encoder"))
 
 
+SUBDIR = "track"
 MODULES = (
-    ("track_image_encoder.onnx", build_image_encoder),
-    ("track_memory_attention.onnx", build_memory_attention),
-    ("track_image_decoder.onnx", build_image_decoder),
-    ("track_memory_encoder.onnx", build_memory_encoder),
+    ("image_encoder.onnx", build_image_encoder),
+    ("memory_attention.onnx", build_memory_attention),
+    ("image_decoder.onnx", build_image_decoder),
+    ("memory_encoder.onnx", build_memory_encoder),
 )
 
 
 def write_all(out, tw=None):
+    """Writes the four modules into out/track/."""
     tw = tw or gm.TinyWeights()
     kw = TrackWeights(tw)
+    os.makedirs(os.path.join(out, SUBDIR), exist_ok=True)
     for fname, build in MODULES:
-        data = gm.save(build(tw, kw), os.path.join(out, fname))
+        rel = os.path.join(SUBDIR, fname)
+        data = gm.save(build(tw, kw), os.path.join(out, rel))
         print("%-28s video track      %11d bytes  sha256 %s" % (
-            fname, len(data), hashlib.sha256(data).hexdigest()[:16]))
+            rel, len(data), hashlib.sha256(data).hexdigest()[:16]))
 
 
 def main():

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Track the synthetic clip (tools/track_clip.py) with the generated four-module tracking model
-(tools/gen_track_models.py) through onnxruntime's Python API, and check the masks.
+(tools/gen_track_models.py, in models/track/) through onnxruntime's Python API, and check the
+masks.
 
     python tools/track_check.py --models models [--print-only]
 
@@ -43,17 +44,17 @@ MIN_IOU = 0.9
 def session(models, name):
     so = ort.SessionOptions()
     so.log_severity_level = 3
-    return ort.InferenceSession(os.path.join(models, name), so, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(os.path.join(models, "track", name), so, providers=["CPUExecutionProvider"])
 
 
 class Modules:
     """The four sessions, with the run time of each call."""
 
     def __init__(self, models):
-        self.enc = session(models, "track_image_encoder.onnx")
-        self.att = session(models, "track_memory_attention.onnx")
-        self.dec = session(models, "track_image_decoder.onnx")
-        self.mem = session(models, "track_memory_encoder.onnx")
+        self.enc = session(models, "image_encoder.onnx")
+        self.att = session(models, "memory_attention.onnx")
+        self.dec = session(models, "image_decoder.onnx")
+        self.mem = session(models, "memory_encoder.onnx")
         self.times = {"image_encoder": [], "memory_attention": [], "image_decoder": [], "memory_encoder": []}
 
     def run(self, name, sess, feeds):
