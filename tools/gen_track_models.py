@@ -38,7 +38,7 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_models as gm  # noqa: E402
@@ -92,8 +92,8 @@ def sine_pos(g, n, dim, zero_tail=0):
     half = (dim - zero_tail) // 2
     freqs = np.zeros((2, half), np.float32)
     k = half // 2
-    freqs[0, :k] = np.pi * (2.0 ** np.arange(k))
-    freqs[1, k:] = np.pi * (2.0 ** np.arange(half - k))
+    freqs[0, :k] = 2.0 * np.pi / 10000.0 ** (np.arange(k) / k)                # x, as SAM2's sine code
+    freqs[1, k:] = 2.0 * np.pi / 10000.0 ** (np.arange(half - k) / (half - k))   # y
     proj = g.op("MatMul", [g.const(grid_centres(n)), g.const(freqs)])
     parts = [g.op("Sin", [proj]), g.op("Cos", [proj])]
     if zero_tail:
@@ -280,7 +280,7 @@ def build_memory_encoder(tw, kw):
                 hint="mask_prob")
     p64 = g.op("AveragePool", [prob], kernel_shape=[16, 16], strides=[16, 16], hint="mask64")   # [1,1,64,64]
     w = p64
-    for _ in range(3):                                          # p^8: cells well inside the mask
+    for _ in range(int(np.log2(MEM_SHARPNESS))):                # p^8: cells well inside the mask
         w = g.mul(w, w)
     col = g.conv1x1(pix, *tw.dec(2, 1.0))                                                   # [1,3,64,64]
     wsum = g.reduce_sum(w, [2, 3], 1)                                                       # [1,1,1,1]
