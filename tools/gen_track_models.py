@@ -38,7 +38,7 @@ import os
 import sys
 
 import numpy as np
-from onnx import TensorProto
+from onnx import TensorProto, helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_models as gm  # noqa: E402
@@ -100,6 +100,21 @@ def sine_pos(g, n, dim, zero_tail=0):
         parts.append(g.const(np.zeros((n * n, zero_tail), np.float32)))
     pe = g.op("Concat", parts, axis=1)
     return g.reshape(pe, [n * n, 1, dim])
+
+
+def colour_matmul(g, f0, f1, f2, tw):
+    """gen_models.tiny_colour computed with MatMul instead of 1x1 Conv: the same map G, without
+    the channel-blocked layout copies ONNX Runtime makes around a Conv on a 256x256 map."""
+    def project(f, level, c, n):
+        w, b = tw.dec(level, gm.BLEND[level])
+        y = g.op("MatMul", [g.const(w.astype(np.float32)), g.reshape(f, [c, n * n])])
+        y = g.add(y, g.const(b.astype(np.float32).reshape(3, 1)))
+        return g.reshape(y, [1, 3, n, n])
+
+    c0 = project(f0, 0, 32, 256)
+    c1 = g.upsample(project(f1, 1, 64, 128), 2)
+    c2 = g.upsample(project(f2, 2, 256, 64), 4)
+    return g.add(g.add(c0, c1), c2, hint="colour")
 
 
 def meta(module):
@@ -190,25 +205,41 @@ def build_image_decoder(tw, kw):
     has_mask = g.input("has_mask_input", TensorProto.FLOAT, [1])
     multimask = g.input("multimask_output", TensorProto.FLOAT, [1])
 
-    G = gm.tiny_colour(g, f0, f1, emb, tw)                      # colour at 256x256
-    # prompted path: the tiny image decoder
-    lg_click, _ = gm.tiny_decoder_core(g, f0, f1, emb, coords, labels, mask_in, has_mask, tw, colour=G)
+    G = colour_matmul(g, f0, f1, emb, tw)                       # colour at 256x256
 
-    # tracking path: pixels of the remembered colour
-    rv = g.op("ReduceMean", [g.conv1x1(emb, kw.E[:, :4].T, np.zeros(4))], axes=[2, 3], keepdims=1)  # [1,4,1,1]
-    r = g.slice(rv, [0], [3], [1])
-    valid = g.slice(rv, [3], [4], [1])
-    diff = g.sub(G, r)
-    d = g.op("Sqrt", [g.reduce_sum(g.mul(diff, diff), [1], 1)], hint="dist_remembered")    # [1,1,256,256]
-    taus = g.const(np.asarray(gm.TAUS, np.float32).reshape(1, 3, 1, 1))
-    lg_track = g.mul(g.sub(taus, d), g.const(gm.SCALE))
-    lg_track = g.add(lg_track, g.mul(g.reshape(has_mask, [1, 1, 1, 1]), mask_in))
-    lg_track = g.op("Where", [g.op("Greater", [valid, g.const(0.5)]), lg_track, g.const(-gm.LOGIT_CLAMP)])
-    lg_track = g.op("Clip", [lg_track, g.const(-gm.LOGIT_CLAMP), g.const(gm.LOGIT_CLAMP)])
+    def prompted(b):
+        """The tiny image decoder (clicks, box, mask input)."""
+        lg_click, _ = gm.tiny_decoder_core(b, f0, f1, emb, coords, labels, mask_in, has_mask, tw, colour=G)
+        return lg_click
+
+    def tracking(b):
+        """The pixels of the remembered colour."""
+        # the memory directions' spatial mean (projection and mean commute)
+        rv = b.op("MatMul", [b.op("ReduceMean", [emb], axes=[2, 3], keepdims=0),
+                             b.const(kw.E[:, :4].astype(np.float32))])                      # [1,4]
+        rv = b.reshape(rv, [1, 4, 1, 1])
+        r = b.slice(rv, [0], [3], [1])
+        valid = b.slice(rv, [3], [4], [1])
+        diff = b.sub(G, r)
+        d = b.op("Sqrt", [b.reduce_sum(b.mul(diff, diff), [1], 1)], hint="dist_remembered")  # [1,1,256,256]
+        taus = b.const(np.asarray(gm.TAUS, np.float32).reshape(1, 3, 1, 1))
+        lg = b.mul(b.sub(taus, d), b.const(gm.SCALE))
+        lg = b.add(lg, b.mul(b.reshape(has_mask, [1, 1, 1, 1]), mask_in))
+        lg = b.op("Where", [b.op("Greater", [valid, b.const(0.5)]), lg, b.const(-gm.LOGIT_CLAMP)])
+        return b.op("Clip", [lg, b.const(-gm.LOGIT_CLAMP), b.const(gm.LOGIT_CLAMP)])
+
+    def branch(name, offset, build):
+        b = gm.Graph(name)
+        b._n = offset                                           # value names unique across scopes
+        b.op("Identity", [build(b)], name_out=name + "_logits")
+        out = helper.make_tensor_value_info(name + "_logits", TensorProto.FLOAT, [1, 3, 256, 256])
+        return helper.make_graph(b.nodes, name, [], [out], b.inits)
 
     real_pt = g.cast(g.op("Not", [g.op("Equal", [labels, g.const(-1.0)])]), TensorProto.FLOAT)
     has_pts = g.op("Greater", [g.op("ReduceMax", [real_pt], keepdims=0), g.const(0.5)], hint="has_points")
-    lg = g.op("Where", [has_pts, lg_click, lg_track], hint="candidates")                  # [1,3,256,256]
+    # only the path in use runs: a tracking frame skips the per-point distances
+    lg = g.op("If", [has_pts], hint="candidates", then_branch=branch("prompted", 100000, prompted),
+              else_branch=branch("tracking", 200000, tracking))                      # [1,3,256,256]
 
     # predicted IoU = prior * stability, as the tiny decoders
     def count_above(v):
@@ -249,7 +280,7 @@ def build_image_decoder(tw, kw):
         g.op("Identity", [src], name_out=name)
         g.output(name, TensorProto.FLOAT, shape)
     doc = ("Synthetic SAM2 video mask decoder (tiny, colour tracker). With a real point "
-           "(label != -1) it is the tiny image decoder (3 candidates by colour distance to the "
+           "(label != -1; an If node runs only the path in use) it is the tiny image decoder (3 candidates by colour distance to the "
            "clicked colour, negatives, box, + has_mask_input * mask_input). With only padding "
            "points the 3 candidates are SCALE * (TAU_k - |G(p) - r|) + has_mask_input * "
            "mask_input, where G is the colour at 256x256 and r the remembered colour that memory "
