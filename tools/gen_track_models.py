@@ -250,7 +250,8 @@ def build_image_decoder(tw, kw):
     best = g.reshape(g.op("ArgMax", [iou], axis=1, keepdims=0), [1])                      # [1] int64
     medium_stable = g.op("Not", [g.op("Less", [g.slice(stab, [1], [2], [1]), g.const(DYN_STAB_THRESH)])])
     # multimask: best by predicted IoU; single: medium unless unstable (SAM2's dynamic multimask)
-    use_best = g.op("Or", [g.op("Greater", [multimask, g.const(0.5)]), g.op("Not", [g.reshape(medium_stable, [1])])])
+    use_best = g.op("Or", [g.op("Greater", [multimask, g.const(0.5)]),
+                           g.op("Not", [g.reshape(medium_stable, [1])])])
     idx = g.op("Where", [use_best, best, g.const([1], np.int64)])
     sel = g.op("Gather", [lg, idx], axis=1, hint="chosen")                                 # [1,1,256,256]
 
@@ -266,7 +267,8 @@ def build_image_decoder(tw, kw):
     mfm = g.mul(g.op("Tanh", [hi]), g.const(SIGMOID_SCALE / 2.0), hint="mask_for_mem")
 
     on = g.cast(g.op("Greater", [sel, g.const(0.0)]), TensorProto.FLOAT)
-    ptr_col = g.div(g.reduce_sum(g.mul(G, on), [2, 3], 0), g.max(g.reduce_sum(on, [2, 3], 0), g.const(1.0)))  # [1,3]
+    ptr_col = g.div(g.reduce_sum(g.mul(G, on), [2, 3], 0),
+                    g.max(g.reduce_sum(on, [2, 3], 0), g.const(1.0)))                          # [1,3]
     ptr = g.op("Concat", [ptr_col, g.const(np.ones((1, 1), np.float32)),
                           g.const(np.zeros((1, 252), np.float32))], axis=1)
     # SAM2 with fixed_no_obj_ptr: lambda * ptr + (1 - lambda) * no_obj_ptr, lambda = score > 0
@@ -280,10 +282,10 @@ def build_image_decoder(tw, kw):
         g.op("Identity", [src], name_out=name)
         g.output(name, TensorProto.FLOAT, shape)
     doc = ("Synthetic SAM2 video mask decoder (tiny, colour tracker). With a real point "
-           "(label != -1; an If node runs only the path in use) it is the tiny image decoder (3 candidates by colour distance to the "
-           "clicked colour, negatives, box, + has_mask_input * mask_input). With only padding "
-           "points the 3 candidates are SCALE * (TAU_k - |G(p) - r|) + has_mask_input * "
-           "mask_input, where G is the colour at 256x256 and r the remembered colour that memory "
+           "(label != -1; an If node runs only the path in use) it is the tiny image decoder "
+           "(3 candidates by colour distance to the clicked colour, negatives, box, + "
+           "has_mask_input * mask_input). With only padding points the 3 candidates are "
+           "SCALE * (TAU_k - |G(p) - r|) + has_mask_input * mask_input, where G is the colour at 256x256 and r the remembered colour that memory "
            "attention put into image_embed (all -32 when image_embed holds no memory). "
            "Candidates are clipped to +-32; predicted IoU = prior * stability; multimask_output=1 "
            "takes the best by predicted IoU, 0 takes the medium one unless its stability is "
@@ -321,8 +323,8 @@ def build_memory_encoder(tw, kw):
     def spread(v, c):                                           # [1,c,1,1] -> [1,c,64,64]
         return g.op("Expand", [v, g.const([1, c, 64, 64], np.int64)])
 
-    feats = g.op("Concat", [spread(colour, 3), spread(valid, 1), spread(g.const(np.zeros((1, 1, 1, 1), np.float32)), 1),
-                            p64], axis=1)                                                   # [1,6,64,64]
+    zero = g.const(np.zeros((1, 1, 1, 1), np.float32))
+    feats = g.op("Concat", [spread(colour, 3), spread(valid, 1), spread(zero, 1), p64], axis=1)  # [1,6,64,64]
     feats = g.op("Pad", [feats, g.const([0, 0, 0, 0, 0, MEM_DIM - 6, 0, 0], np.int64)], mode="constant")
     absent = g.cast(g.op("Not", [g.op("Greater", [score, g.const(0.0)])]), TensorProto.FLOAT)   # [1,1]
     feats = g.add(feats, g.mul(g.reshape(absent, [1, 1, 1, 1]),
