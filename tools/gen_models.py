@@ -19,6 +19,7 @@ Pairs written (all weights inline, opset 17, IR version 8):
   bench_a                  contract A with compute/weights of the order of SAM2-tiny
                            (encoder ~100 MB of fp32 weights); behaves like tiny_a
 Also faulty_a_encoder.onnx: tiny_a's encoder whose runs fail on an almost white image.
+And the four modules of a tiny video tracker in track/ (tools/gen_track_models.py).
 
 Everything is seeded: two runs write byte-identical files. models/manifest.json
 lists the pairs: [{name, contract, encoder, decoder, image_dtype, kind}].
@@ -357,13 +358,18 @@ def lowres_grid_consts():
     return xs, ys
 
 
-def tiny_decoder_core(g, f0, f1, f2, coords, labels_f, mask_in, has_mask, tw, bench=False):
-    """Returns (low-res logits [L,3,256,256] clipped, iou_predictions [L,3])."""
-    # --- colour estimate G [1,3,256,256] from all three feature levels --------------
+def tiny_colour(g, f0, f1, f2, tw):
+    """Colour estimate G [1,3,256,256] from all three feature levels."""
     c0 = g.conv1x1(f0, *tw.dec(0, BLEND[0]))
     c1 = g.upsample(g.conv1x1(f1, *tw.dec(1, BLEND[1])), 2)
     c2 = g.upsample(g.conv1x1(f2, *tw.dec(2, BLEND[2])), 4)
-    G = g.add(g.add(c0, c1), c2, hint="colour")
+    return g.add(g.add(c0, c1), c2, hint="colour")
+
+
+def tiny_decoder_core(g, f0, f1, f2, coords, labels_f, mask_in, has_mask, tw, bench=False, colour=None):
+    """Returns (low-res logits [L,3,256,256] clipped, iou_predictions [L,3]).
+    colour: G when the caller already computed it with tiny_colour (the tracking decoder)."""
+    G = tiny_colour(g, f0, f1, f2, tw) if colour is None else colour
 
     # --- prompt points -------------------------------------------------------------
     pc = g.add(coords, g.const(0.5), hint="coords_centre")                     # [L,N,2]
@@ -630,6 +636,8 @@ def main():
         })
     data = save(build_faulty_encoder(tw), os.path.join(args.out, "faulty_a_encoder.onnx"))
     print("%-28s contract A faulty (fails on a white image) %d bytes" % ("faulty_a_encoder.onnx", len(data)))
+    import gen_track_models  # the video tracking modules build on this file's tiny encoder/decoder
+    gen_track_models.write_all(args.out, tw)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")

@@ -44,7 +44,8 @@ export SAM2_ONNXRUNTIME_PATH="$ORT_LIB"
 export SAM2_PYTHON="$VENV/bin/python"
 
 # 3. Generated models (deterministic; regenerated only when the generator changes).
-gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/reference_check.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
+gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/gen_track_models.py" "$ROOT/tools/reference_check.py" \
+    "$ROOT/tools/track_clip.py" "$ROOT/tools/track_check.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
     say "generating models into $MODELS"
     rm -rf "$MODELS"
@@ -52,6 +53,11 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
     "$VENV/bin/python" "$ROOT/tools/gen_models.py" --out "$MODELS" >&2
     "$VENV/bin/python" "$ROOT/tools/reference_check.py" --models "$MODELS" --testdata "$ROOT/testdata" \
         --dump "$MODELS/reference" >/dev/null
+    # The tracking modules must really track (a generator bug fails set-up, with the table).
+    if ! track_out="$("$VENV/bin/python" "$ROOT/tools/track_check.py" --models "$MODELS" 2>&1)"; then
+        printf '%s\n' "$track_out" >&2
+        exit 1
+    fi
     touch "$MODELS/.sam2-gen-$gen_hash"
 fi
 export SAM2_MODELS="$MODELS"
