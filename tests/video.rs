@@ -1,0 +1,269 @@
+//! Video tracking on the generated four-module tracker (models/track/, tools/gen_track_models.py):
+//! a red disc moves across the clip of tools/track_clip.py, passes behind a bar (hidden on frames
+//! 11–14) and comes out; a blue square moves the other way. The tracker is prompted with one
+//! click per object on frame 0 and must follow both: IoU with the ground truth ≥ 0.9 on every
+//! frame an object is visible on, and "absent" (with an empty mask) on every frame it is hidden.
+
+mod common;
+
+use common::*;
+use sam2::{
+    Direction, ImageView, PixelFormat, Point, Prompt, Tracker, TrackerOptions, VideoModelPaths,
+};
+
+const WIDTH: usize = 320;
+const HEIGHT: usize = 240;
+const FRAMES: u32 = 24;
+const RADIUS: i64 = 22;
+const TARGET: [u8; 3] = [214, 48, 52];
+const DISTRACTOR: [u8; 3] = [48, 84, 200];
+const BAR: [u8; 3] = [70, 76, 88];
+const BAR_X: (i64, i64) = (150, 230);
+
+fn target_centre(t: i64) -> (i64, i64) {
+    let cx = match t {
+        0..=9 => 34 + 10 * t,
+        10 => 140,
+        11..=14 => 174 + 10 * (t - 11),
+        15 => 236,
+        _ => 246 + 7 * (t - 16),
+    };
+    (cx, 96 + 4 * t)
+}
+
+fn distractor_left(t: i64) -> i64 {
+    250 - 8 * t
+}
+
+/// Frame `t` of the clip (RGB) and the ground truth of the disc and of the square, in the closed
+/// form tools/track_clip.py defines.
+fn frame(t: u32) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let t = t as i64;
+    let mut rgb = vec![0u8; WIDTH * HEIGHT * 3];
+    let mut disc = vec![0u8; WIDTH * HEIGHT];
+    let mut square = vec![0u8; WIDTH * HEIGHT];
+    let (cx, cy) = target_centre(t);
+    let sx = distractor_left(t);
+    for y in 0..HEIGHT as i64 {
+        for x in 0..WIDTH as i64 {
+            let s = x / 20 - y / 24;
+            let mut px = [
+                (168 + s + (3 * x + 5 * y) % 17 - 8) as u8,
+                (162 + s + (5 * x + 2 * y) % 13 - 6) as u8,
+                (146 + s + (2 * x + 7 * y) % 11 - 5) as u8,
+            ];
+            let bar = x >= BAR_X.0 && x < BAR_X.1;
+            if bar {
+                px = BAR;
+            }
+            let i = (y as usize) * WIDTH + x as usize;
+            if (x - cx).pow(2) + (y - cy).pow(2) <= RADIUS * RADIUS && !bar {
+                px = TARGET;
+                disc[i] = 1;
+            }
+            if x >= sx && x < sx + 40 && (20..60).contains(&y) {
+                px = DISTRACTOR;
+                square[i] = 1;
+            }
+            rgb[i * 3..i * 3 + 3].copy_from_slice(&px);
+        }
+    }
+    (rgb, disc, square)
+}
+
+fn click(x: i64, y: i64) -> Prompt {
+    Prompt {
+        points: vec![Point {
+            x: x as f32,
+            y: y as f32,
+            positive: true,
+        }],
+        bbox: None,
+        mask_input: None,
+    }
+}
+
+fn tracker(options: &TrackerOptions) -> Tracker {
+    init_runtime();
+    Tracker::new(&VideoModelPaths::in_dir(model("track"), ""), options).unwrap()
+}
+
+#[test]
+fn both_objects_are_followed_and_the_disc_is_absent_behind_the_bar() {
+    let options = TrackerOptions {
+        num_frames: Some(FRAMES),
+        ..Default::default()
+    };
+    let tracker = tracker(&options);
+    let (rgb, disc, square) = frame(0);
+    let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+    let (cx, cy) = target_centre(0);
+    let first = tracker.add_prompt(0, &image, 1, &click(cx, cy)).unwrap();
+    assert!(first.present);
+    assert!(
+        iou(&first.mask, &disc) >= 0.9,
+        "prompted disc IoU {}",
+        iou(&first.mask, &disc)
+    );
+    let second = tracker
+        .add_prompt(0, &image, 2, &click(distractor_left(0) + 20, 40))
+        .unwrap();
+    assert!(iou(&second.mask, &square) >= 0.9);
+    assert_eq!(tracker.objects(), vec![1, 2]);
+
+    println!("frame  disc IoU  score   square IoU  score");
+    for t in 0..FRAMES {
+        let (rgb, disc, square) = frame(t);
+        let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+        let result = tracker.track(t, &image, Direction::Forward).unwrap();
+        assert_eq!((result.width, result.height), (WIDTH, HEIGHT));
+        let [d, s] = &result.objects[..] else {
+            panic!("two objects expected, got {}", result.objects.len())
+        };
+        assert_eq!((d.object_id, s.object_id), (1, 2));
+        let visible = disc.iter().any(|&v| v != 0);
+        let (di, si) = (iou(&d.mask, &disc), iou(&s.mask, &square));
+        println!(
+            "{t:>5} {:>9} {:>6.2} {si:>12.3} {:>6.2}",
+            if visible {
+                format!("{di:.3}")
+            } else {
+                "hidden".into()
+            },
+            d.score,
+            s.score
+        );
+        if visible {
+            assert!(
+                d.present,
+                "frame {t}: the disc is visible but reported absent"
+            );
+            assert!(di >= 0.9, "frame {t}: disc IoU {di:.3}");
+        } else {
+            assert!(
+                !d.present,
+                "frame {t}: the disc is hidden but reported present"
+            );
+            assert!(
+                d.mask.iter().all(|&v| v == 0),
+                "frame {t}: an absent object has a mask"
+            );
+        }
+        assert!(s.present && si >= 0.9, "frame {t}: square IoU {si:.3}");
+    }
+    // The bank keeps the prompted frame and at most `memory_frames` tracked frames per object.
+    assert!(tracker.memory_frames() <= 2 * (1 + options.memory_frames));
+}
+
+#[test]
+fn a_removed_object_is_no_longer_tracked_and_reset_forgets_everything() {
+    let tracker = tracker(&TrackerOptions::default());
+    let (rgb, _, square) = frame(0);
+    let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+    let (cx, cy) = target_centre(0);
+    tracker.add_prompt(0, &image, 7, &click(cx, cy)).unwrap();
+    tracker
+        .add_prompt(0, &image, 9, &click(distractor_left(0) + 20, 40))
+        .unwrap();
+    assert!(tracker.remove_object(7));
+    assert!(!tracker.remove_object(7));
+    let (rgb1, _, square1) = frame(1);
+    let image1 = ImageView::packed(&rgb1, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+    let result = tracker.track(1, &image1, Direction::Forward).unwrap();
+    assert_eq!(result.objects.len(), 1);
+    assert_eq!(result.objects[0].object_id, 9);
+    assert!(iou(&result.objects[0].mask, &square1) >= 0.9);
+    let _ = square;
+    tracker.reset();
+    assert!(tracker.objects().is_empty());
+    let err = tracker.track(2, &image1, Direction::Forward).unwrap_err();
+    assert!(err.to_string().contains("no object"), "{err}");
+}
+
+#[test]
+fn tracking_backwards_from_a_prompt_on_the_last_frame_follows_the_disc_to_the_start() {
+    let tracker = tracker(&TrackerOptions {
+        num_frames: Some(FRAMES),
+        ..Default::default()
+    });
+    let last = FRAMES - 1;
+    let (rgb, disc, _) = frame(last);
+    let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+    let (cx, cy) = target_centre(last as i64);
+    let prompted = tracker.add_prompt(last, &image, 1, &click(cx, cy)).unwrap();
+    assert!(iou(&prompted.mask, &disc) >= 0.9);
+    for t in (0..FRAMES).rev() {
+        let (rgb, disc, _) = frame(t);
+        let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+        let o = &tracker
+            .track(t, &image, Direction::Backward)
+            .unwrap()
+            .objects[0];
+        if disc.iter().any(|&v| v != 0) {
+            assert!(
+                o.present && iou(&o.mask, &disc) >= 0.9,
+                "frame {t}: IoU {:.3}",
+                iou(&o.mask, &disc)
+            );
+        } else {
+            assert!(!o.present, "frame {t}: hidden but present");
+        }
+    }
+}
+
+#[test]
+fn bad_prompts_and_frames_are_refused_and_change_nothing() {
+    let tracker = tracker(&TrackerOptions {
+        num_frames: Some(FRAMES),
+        ..Default::default()
+    });
+    let (rgb, _, _) = frame(0);
+    let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+    let err = tracker
+        .add_prompt(0, &image, 1, &click(400, 10))
+        .unwrap_err();
+    assert!(err.to_string().contains("outside"), "{err}");
+    let nan = Prompt {
+        points: vec![Point {
+            x: f32::NAN,
+            y: 3.0,
+            positive: true,
+        }],
+        bbox: None,
+        mask_input: None,
+    };
+    assert!(tracker.add_prompt(0, &image, 1, &nan).is_err());
+    let err = tracker
+        .add_prompt(FRAMES, &image, 1, &click(10, 10))
+        .unwrap_err();
+    assert!(err.to_string().contains("outside the clip"), "{err}");
+    assert!(
+        tracker.objects().is_empty(),
+        "a refused prompt created an object"
+    );
+    let err = tracker.track(0, &image, Direction::Forward).unwrap_err();
+    assert!(err.to_string().contains("no object"), "{err}");
+    assert!(Tracker::new(
+        &VideoModelPaths::in_dir(model("track"), ""),
+        &TrackerOptions {
+            memory_frames: 3,
+            ..Default::default()
+        }
+    )
+    .is_err());
+}
+
+#[test]
+fn an_image_pair_is_refused_as_a_video_model_naming_what_it_lacks() {
+    init_runtime();
+    let paths = VideoModelPaths {
+        image_encoder: model("tiny_a_encoder.onnx"),
+        ..VideoModelPaths::in_dir(model("track"), "")
+    };
+    let err = Tracker::new(&paths, &TrackerOptions::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("vision_feats") && text.contains("image encoder"),
+        "{text}"
+    );
+}
