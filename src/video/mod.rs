@@ -215,6 +215,24 @@ impl Tracker {
             .sum()
     }
 
+    /// The object pointer SAM2 keeps for `object_id` on frame `frame` (256 values), copied to the
+    /// host; `None` when the tracker holds none (never tracked or prompted there, or forgotten).
+    /// For inspection: tracking never reads pointers back.
+    pub fn object_pointer(&self, object_id: u32, frame: u32) -> Result<Option<Vec<f32>>> {
+        let state = self.lock();
+        let Some(object) = state.objects.get(&object_id) else {
+            return Ok(None);
+        };
+        let t = frame as i64;
+        let output = object
+            .prompted
+            .get(&t)
+            .map(|(_, o)| o)
+            .or_else(|| object.conditioning.get(&t))
+            .or_else(|| object.tracked.get(&t));
+        output.map(|o| to_host(&o.pointer)).transpose()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -781,6 +799,18 @@ impl Tracker {
         }
         Ok(out.into_dyn())
     }
+}
+
+/// A tensor's values on the host (copied from the device when they live there).
+fn to_host(value: &DynValue) -> Result<Vec<f32>> {
+    let tensor = value
+        .view()
+        .downcast::<ort::value::TensorValueType<f32>>()?;
+    if tensor.memory_info().is_cpu_accessible() {
+        return Ok(tensor.try_extract_tensor::<f32>()?.1.to_vec());
+    }
+    let host = tensor.to(ort::memory::AllocationDevice::CPU, 0)?;
+    Ok(host.try_extract_tensor::<f32>()?.1.to_vec())
 }
 
 /// Channels of a memory token (SAM2's `mem_dim`).

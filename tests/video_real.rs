@@ -1,0 +1,384 @@
+//! Parity of the tracker with Meta's PyTorch `SAM2VideoPredictor` on the real SAM2.1 tiny
+//! architecture (random weights) exported as four modules by tools/export_video.py, over the
+//! generated 30-frame clip of tools/video_reference.py: two objects prompted on frame 0 (clicks
+//! for one, a box for the other), tracked to frame 15, a correction click on frame 15 (kept as a
+//! conditioning frame, the library's default and the reference's `correct_as_cond` run), then
+//! every frame tracked again.
+//!
+//! Random-weight networks are chaotic, so the test judges on what is not noise, per frame and
+//! object: the low-res logits' correlation with the reference ≥ 0.999, the IoU of the masks over
+//! the pixels whose reference logit is at least 1 in magnitude ≥ 0.99, the object score within
+//! 1e-3 and the object pointer within 1e-3 relative. It prints the figures of every frame.
+//!
+//! Needs `$SAM2_VIDEO_MODELS` (tools/setup-real.sh runs tools/setup-video.sh; scripts/test.sh
+//! does).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::init_runtime;
+use sam2::{
+    Direction, ImageView, PixelFormat, Point, Prompt, TrackedObject, Tracker, TrackerOptions,
+    VideoModelPaths,
+};
+use serde_json::Value;
+
+const MIN_CORRELATION: f64 = 0.999;
+const MIN_IOU: f64 = 0.99;
+const MAX_SCORE_DIFF: f64 = 1e-3;
+const MAX_POINTER_REL: f64 = 1e-3;
+
+/// A little-endian float32 `.npy` array (format 1.0 or 2.0, C order).
+fn npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..6],
+        b"\x93NUMPY",
+        "{}: not an .npy file",
+        path.display()
+    );
+    let (header_len, start) = if bytes[6] == 1 {
+        (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10)
+    } else {
+        (
+            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
+            12,
+        )
+    };
+    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
+    assert!(
+        header.contains("'<f4'") && header.contains("'fortran_order': False"),
+        "{header}"
+    );
+    let shape_text = &header[header.find("'shape': (").unwrap() + 10..];
+    let shape: Vec<usize> = shape_text[..shape_text.find(')').unwrap()]
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let data: Vec<f32> = bytes[start + header_len..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(data.len(), shape.iter().product::<usize>());
+    (shape, data)
+}
+
+struct Reference {
+    dir: PathBuf,
+    json: Value,
+    frames: Vec<u8>,
+    size: (usize, usize),
+}
+
+impl Reference {
+    fn load() -> (Reference, VideoModelPaths) {
+        let models = PathBuf::from(std::env::var_os("SAM2_VIDEO_MODELS").expect(
+            "SAM2_VIDEO_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)",
+        ));
+        let manifest: Value =
+            serde_json::from_str(&std::fs::read_to_string(models.join("manifest.json")).unwrap())
+                .unwrap();
+        let file = |key: &str| models.join(manifest["files"][key].as_str().unwrap());
+        let paths = VideoModelPaths {
+            image_encoder: file("image_encoder"),
+            memory_attention: file("memory_attention"),
+            image_decoder: file("image_decoder"),
+            memory_encoder: file("memory_encoder"),
+        };
+        let dir = models.join(manifest["reference"].as_str().unwrap());
+        let dir = dir.parent().unwrap().to_path_buf();
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+                .unwrap();
+        let frames = std::fs::read(dir.join(json["frames_rgb"]["file"].as_str().unwrap())).unwrap();
+        let size = (
+            json["video_size"][0].as_u64().unwrap() as usize,
+            json["video_size"][1].as_u64().unwrap() as usize,
+        );
+        (
+            Reference {
+                dir,
+                json,
+                frames,
+                size,
+            },
+            paths,
+        )
+    }
+
+    fn frame(&self, t: u32) -> ImageView<'_> {
+        let (w, h) = self.size;
+        let len = w * h * 3;
+        ImageView::packed(
+            &self.frames[t as usize * len..(t as usize + 1) * len],
+            w,
+            h,
+            PixelFormat::Rgb,
+        )
+        .unwrap()
+    }
+
+    fn array(&self, key: &str) -> (Vec<usize>, Vec<f32>) {
+        npy(&self
+            .dir
+            .join(self.json["arrays"][key]["file"].as_str().unwrap()))
+    }
+
+    fn prompt(value: &Value) -> Prompt {
+        let points = value["points"]
+            .as_array()
+            .map(|pts| {
+                pts.iter()
+                    .zip(value["labels"].as_array().unwrap())
+                    .map(|(p, l)| Point {
+                        x: p[0].as_f64().unwrap() as f32,
+                        y: p[1].as_f64().unwrap() as f32,
+                        positive: l.as_i64().unwrap() == 1,
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let bbox = value["box"]
+            .as_array()
+            .map(|b| [0, 1, 2, 3].map(|i| b[i].as_f64().unwrap() as f32));
+        Prompt {
+            points,
+            bbox,
+            mask_input: None,
+        }
+    }
+}
+
+/// The figures of one object on one frame, and whether they meet the tolerances.
+struct Figures {
+    correlation: f64,
+    iou: f64,
+    score_diff: f64,
+    pointer_rel: f64,
+}
+
+impl Figures {
+    fn of(
+        ours: &TrackedObject,
+        pointer: &[f32],
+        logits: &[f32],
+        score: f32,
+        ref_ptr: &[f32],
+    ) -> Self {
+        let n = logits.len() as f64;
+        let (ma, mb) = (
+            ours.low_res.iter().map(|&v| v as f64).sum::<f64>() / n,
+            logits.iter().map(|&v| v as f64).sum::<f64>() / n,
+        );
+        let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+        for (&a, &b) in ours.low_res.iter().zip(logits) {
+            let (a, b) = (a as f64 - ma, b as f64 - mb);
+            sab += a * b;
+            saa += a * a;
+            sbb += b * b;
+        }
+        // Constant maps (an absent object is −1024 everywhere) correlate perfectly when equal.
+        let correlation = if saa == 0.0 || sbb == 0.0 {
+            if ours.low_res == logits {
+                1.0
+            } else {
+                0.0
+            }
+        } else {
+            sab / (saa * sbb).sqrt()
+        };
+        let (mut inter, mut union) = (0u64, 0u64);
+        for (&a, &b) in ours.low_res.iter().zip(logits) {
+            if b.abs() >= 1.0 {
+                let (a, b) = (a > 0.0, b > 0.0);
+                inter += (a && b) as u64;
+                union += (a || b) as u64;
+            }
+        }
+        let iou = if union == 0 {
+            1.0
+        } else {
+            inter as f64 / union as f64
+        };
+        let diff: f64 = pointer
+            .iter()
+            .zip(ref_ptr)
+            .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        let norm: f64 = ref_ptr
+            .iter()
+            .map(|&b| (b as f64).powi(2))
+            .sum::<f64>()
+            .sqrt();
+        Figures {
+            correlation,
+            iou,
+            score_diff: (ours.score as f64 - score as f64).abs(),
+            pointer_rel: diff / norm.max(1e-12),
+        }
+    }
+
+    fn ok(&self) -> bool {
+        self.correlation >= MIN_CORRELATION
+            && self.iou >= MIN_IOU
+            && self.score_diff <= MAX_SCORE_DIFF
+            && self.pointer_rel <= MAX_POINTER_REL
+    }
+}
+
+/// Compares and prints; returns the failures' descriptions.
+#[allow(clippy::too_many_arguments)]
+fn check(
+    tracker: &Tracker,
+    what: &str,
+    frame: u32,
+    ours: &TrackedObject,
+    logits: &[f32],
+    score: f32,
+    ref_ptr: &[f32],
+    worst: &mut Figures,
+) -> Option<String> {
+    let pointer = tracker
+        .object_pointer(ours.object_id, frame)
+        .unwrap()
+        .expect("the tracker keeps the pointer of the frame it just returned");
+    let f = Figures::of(ours, &pointer, logits, score, ref_ptr);
+    println!(
+        "{what:<12} {frame:>5} {:>6} {:>11.6} {:>8.4} {:>10.2e} {:>11.2e}  {:>7.3} {}",
+        ours.object_id,
+        f.correlation,
+        f.iou,
+        f.score_diff,
+        f.pointer_rel,
+        ours.score,
+        if f.ok() { "" } else { "  FAILED" }
+    );
+    worst.correlation = worst.correlation.min(f.correlation);
+    worst.iou = worst.iou.min(f.iou);
+    worst.score_diff = worst.score_diff.max(f.score_diff);
+    worst.pointer_rel = worst.pointer_rel.max(f.pointer_rel);
+    (!f.ok()).then(|| format!("{what} frame {frame} object {}", ours.object_id))
+}
+
+#[test]
+fn tracking_matches_sam2_video_predictor_through_a_correction() {
+    init_runtime();
+    let (reference, paths) = Reference::load();
+    let frames = reference.json["num_frames"].as_u64().unwrap() as u32;
+    let tracker = Tracker::new(
+        &paths,
+        &TrackerOptions {
+            num_frames: Some(frames),
+            corrections_as_conditioning: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut worst = Figures {
+        correlation: 1.0,
+        iou: 1.0,
+        score_diff: 0.0,
+        pointer_rel: 0.0,
+    };
+    let mut failures = Vec::new();
+    println!("step         frame object correlation      IoU score diff pointer rel    score");
+    let start = std::time::Instant::now();
+
+    // Prompts on frame 0, in the reference's order.
+    for (k, p) in reference.json["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let frame = p["frame"].as_u64().unwrap() as u32;
+        let id = p["obj_id"].as_u64().unwrap() as u32;
+        let ours = tracker
+            .add_prompt(frame, &reference.frame(frame), id, &Reference::prompt(p))
+            .unwrap();
+        let (_, logits) = reference.array(&format!("prompt{k}_logits"));
+        let (_, score) = reference.array(&format!("prompt{k}_score"));
+        let (_, ptr) = reference.array(&format!("prompt{k}_ptr"));
+        failures.extend(check(
+            &tracker, "prompt", frame, &ours, &logits, score[0], &ptr, &mut worst,
+        ));
+    }
+
+    // A pass over frames, each compared with the reference's arrays `{name}_*`.
+    let pass = |name: &str, spec: &Value, failures: &mut Vec<String>, worst: &mut Figures| {
+        let (_, logits) = reference.array(&format!("{name}_logits"));
+        let (_, scores) = reference.array(&format!("{name}_scores"));
+        let (_, ptrs) = reference.array(&format!("{name}_ptrs"));
+        let plane = 256 * 256;
+        for (i, t) in spec["frames"].as_array().unwrap().iter().enumerate() {
+            let t = t.as_u64().unwrap() as u32;
+            let result = tracker
+                .track(t, &reference.frame(t), Direction::Forward)
+                .unwrap();
+            assert_eq!(result.objects.len(), 2);
+            for (o, ours) in result.objects.iter().enumerate() {
+                let k = i * 2 + o;
+                failures.extend(check(
+                    &tracker,
+                    name,
+                    t,
+                    ours,
+                    &logits[k * plane..(k + 1) * plane],
+                    scores[k],
+                    &ptrs[k * 256..(k + 1) * 256],
+                    worst,
+                ));
+            }
+        }
+    };
+    pass("pass1", &reference.json["pass1"], &mut failures, &mut worst);
+
+    // The correction on frame 15, kept as a conditioning frame.
+    let correction = &reference.json["correction"];
+    let frame = correction["frame"].as_u64().unwrap() as u32;
+    let id = correction["obj_id"].as_u64().unwrap() as u32;
+    let ours = tracker
+        .add_prompt(
+            frame,
+            &reference.frame(frame),
+            id,
+            &Reference::prompt(correction),
+        )
+        .unwrap();
+    let (_, logits) = reference.array("correct_as_cond_correction_logits");
+    let (_, score) = reference.array("correct_as_cond_correction_score");
+    let (_, ptr) = reference.array("correct_as_cond_correction_ptr");
+    failures.extend(check(
+        &tracker,
+        "correction",
+        frame,
+        &ours,
+        &logits,
+        score[0],
+        &ptr,
+        &mut worst,
+    ));
+
+    pass(
+        "correct_as_cond_pass2",
+        &reference.json["scenarios"]["correct_as_cond"]["pass2"],
+        &mut failures,
+        &mut worst,
+    );
+    println!(
+        "worst: correlation {:.6} (goal >= {MIN_CORRELATION}), IoU {:.4} (>= {MIN_IOU}), score diff \
+         {:.2e} (<= {MAX_SCORE_DIFF:e}), pointer rel {:.2e} (<= {MAX_POINTER_REL:e}); {:.0} s",
+        worst.correlation,
+        worst.iou,
+        worst.score_diff,
+        worst.pointer_rel,
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} comparisons failed: {failures:?}",
+        failures.len()
+    );
+}
