@@ -386,8 +386,10 @@ def main():
         "num_maskmem": model.num_maskmem,
         "max_obj_ptrs_in_encoder": model.max_obj_ptrs_in_encoder,
         "image_size": model.image_size,
+        # written next by tools/video_reference.py --out DIR/reference (tools/setup-video.sh)
+        "reference": "reference/reference.json",
     }
-    with open(os.path.join(args.out, "export-manifest.json"), "w") as f:
+    with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     say(f"four modules exported in {time.time() - t0:.0f} s")
 
