@@ -8,8 +8,9 @@ and `modeling/sam2_base.py`) for the SAM2.1 configuration as `build_sam2_video_p
 it, one object at a time (objects never interact: non_overlap_masks is off). Each rule is a
 numbered comment (R1, R2, ...) at the place it is applied; the report prints the same list.
 
-It replays the reference's session (prompts on frame 0, propagation, a correction click on
-frame 15, propagation again, in both of the reference's scenarios) and, per frame and object,
+It replays the reference's session (prompts on frame 0, propagation to frame 15, a correction
+click on frame 15, propagation again, in both of the reference's scenarios) and, per frame and
+object,
 compares the low-res logits (correlation; IoU of the masks over the pixels where the
 reference's |logit| >= 1), the object score logit and the object pointer. Exits non-zero when a
 tolerance is missed.
@@ -275,15 +276,18 @@ class Tracker:
             for t in obj.cond:
                 obj.non_cond.pop(t, None)
 
-    def propagate(self):
-        """propagate_in_video (forward): from the first conditioning frame of any object to the
-        last frame; conditioning frames keep their output, every other frame (a corrected
-        non-conditioning one too) is tracked again: memory, no clicks, memory encoded from the
-        predicted mask (not binarised)."""
+    def propagate(self, start=None, last=None):
+        """propagate_in_video (forward), frames start..last: by default from the first
+        conditioning frame of any object to the last frame. Conditioning frames keep their
+        output; every other frame (a corrected non-conditioning one too) is tracked again:
+        memory, no clicks, memory encoded from the predicted mask (not binarised)."""
         self.preflight()
-        start = min(t for obj in self.objects.values() for t in obj.cond)
+        if start is None:
+            start = min(t for obj in self.objects.values() for t in obj.cond)
+        if last is None:
+            last = self.num_frames - 1
         results = {}
-        for t in range(start, self.num_frames):
+        for t in range(start, last + 1):
             for obj_id, obj in self.objects.items():
                 if t in obj.cond:
                     out = obj.cond[t]
@@ -419,12 +423,12 @@ def main():
         new.maskmem_pos_enc, new.temporal_code = tr.maskmem_pos_enc, tr.temporal_code
         return new
 
-    def check_pass(label, results, logits, scores, ptrs, kinds):
+    def check_pass(label, results, logits, scores, ptrs, info):
         good = True
-        for t in range(ref["num_frames"]):
+        for j, t in enumerate(info["frames"]):
             for i, obj_id in enumerate(obj_ids):
-                c = compare(results[(t, obj_id)], logits[t, i], scores[t, i], ptrs[t, i])
-                good &= report.add(label, t, obj_id, kinds[t][i], c)
+                c = compare(results[(t, obj_id)], logits[j, i], scores[j, i], ptrs[j, i])
+                good &= report.add(label, t, obj_id, info["kinds"][j][i], c)
         return good
 
     # the prompts, then pass 1 (common to both scenarios)
@@ -432,9 +436,10 @@ def main():
     for i, (p, out) in enumerate(zip(ref["prompts"], prompt_outs)):
         c = compare(out, arr(f"prompt{i}_logits"), arr(f"prompt{i}_score")[0], arr(f"prompt{i}_ptr"))
         ok &= report.add("prompt", p["frame"], p["obj_id"], p["stored_as"], c)
-    pass1 = tracker.propagate()
+    info = ref["pass1"]
+    pass1 = tracker.propagate(info["frames"][0], info["frames"][-1])
     ok &= check_pass("pass 1", pass1, arr("pass1_logits"), arr("pass1_scores"),
-                     arr("pass1_ptrs"), ref["pass1_kinds"])
+                     arr("pass1_ptrs"), info)
     print(f"[video-track-check] prompts + pass 1: {time.time() - t0:.0f} s", file=sys.stderr)
 
     after_pass1 = tracker
@@ -447,10 +452,10 @@ def main():
                     arr(f"{name}_correction_ptr"))
         ok &= report.add(f"{name}: correction", corr["frame"], corr["obj_id"],
                          sc["correction_stored_as"], c)
-        pass2 = tracker.propagate()
+        info = sc["pass2"]
+        pass2 = tracker.propagate(info["frames"][0], info["frames"][-1])
         ok &= check_pass(f"{name}: pass 2", pass2, arr(f"{name}_pass2_logits"),
-                         arr(f"{name}_pass2_scores"), arr(f"{name}_pass2_ptrs"),
-                         sc["pass2_kinds"])
+                         arr(f"{name}_pass2_scores"), arr(f"{name}_pass2_ptrs"), info)
         print(f"[video-track-check] {name}: {time.time() - t0:.0f} s", file=sys.stderr)
 
     summary = report.summary()
