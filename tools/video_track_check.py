@@ -36,11 +36,16 @@ MULTIMASK_MIN_PT_NUM, MULTIMASK_MAX_PT_NUM = 0, 1  # R3
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
 
-# Tolerances (ours vs PyTorch, every frame and object)
+# Tolerances (ours vs PyTorch, every frame and object). Measured: 1 - correlation ~1e-11, IoU 1,
+# score ~1e-7, pointer ~1e-6; the score and pointer bounds keep a 100x margin. Random weights
+# make the memory path weak (cross attention to random keys is nearly uniform), so a wrong rule
+# can move the outputs by little: on frame 1, a reversed temporal code moves the pointer by
+# 1.3e-5, no bfloat16 rounding by 4e-6 (both pass), no binarised prompt memory by 1.6e-2 and no
+# spatial position encoding by 2.5e-4 (both caught).
 MIN_CORRELATION = 0.999
 MIN_IOU = 0.99
-MAX_SCORE_ABS = 1e-3  # object score logit, absolute
-MAX_PTR_REL = 1e-3  # ||ours - ref|| / ||ref|| of the object pointer
+MAX_SCORE_ABS = 1e-4  # object score logit, absolute
+MAX_PTR_REL = 1e-4  # ||ours - ref|| / ||ref|| of the object pointer
 
 
 # ----------------------------------------------------------------------------------------------
