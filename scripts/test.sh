@@ -47,6 +47,13 @@ SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
+step "video tracking: SAM2's tracker in numpy on our four ONNX modules against Meta's SAM2VideoPredictor (~100 memory-attention runs: minutes on 2 cores)"
+if ! "$SAM2_REAL_PYTHON" tools/video_track_check.py --models "$SAM2_VIDEO_MODELS" >"$SAM2_REPORT_DIR/video_parity.txt"; then
+    grep -e FAIL -e summary "$SAM2_REPORT_DIR/video_parity.txt" | tail -n 40
+    exit 1
+fi
+tail -n 3 "$SAM2_REPORT_DIR/video_parity.txt"
+
 step "build libsam2.so with its test hooks (the C and C# suites link it; the packaging step builds the shipped one)"
 cargo build --release --lib --features test-support
 

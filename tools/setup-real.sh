@@ -9,8 +9,10 @@
 #                                 packages even to import on a CPU)
 #     real-models/<hash>/         the exports, checkpoints, manifest.json and reference.json, keyed
 #                                 by the export script, its pins and the reference inputs
+#     video/<hash>/               our four-module video export and the reference run of Meta's
+#                                 video predictor (tools/setup-video.sh, sourced at the end)
 # A second run downloads and exports nothing. Source it (`. tools/setup-real.sh`) to get
-# SAM2_REAL_MODELS exported; scripts/test.sh does.
+# SAM2_REAL_MODELS and SAM2_VIDEO_MODELS exported; scripts/test.sh does.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -65,3 +67,6 @@ if [ ! -f "$REAL_MODELS/.sam2-reference-$ref_hash" ]; then
 fi
 export SAM2_REAL_MODELS="$REAL_MODELS"
 export SAM2_REAL_PYTHON="$REAL_VENV/bin/python"
+
+# 3. Video tracking: our four-module export and the reference of Meta's video predictor.
+. "$ROOT/tools/setup-video.sh"
