@@ -104,11 +104,11 @@ cp "$OUT/bin/"*.dll "$OUT/ort/"*.dll "$OUT/demo/"
 # is built into its own directories below.
 PORTABLE=(test_lifecycle test_devices test_cache test_segment test_threads test_errors
     test_embedding_files test_null_sweep test_stress test_bad_input test_runtime_bad_version
-    test_runtime_null_api test_real_models test_mask_formats test_everything)
+    test_runtime_null_api test_real_models test_mask_formats test_everything test_tracker)
 for t in "${PORTABLE[@]}"; do
     extra=()
     case "$t" in test_null_sweep | test_bad_input) extra=(tests/c/sweep.c) ;; esac
-    "$MINGW" "${CFLAGS[@]}" "tests/c/$t.c" tests/c/common.c "${extra[@]}" -L"$LIB" -lsam2 -o "$OUT/bin/$t.exe"
+    "$MINGW" "${CFLAGS[@]}" "tests/c/$t.c" tests/c/common.c examples/c/track_clip.c "${extra[@]}" -L"$LIB" -lsam2 -o "$OUT/bin/$t.exe"
 done
 # The stand-ins for onnxruntime.dll (tests/c/fake_ort.c): one reports 1.20.0, one 1.31.1 without
 # the API.

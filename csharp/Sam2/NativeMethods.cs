@@ -69,6 +69,8 @@ namespace Sam2
         internal const uint SAM2_JOB_FAILED = 3;
         internal const uint SAM2_JOB_CANCELLED = 4;
         internal const uint SAM2_WAIT_FOREVER = 0xFFFFFFFF;
+        internal const uint SAM2_TRACK_FORWARD = 0;
+        internal const uint SAM2_TRACK_BACKWARD = 1;
 
         // ---- structs --------------------------------------------------------------------------
 
@@ -428,5 +430,75 @@ namespace Sam2
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_everything_rle(EverythingHandle everything, UIntPtr index, out IntPtr out_counts, out UIntPtr out_count);
+
+        // ---- video tracking (src/ffi/tracker.rs) -----------------------------------------------
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_tracker_options
+        {
+            public uint struct_size;
+            public uint intra_threads;
+            /// <summary>const sam2_provider*: NULL or a pinned array, read during sam2_tracker_new only.</summary>
+            public IntPtr providers;
+            public UIntPtr provider_count;
+            public uint on_device_mismatch;
+            public uint weight_sharing;
+            public uint graph_optimization;
+            public uint corrections_as_conditioning;
+            public uint num_frames;
+            public uint memory_frames;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_tracked_object
+        {
+            public uint object_id;
+            public int present;
+            public float score;
+            public ulong area;
+            public uint box_x_min, box_y_min, box_x_max, box_y_max;
+        }
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_options_init(IntPtr options, UIntPtr struct_size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_new(byte[] image_encoder_path, byte[] memory_attention_path, byte[] image_decoder_path, byte[] memory_encoder_path, ref sam2_tracker_options options, out TrackerHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_tracker_free(IntPtr tracker);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_add_prompt(TrackerHandle tracker, uint frame_index, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, uint object_id, ref sam2_prompt prompt, out TrackResultHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_track(TrackerHandle tracker, uint frame_index, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, uint direction, out TrackResultHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_remove_object(TrackerHandle tracker, uint object_id, out int out_removed);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_reset(TrackerHandle tracker);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_memory_frames(TrackerHandle tracker, out UIntPtr out_frames);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_device(TrackerHandle tracker, out uint out_provider, out int out_device_id, out int out_fell_back);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_track_result_free(IntPtr result);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_track_result_count(TrackResultHandle result, out uint out_frame_index, out UIntPtr out_count, out uint out_width, out uint out_height);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_track_result_object(TrackResultHandle result, UIntPtr index, out sam2_tracked_object out_object);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_track_result_mask(TrackResultHandle result, UIntPtr index, out IntPtr out_mask, out UIntPtr out_len);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_track_result_low_res(TrackResultHandle result, UIntPtr index, out IntPtr out_logits, out UIntPtr out_len);
     }
 }

@@ -103,7 +103,7 @@ namespace Sam2
             }
         }
 
-        private static unsafe NativeMethods.sam2_prompt ToNative(Sam2Prompt prompt, PinSet pins)
+        internal static unsafe NativeMethods.sam2_prompt ToNative(Sam2Prompt prompt, PinSet pins)
         {
             var result = new NativeMethods.sam2_prompt();
             IList<Sam2Point> points = prompt.Points;

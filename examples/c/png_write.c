@@ -43,23 +43,21 @@ static int write_chunk(FILE *f, const char type[4], const uint8_t *data, uint32_
                : -1;
 }
 
-int png_write(const char *path, const uint8_t *pixels, uint32_t width, uint32_t height,
-              int channels) {
-    if ((channels != 1 && channels != 3) || width == 0 || height == 0) return -1;
-    crc_init();
+/* The zlib stream of one image: each row behind a filter byte 0 (none), in stored blocks, then
+ * the Adler-32. Returns a malloc'd buffer and its length in *zlen_out, or NULL. */
+static uint8_t *zlib_image(const uint8_t *pixels, uint32_t width, uint32_t height, int channels,
+                           size_t *zlen_out) {
     size_t row = (size_t)width * (size_t)channels;
     size_t raw_len = (row + 1) * height;                /* filter byte + row */
     size_t blocks = raw_len / 65535 + 1;
     size_t zlen = 2 + raw_len + blocks * 5 + 4;         /* header, blocks, Adler-32 */
-    if (zlen > 0x7FFFFFFFu) return -1;                   /* one IDAT chunk holds < 2^31 */
+    if (zlen > 0x7FFFFFF0u) return NULL;                 /* one chunk holds < 2^31 */
     uint8_t *z = malloc(zlen);
-    if (z == NULL) return -1;
-
-    /* The uncompressed stream: each row behind a filter byte 0 (none). */
     uint8_t *raw = malloc(raw_len);
-    if (raw == NULL) {
+    if (z == NULL || raw == NULL) {
         free(z);
-        return -1;
+        free(raw);
+        return NULL;
     }
     for (uint32_t y = 0; y < height; y++) {
         raw[y * (row + 1)] = 0;
@@ -88,20 +86,35 @@ int png_write(const char *path, const uint8_t *pixels, uint32_t width, uint32_t 
     free(raw);
     put32(o, (b << 16) | a);
     o += 4;
+    *zlen_out = (size_t)(o - z);
+    return z;
+}
 
-    uint8_t ihdr[13];
+static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+
+static void make_ihdr(uint8_t ihdr[13], uint32_t width, uint32_t height, int channels) {
     put32(ihdr, width);
     put32(ihdr + 4, height);
     ihdr[8] = 8;                          /* bit depth */
     ihdr[9] = channels == 3 ? 2 : 0;      /* colour type: RGB or gray */
     ihdr[10] = ihdr[11] = ihdr[12] = 0;   /* deflate, adaptive filtering, no interlace */
-    static const uint8_t signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+}
+
+int png_write(const char *path, const uint8_t *pixels, uint32_t width, uint32_t height,
+              int channels) {
+    if ((channels != 1 && channels != 3) || width == 0 || height == 0) return -1;
+    crc_init();
+    size_t zlen = 0;
+    uint8_t *z = zlib_image(pixels, width, height, channels, &zlen);
+    if (z == NULL) return -1;
+    uint8_t ihdr[13];
+    make_ihdr(ihdr, width, height, channels);
 
     FILE *f = fopen(path, "wb");
     int rc = -1;
     if (f != NULL) {
         rc = fwrite(signature, 1, 8, f) == 8 && write_chunk(f, "IHDR", ihdr, 13) == 0 &&
-                     write_chunk(f, "IDAT", z, (uint32_t)(o - z)) == 0 &&
+                     write_chunk(f, "IDAT", z, (uint32_t)zlen) == 0 &&
                      write_chunk(f, "IEND", NULL, 0) == 0
                  ? 0
                  : -1;
@@ -109,4 +122,63 @@ int png_write(const char *path, const uint8_t *pixels, uint32_t width, uint32_t 
     }
     free(z);
     return rc;
+}
+
+/* APNG (the PNG extension every current browser shows): after IHDR, acTL (frame count, plays:
+ * 0 = forever); before each frame's data, fcTL (sequence number, size, offset, delay as a
+ * fraction of a second, dispose and blend ops). The first frame's data is an ordinary IDAT (what
+ * a viewer without APNG shows); the others are fdAT chunks: a sequence number, then the zlib
+ * stream as in IDAT. fcTL and fdAT share one sequence, starting at 0. */
+int apng_write(const char *path, const uint8_t *const *frames, uint32_t count, uint32_t width,
+               uint32_t height, int channels, uint32_t delay_ms) {
+    if ((channels != 1 && channels != 3) || width == 0 || height == 0 || count == 0 ||
+        delay_ms > 65535)
+        return -1;
+    crc_init();
+    uint8_t ihdr[13], actl[8];
+    make_ihdr(ihdr, width, height, channels);
+    put32(actl, count);
+    put32(actl + 4, 0);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return -1;
+    int ok = fwrite(signature, 1, 8, f) == 8 && write_chunk(f, "IHDR", ihdr, 13) == 0 &&
+             write_chunk(f, "acTL", actl, 8) == 0;
+    uint32_t sequence = 0;
+    for (uint32_t i = 0; ok && i < count; i++) {
+        uint8_t fctl[26];
+        put32(fctl, sequence++);
+        put32(fctl + 4, width);
+        put32(fctl + 8, height);
+        put32(fctl + 12, 0); /* x offset */
+        put32(fctl + 16, 0); /* y offset */
+        fctl[20] = (uint8_t)(delay_ms >> 8); /* delay: delay_ms / 1000 s */
+        fctl[21] = (uint8_t)delay_ms;
+        fctl[22] = 1000 >> 8;
+        fctl[23] = 1000 & 0xFF;
+        fctl[24] = 0; /* dispose: none (the next frame covers it all) */
+        fctl[25] = 0; /* blend: source */
+        ok = write_chunk(f, "fcTL", fctl, 26) == 0;
+        size_t zlen = 0;
+        uint8_t *z = ok ? zlib_image(frames[i], width, height, channels, &zlen) : NULL;
+        if (z == NULL) {
+            ok = 0;
+            break;
+        }
+        if (i == 0) {
+            ok = write_chunk(f, "IDAT", z, (uint32_t)zlen) == 0;
+        } else {
+            uint8_t *fdat = malloc(zlen + 4);
+            ok = fdat != NULL;
+            if (ok) {
+                put32(fdat, sequence++);
+                memcpy(fdat + 4, z, zlen);
+                ok = write_chunk(f, "fdAT", fdat, (uint32_t)(zlen + 4)) == 0;
+            }
+            free(fdat);
+        }
+        free(z);
+    }
+    ok = ok && write_chunk(f, "IEND", NULL, 0) == 0;
+    if (fclose(f) != 0) ok = 0;
+    return ok ? 0 : -1;
 }

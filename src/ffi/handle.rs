@@ -30,7 +30,7 @@
 //! ```
 
 use super::strings::fail;
-use super::{cache, embedding, encoder, everything, masks, predictor};
+use super::{cache, embedding, encoder, everything, masks, predictor, tracker};
 use crate::error::Error;
 
 /// A C handle type: a struct whose first field is a [`HandleTag`] holding `TAG` while it lives.
@@ -72,7 +72,9 @@ impl HandleTag {
 /// What `free_handle` writes over a tag before releasing the memory.
 const FREED_TAG: u64 = u64::from_le_bytes(*b"sam2free");
 
-/// The handle types this module knows, for messages about a pointer of the wrong type.
+/// The handle types this module knows, for messages about a pointer of the wrong type (every
+/// `impl_handle!` belongs here: test_bad_input.c passes each handle type where each other one
+/// is expected and wants the message to name it).
 fn handle_name(tag: u64) -> Option<&'static str> {
     fn entry<T: Handle>() -> (u64, &'static str) {
         (T::TAG, T::NAME)
@@ -85,6 +87,8 @@ fn handle_name(tag: u64) -> Option<&'static str> {
         entry::<cache::sam2_cache>(),
         entry::<cache::sam2_encode_job>(),
         entry::<everything::sam2_everything>(),
+        entry::<tracker::sam2_tracker>(),
+        entry::<tracker::sam2_track_result>(),
     ]
     .into_iter()
     .find(|(t, _)| *t == tag)

@@ -89,6 +89,29 @@ pub extern "C" fn sam2_tracker_options_init(
     super::init_options(options, struct_size)
 }
 
+/// The core names a few faults by its own parameter names; a C host (and .NET's
+/// `ArgumentException.ParamName`) is told the name of the C argument or field instead.
+fn with_c_names(e: Error) -> Error {
+    let c_name = match &e {
+        Error::InvalidArgument { name: "frame", .. } => "frame_index",
+        Error::InvalidArgument {
+            name: "memory_frames",
+            ..
+        } => "options.memory_frames",
+        Error::InvalidArgument {
+            name: "num_frames", ..
+        } => "options.num_frames",
+        _ => return e,
+    };
+    match e {
+        Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
+            name: c_name,
+            reason,
+        },
+        _ => unreachable!("matched above"),
+    }
+}
+
 fn tracker_options(o: &sam2_tracker_options) -> Result<TrackerOptions, Error> {
     let mut out = TrackerOptions {
         corrections_as_conditioning: flag(
@@ -157,7 +180,7 @@ pub extern "C" fn sam2_tracker_new(
         };
         let out = arg_out(out, "out")?;
         let options = tracker_options(&read_options(options, "options")?)?;
-        let tracker = Tracker::new(&paths, &options)?;
+        let tracker = Tracker::new(&paths, &options).map_err(with_c_names)?;
         out.set(super::publish(sam2_tracker {
             tag: HandleTag::new::<sam2_tracker>(),
             inner: tracker,
@@ -205,8 +228,19 @@ pub extern "C" fn sam2_tracker_add_prompt(
         let out = arg_out(out, "out")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         // SAFETY: non-NULL (checked above); the caller promises a readable sam2_prompt.
-        let prompt = convert_prompt(unsafe { &*prompt }, 256 * 256)?;
-        let object = tracker.add_prompt(frame_index, &image, object_id, &prompt)?;
+        let prompt = unsafe { &*prompt };
+        // Refused before the array is read: a tracker never takes a mask prompt, whatever its
+        // length. (A NULL one with a length is SAM2_ERR_NULL_ARGUMENT, as everywhere.)
+        if !prompt.mask_input.is_null() {
+            return Err(Error::invalid(
+                "prompt.mask_input",
+                "must be NULL: a tracker takes clicks and boxes, not mask prompts",
+            ));
+        }
+        let prompt = convert_prompt(prompt, 256 * 256)?;
+        let object = tracker
+            .add_prompt(frame_index, &image, object_id, &prompt)
+            .map_err(with_c_names)?;
         out.set(publish_result(TrackedFrame {
             frame: frame_index,
             width: image.width,
@@ -243,7 +277,9 @@ pub extern "C" fn sam2_tracker_track(
         let out = arg_out(out, "out")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let direction = DirectionCodes::parse(direction, "direction")?;
-        let frame = tracker.track(frame_index, &image, direction)?;
+        let frame = tracker
+            .track(frame_index, &image, direction)
+            .map_err(with_c_names)?;
         out.set(publish_result(frame));
         Ok(())
     })

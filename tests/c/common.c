@@ -383,6 +383,22 @@ sam2_predictor *test_open_predictor(const sam2_encoder *encoder, const char *pai
     return predictor;
 }
 
+void test_track_paths(char out[TRACK_MODULES][TEST_PATH_MAX]) {
+    static const char *const files[TRACK_MODULES] = {
+        "track/image_encoder.onnx", "track/memory_attention.onnx", "track/image_decoder.onnx",
+        "track/memory_encoder.onnx"};
+    for (int i = 0; i < TRACK_MODULES; i++) test_model_path(out[i], files[i]);
+}
+
+sam2_tracker *test_open_tracker(const sam2_tracker_options *options) {
+    char p[TRACK_MODULES][TEST_PATH_MAX];
+    test_track_paths(p);
+    sam2_tracker *tracker = NULL;
+    CHECK_OK(sam2_tracker_new(p[0], p[1], p[2], p[3], options, &tracker));
+    CHECK(tracker != NULL);
+    return tracker;
+}
+
 sam2_embedding *test_encode(const sam2_encoder *encoder, const test_image *rgb) {
     CHECK(rgb->channels == 3);
     sam2_embedding *embedding = NULL;

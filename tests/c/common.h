@@ -180,6 +180,13 @@ sam2_encoder *test_open_encoder(const char *pair);
 sam2_predictor *test_open_predictor(const sam2_encoder *encoder, const char *pair);
 sam2_embedding *test_encode(const sam2_encoder *encoder, const test_image *rgb);
 
+/* The four modules of the generated tracker ($SAM2_MODELS/track/, tools/gen_track_models.py):
+ * image_encoder, memory_attention, image_decoder, memory_encoder, in sam2_tracker_new's order. */
+enum { TRACK_MODULES = 4 };
+void test_track_paths(char out[TRACK_MODULES][TEST_PATH_MAX]);
+/* A tracker on those modules with `options` (NULL: the defaults), or exits. */
+sam2_tracker *test_open_tracker(const sam2_tracker_options *options);
+
 /* A prompt of `count` points (and no box, no mask). */
 sam2_prompt test_points_prompt(const sam2_point *points, size_t count);
 sam2_prompt test_box_prompt(float x1, float y1, float x2, float y2);

@@ -46,6 +46,7 @@
 
 #include "common.h"
 #include "sweep.h"
+#include "track_clip.h"
 
 #ifdef _WIN32
 #define WIN32_LEAN_AND_MEAN
@@ -66,6 +67,12 @@ static sam2_masks *masks;
 static sam2_cache *cache;
 static sam2_encode_job *job;
 static size_t image_len;
+/* A tracker on the generated modules (num_frames 24), frame 0 of the clip, and the result of a
+ * click on the disc there (one object). */
+static sam2_tracker *tracker;
+static sam2_track_result *track_result;
+static uint8_t clip_rgb[CLIP_WIDTH * CLIP_HEIGHT * 3];
+enum { CLIP_LEN = CLIP_WIDTH * CLIP_HEIGHT * 3 };
 
 static void scratch(char out[TEST_PATH_MAX], const char *name) {
     CHECK(snprintf(out, TEST_PATH_MAX, "%s/%s", dir, name) < TEST_PATH_MAX);
@@ -84,10 +91,10 @@ static int exists(const char *path) {
 
 /* ---- Bad handles ---- */
 
-enum kind { ENCODER, PREDICTOR, EMBEDDING, MASKS, CACHE, JOB, KINDS };
-static const char *const FREE_NAMES[KINDS] = {"sam2_encoder_free",  "sam2_predictor_free",
-                                              "sam2_embedding_free", "sam2_masks_free",
-                                              "sam2_cache_free",     "sam2_encode_job_free"};
+enum kind { ENCODER, PREDICTOR, EMBEDDING, MASKS, CACHE, JOB, TRACKER, TRACK_RESULT, KINDS };
+static const char *const FREE_NAMES[KINDS] = {
+    "sam2_encoder_free", "sam2_predictor_free", "sam2_embedding_free",  "sam2_masks_free",
+    "sam2_cache_free",   "sam2_encode_job_free", "sam2_tracker_free", "sam2_track_result_free"};
 
 static const void *live(enum kind k) {
     switch (k) {
@@ -96,6 +103,8 @@ static const void *live(enum kind k) {
     case EMBEDDING: return embedding;
     case MASKS: return masks;
     case CACHE: return cache;
+    case TRACKER: return tracker;
+    case TRACK_RESULT: return track_result;
     default: return job;
     }
 }
@@ -137,6 +146,20 @@ static const void *freed(enum kind k) {
         CHECK_OK(sam2_cache_new(NULL, &c));
         sam2_cache_free(c);
         return c;
+    }
+    case TRACKER: {
+        sam2_tracker *t = test_open_tracker(NULL);
+        sam2_tracker_free(t);
+        return t;
+    }
+    case TRACK_RESULT: {
+        sam2_point pt = {34, 96, SAM2_POINT_POSITIVE};
+        sam2_prompt prompt = test_points_prompt(&pt, 1);
+        sam2_track_result *r = NULL;
+        CHECK_OK(sam2_tracker_add_prompt(tracker, 0, clip_rgb, CLIP_LEN, CLIP_WIDTH, CLIP_HEIGHT,
+                                         0, SAM2_PIXEL_RGB, 1, &prompt, &r));
+        sam2_track_result_free(r);
+        return r;
     }
     default: {
         sam2_encode_job *j = NULL;
@@ -279,6 +302,10 @@ static void library(void) {
                SAM2_ERR_INVALID_ARGUMENT, "struct_size", po.struct_size == 0x77777777u);
         TRY_IF("sam2_predict_options_init", sam2_predict_options_init(&qo, sizes[i]),
                SAM2_ERR_INVALID_ARGUMENT, "struct_size", qo.struct_size == 0x77777777u);
+        sam2_tracker_options to;
+        memset(&to, 0x77, sizeof to);
+        TRY_IF("sam2_tracker_options_init", sam2_tracker_options_init(&to, sizes[i]),
+               SAM2_ERR_INVALID_ARGUMENT, "struct_size", to.struct_size == 0x77777777u);
     }
     TRY_IF("sam2_encoder_options_init", sam2_encoder_options_init(&eo, sizeof eo + 1),
            SAM2_ERR_INVALID_ARGUMENT, "struct_size", eo.struct_size == 0x77777777u);
@@ -1331,6 +1358,226 @@ static void mask_formats(void) {
            SAM2_ERR_BUFFER_TOO_SMALL, NULL, enc[0] == 'x' && dec[0] == 'y' && enc_needed > 2 && dec_needed > 2);
 }
 
+/* ---- Video tracking: sam2_tracker_* and sam2_track_result_* ---- */
+
+static void tracker_new_fails(const char *const paths[4], const sam2_tracker_options *o,
+                              sam2_status want, const char *needle) {
+    sam2_tracker *out = SENTINEL_PTR;
+    TRY_IF("sam2_tracker_new", sam2_tracker_new(paths[0], paths[1], paths[2], paths[3], o, &out),
+           want, needle, out == SENTINEL_PTR);
+}
+
+static void prompt_fails(const void *t, uint32_t frame, const uint8_t *px, size_t len, uint32_t w,
+                         uint32_t h, size_t stride, uint32_t format, const sam2_prompt *p,
+                         sam2_status want, const char *needle) {
+    sam2_track_result *out = SENTINEL_PTR;
+    TRY_IF("sam2_tracker_add_prompt",
+           sam2_tracker_add_prompt(t, frame, px, len, w, h, stride, format, 1, p, &out), want,
+           needle, out == SENTINEL_PTR);
+}
+
+static void track_fails(const void *t, uint32_t frame, const uint8_t *px, size_t len, uint32_t w,
+                        uint32_t h, size_t stride, uint32_t format, uint32_t direction,
+                        sam2_status want, const char *needle) {
+    sam2_track_result *out = SENTINEL_PTR;
+    TRY_IF("sam2_tracker_track",
+           sam2_tracker_track(t, frame, px, len, w, h, stride, format, direction, &out), want,
+           needle, out == SENTINEL_PTR);
+}
+
+static void tracker_options_and_models(void) {
+    char p[TRACK_MODULES][TEST_PATH_MAX];
+    test_track_paths(p);
+    const char *good[4] = {p[0], p[1], p[2], p[3]};
+    sam2_tracker_options o;
+#define TRACKER_BAD(field, value, needle)                                                      \
+    do {                                                                                     \
+        CHECK_OK(sam2_tracker_options_init(&o, sizeof o));                                   \
+        o.field = value;                                                                     \
+        tracker_new_fails(good, &o, SAM2_ERR_INVALID_ARGUMENT, needle);                      \
+    } while (0)
+    TRACKER_BAD(struct_size, 0, "struct_size");
+    TRACKER_BAD(struct_size, 8, "struct_size");
+    TRACKER_BAD(struct_size, (uint32_t)sizeof o + 8, "struct_size");
+    TRACKER_BAD(struct_size, 0xFFFFFFFFu, "struct_size");
+    TRACKER_BAD(intra_threads, 1025, "intra_threads");
+    TRACKER_BAD(on_device_mismatch, SAM2_ON_MISMATCH_FAIL + 1, "on_device_mismatch");
+    TRACKER_BAD(weight_sharing, SAM2_WEIGHTS_COPY + 1, "weight_sharing");
+    TRACKER_BAD(graph_optimization, SAM2_OPTIMIZATION_ALL + 1, "graph_optimization");
+    TRACKER_BAD(corrections_as_conditioning, 2, "corrections_as_conditioning");
+    TRACKER_BAD(corrections_as_conditioning, 0xFFFFFFFFu, "corrections_as_conditioning");
+    const uint32_t memory[] = {0, 3, 5, 1025, 2000, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof memory / sizeof memory[0]; i++) {
+        TRACKER_BAD(memory_frames, memory[i], "`options.memory_frames`");
+    }
+    CHECK_OK(sam2_tracker_options_init(&o, sizeof o));
+    sam2_provider bad_provider = {SAM2_PROVIDER_COREML + 1, 0, 0, 0};
+    o.providers = &bad_provider;
+    o.provider_count = 1;
+    tracker_new_fails(good, &o, SAM2_ERR_INVALID_ARGUMENT, "provider");
+    o.provider_count = SIZE_MAX;
+    tracker_new_fails(good, &o, SAM2_ERR_INVALID_ARGUMENT, "provider_count");
+
+    /* Each module's path: missing, a directory, invalid UTF-8, an image-model file in its place. */
+    const char *names[4] = {"image_encoder_path", "memory_attention_path", "image_decoder_path",
+                            "memory_encoder_path"};
+    for (int m = 0; m < 4; m++) {
+        const char *bad[4] = {p[0], p[1], p[2], p[3]};
+        bad[m] = "/nonexistent/module.onnx";
+        tracker_new_fails(bad, NULL, SAM2_ERR_MODEL, "/nonexistent/module.onnx");
+        bad[m] = dir;
+        tracker_new_fails(bad, NULL, SAM2_ERR_IO, dir);
+        bad[m] = "\xff\xfe.onnx";
+        tracker_new_fails(bad, NULL, SAM2_ERR_INVALID_ARGUMENT, names[m]);
+        bad[m] = m == 2 ? enc_path : dec_path;
+        tracker_new_fails(bad, NULL, SAM2_ERR_MODEL, NULL);
+    }
+    /* Two modules swapped. */
+    const char *swapped[4] = {p[1], p[0], p[2], p[3]};
+    tracker_new_fails(swapped, NULL, SAM2_ERR_MODEL, NULL);
+}
+
+static void tracker_calls(void) {
+    const uint8_t *px = clip_rgb;
+    const uint32_t w = CLIP_WIDTH, h = CLIP_HEIGHT, rgb = SAM2_PIXEL_RGB;
+    const size_t len = CLIP_LEN, row = (size_t)w * 3;
+    sam2_point pt = {34, 96, SAM2_POINT_POSITIVE};
+    sam2_prompt good = test_points_prompt(&pt, 1);
+
+    /* sam2_tracker_add_prompt: handles, image sizes, frames, prompts. */
+    FOR_BAD(TRACKER, b) prompt_fails(b.ptr, 0, px, len, w, h, 0, rgb, &good, b.want, "`tracker`");
+    const sam2_status I = SAM2_ERR_INVALID_ARGUMENT;
+    prompt_fails(tracker, 0, px, 0, w, h, 0, rgb, &good, I, "pixels");
+    prompt_fails(tracker, 0, px, len - 1, w, h, 0, rgb, &good, I, "pixels");
+    prompt_fails(tracker, 0, px, len, 0, h, 0, rgb, &good, I, "width");
+    prompt_fails(tracker, 0, px, len, w, 0, 0, rgb, &good, I, "height");
+    prompt_fails(tracker, 0, px, len, 0xFFFFFFFFu, 0xFFFFFFFFu, 0, rgb, &good, I, "width");
+    prompt_fails(tracker, 0, px, len, w, h, row - 1, rgb, &good, I, "stride");
+    prompt_fails(tracker, 0, px, len, w, h, SIZE_MAX, rgb, &good, I, "`stride`|`pixels`");
+    prompt_fails(tracker, 0, px, len, w, h, 0, SAM2_PIXEL_GRAY + 1, &good, I, "pixel_format");
+    prompt_fails(tracker, 0, px, len, w, h, 0, SAM2_PIXEL_RGBA, &good, I, "pixels");
+    const uint32_t frames[] = {CLIP_FRAMES, CLIP_FRAMES + 1, 0x7FFFFFFFu, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
+        prompt_fails(tracker, frames[i], px, len, w, h, 0, rgb, &good, I, "`frame_index`");
+    }
+    const float bad_values[] = {NAN, INFINITY, -INFINITY, -1.0f, 1e30f};
+    for (size_t i = 0; i < sizeof bad_values / sizeof bad_values[0]; i++) {
+        sam2_point bad = {bad_values[i], 10, SAM2_POINT_POSITIVE};
+        sam2_prompt p = test_points_prompt(&bad, 1);
+        prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "points");
+        bad.x = 10;
+        bad.y = bad_values[i];
+        prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "points");
+        for (int c = 0; c < 4; c++) {
+            sam2_prompt bx = test_box_prompt(10, 10, 100, 100);
+            bx.box[c] = bad_values[i];
+            prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &bx, I, "box");
+        }
+    }
+    sam2_point outside = {(float)w + 0.5f, 10, SAM2_POINT_POSITIVE};
+    sam2_prompt p = test_points_prompt(&outside, 1);
+    prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "outside");
+    sam2_point label = {10, 10, 2};
+    p = test_points_prompt(&label, 1);
+    prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "label");
+    sam2_prompt bx = test_box_prompt(100, 10, 50, 100);
+    prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &bx, I, "box");
+    sam2_prompt empty;
+    memset(&empty, 0, sizeof empty);
+    prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &empty, I, "empty");
+    p = good;
+    p.point_count = 1025;
+    prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "`points`");
+    p.point_count = SIZE_MAX;
+    prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "`points`");
+    /* Mask prompts, of any length: refused before the array is read. */
+    static float logits[65536];
+    const size_t mask_lens[] = {0, 1, 65536, SIZE_MAX};
+    for (size_t i = 0; i < sizeof mask_lens / sizeof mask_lens[0]; i++) {
+        p = good;
+        p.mask_input = logits;
+        p.mask_input_len = mask_lens[i];
+        prompt_fails(tracker, 0, px, len, w, h, 0, rgb, &p, I, "`prompt.mask_input`");
+    }
+
+    /* sam2_tracker_track: handles, sizes, frames, directions, no object yet. */
+    const uint32_t fwd = SAM2_TRACK_FORWARD;
+    FOR_BAD(TRACKER, b) track_fails(b.ptr, 0, px, len, w, h, 0, rgb, fwd, b.want, "`tracker`");
+    track_fails(tracker, 0, px, len - 1, w, h, 0, rgb, fwd, I, "pixels");
+    track_fails(tracker, 0, px, len, 0, h, 0, rgb, fwd, I, "width");
+    track_fails(tracker, 0, px, len, w, h, 1, rgb, fwd, I, "stride");
+    track_fails(tracker, 0, px, len, w, h, 0, 0xFFFFFFFFu, fwd, I, "pixel_format");
+    for (size_t i = 0; i < sizeof frames / sizeof frames[0]; i++) {
+        track_fails(tracker, frames[i], px, len, w, h, 0, rgb, fwd, I, "`frame_index`");
+    }
+    const uint32_t directions[] = {SAM2_TRACK_BACKWARD + 1, 0x80000000u, 0xFFFFFFFFu};
+    for (size_t i = 0; i < sizeof directions / sizeof directions[0]; i++) {
+        track_fails(tracker, 1, px, len, w, h, 0, rgb, directions[i], I, "`direction`");
+    }
+    sam2_tracker *fresh = test_open_tracker(NULL);
+    track_fails(fresh, 0, px, len, w, h, 0, rgb, fwd, I, "no object");
+    sam2_tracker_free(fresh);
+
+    /* The tracker's queries and state changes. */
+    int32_t removed = 77;
+    FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_remove_object", sam2_tracker_remove_object(b.ptr, 1, &removed),
+                               b.want, "`tracker`", removed == 77);
+    FOR_BAD(TRACKER, b) TRY("sam2_tracker_reset", sam2_tracker_reset(b.ptr), b.want, "`tracker`");
+    size_t held = 777;
+    FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_memory_frames", sam2_tracker_memory_frames(b.ptr, &held),
+                               b.want, "`tracker`", held == 777);
+    uint32_t provider = 777;
+    int32_t device = 777, fell_back = 777;
+    FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_device",
+                               sam2_tracker_device(b.ptr, &provider, &device, &fell_back), b.want,
+                               "`tracker`", UNTOUCHED_DEVICE);
+    /* No refused call above touched the tracker: its object is still there, and an unknown id
+     * is not an error. */
+    TRY_IF("sam2_tracker_remove_object", sam2_tracker_remove_object(tracker, 0xFFFFFFFFu, &removed),
+           SAM2_OK, NULL, removed == 0);
+}
+
+static void track_results(void) {
+    const sam2_status I = SAM2_ERR_INVALID_ARGUMENT;
+    uint32_t frame = 777, w = 777, h = 777;
+    size_t count = 777, len = 777;
+    FOR_BAD(TRACK_RESULT, b) TRY_IF("sam2_track_result_count",
+                                    sam2_track_result_count(b.ptr, &frame, &count, &w, &h), b.want,
+                                    "`result`", frame == 777 && count == 777 && w == 777 && h == 777);
+    sam2_tracked_object o;
+    memset(&o, 0x77, sizeof o);
+    const uint8_t *mask = SENTINEL_PTR;
+    const float *logits = SENTINEL_PTR;
+    const size_t indices[] = {1, 2, 1000, SIZE_MAX};
+    const char *E = "sam2_track_result_object";
+    FOR_BAD(TRACK_RESULT, b) TRY_IF(E, sam2_track_result_object(b.ptr, 0, &o), b.want, "`result`",
+                                    o.object_id == 0x77777777u);
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_track_result_object(track_result, indices[i], &o), I, "`index`",
+               o.object_id == 0x77777777u);
+    }
+    E = "sam2_track_result_mask";
+    FOR_BAD(TRACK_RESULT, b) TRY_IF(E, sam2_track_result_mask(b.ptr, 0, &mask, &len), b.want,
+                                    "`result`", mask == SENTINEL_PTR && len == 777);
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_track_result_mask(track_result, indices[i], &mask, &len), I, "`index`",
+               mask == SENTINEL_PTR && len == 777);
+    }
+    E = "sam2_track_result_low_res";
+    FOR_BAD(TRACK_RESULT, b) TRY_IF(E, sam2_track_result_low_res(b.ptr, 0, &logits, &len), b.want,
+                                    "`result`", logits == SENTINEL_PTR && len == 777);
+    for (size_t i = 0; i < 4; i++) {
+        TRY_IF(E, sam2_track_result_low_res(track_result, indices[i], &logits, &len), I,
+               "`index`", logits == SENTINEL_PTR && len == 777);
+    }
+}
+
+static void trackers(void) {
+    tracker_options_and_models();
+    tracker_calls();
+    track_results();
+}
+
 /* ---- _free: the wrong type and a second free are ignored ---- */
 
 static int warnings;
@@ -1373,6 +1620,14 @@ static void frees(void) {
     TRY_VALUE("sam2_masks_free",
               (sam2_masks_free((sam2_masks *)encoder), ignored_with_warning("sam2_encoder")),
               "`masks`");
+    TRY_VALUE("sam2_tracker_free",
+              (sam2_tracker_free((sam2_tracker *)track_result),
+               ignored_with_warning("sam2_track_result")),
+              "`tracker`");
+    TRY_VALUE("sam2_track_result_free",
+              (sam2_track_result_free((sam2_track_result *)tracker),
+               ignored_with_warning("sam2_tracker")),
+              "`result`");
     TRY_VALUE("sam2_embedding_free",
               (sam2_embedding_free((sam2_embedding *)((char *)embedding + 1)),
                ignored_with_warning("sam2_embedding")),
@@ -1397,6 +1652,8 @@ static void frees(void) {
             case EMBEDDING: sam2_embedding_free(h); break;
             case MASKS: sam2_masks_free(h); break;
             case CACHE: sam2_cache_free(h); break;
+            case TRACKER: sam2_tracker_free(h); break;
+            case TRACK_RESULT: sam2_track_result_free(h); break;
             default: sam2_encode_job_free(h); break;
             }
             sweep_record(FREE_NAMES[k],
@@ -1553,6 +1810,17 @@ int main(int argc, char **argv) {
     CHECK_OK(sam2_cache_encode_async(cache, encoder, image.data, image_len, image.width,
                                      image.height, 0, SAM2_PIXEL_RGB, SAM2_PRIORITY_BACKGROUND,
                                      &job));
+    sam2_tracker_options to;
+    CHECK_OK(sam2_tracker_options_init(&to, sizeof to));
+    to.num_frames = CLIP_FRAMES;
+    tracker = test_open_tracker(&to);
+    clip_frame(0, clip_rgb, NULL, NULL);
+    {
+        sam2_point pt = {34, 96, SAM2_POINT_POSITIVE};
+        sam2_prompt p = test_points_prompt(&pt, 1);
+        CHECK_OK(sam2_tracker_add_prompt(tracker, 0, clip_rgb, CLIP_LEN, CLIP_WIDTH, CLIP_HEIGHT,
+                                         0, SAM2_PIXEL_RGB, 1, &p, &track_result));
+    }
 
     library();
     model_files();
@@ -1565,6 +1833,7 @@ int main(int argc, char **argv) {
     results();
     mask_formats();
     caches();
+    trackers();
     frees();
 
     /* After all that, the handles still work and give the same result. */
@@ -1583,6 +1852,13 @@ int main(int argc, char **argv) {
     sam2_embedding_free(embedding);
     sam2_predictor_free(predictor);
     sam2_encoder_free(encoder);
+    /* The tracker still tracks its object. */
+    sam2_track_result *tracked = NULL;
+    CHECK_OK(sam2_tracker_track(tracker, 0, clip_rgb, CLIP_LEN, CLIP_WIDTH, CLIP_HEIGHT, 0,
+                                SAM2_PIXEL_RGB, SAM2_TRACK_FORWARD, &tracked));
+    sam2_track_result_free(tracked);
+    sam2_track_result_free(track_result);
+    sam2_tracker_free(tracker);
     test_image_free(&image);
     CHECK(rmdir(dir) == 0);
     return sweep_finish("test_bad_input", "bad_input.tsv");

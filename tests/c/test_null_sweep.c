@@ -19,6 +19,7 @@
 
 #include "common.h"
 #include "sweep.h"
+#include "track_clip.h"
 
 #define SENTINEL_PTR ((void *)(uintptr_t)0x5a5a5a5aU)
 #define NULL_ARG SAM2_ERR_NULL_ARGUMENT
@@ -67,6 +68,8 @@ static void library(void) {
         NULL_ARG, "`options`");
     TRY("sam2_cache_options_init", sam2_cache_options_init(NULL, sizeof(sam2_cache_options)),
         NULL_ARG, "`options`");
+    TRY("sam2_tracker_options_init",
+        sam2_tracker_options_init(NULL, sizeof(sam2_tracker_options)), NULL_ARG, "`options`");
 }
 
 static void frees(void) {
@@ -79,6 +82,8 @@ static void frees(void) {
     TRY_VALUE("sam2_masks_free", (sam2_masks_free(NULL), warnings == 0), NULL);
     TRY_VALUE("sam2_cache_free", (sam2_cache_free(NULL), warnings == 0), NULL);
     TRY_VALUE("sam2_encode_job_free", (sam2_encode_job_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_tracker_free", (sam2_tracker_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_track_result_free", (sam2_track_result_free(NULL), warnings == 0), NULL);
     CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_WARNING));
 }
 
@@ -475,6 +480,150 @@ static void cache_calls(const sam2_encoder *encoder, const sam2_embedding *embed
     sam2_cache_free(cache);
 }
 
+/* ---- Video tracking ---- */
+
+static sam2_tracker *tracker_new(void) {
+    const char *E = "sam2_tracker_new";
+    char p[TRACK_MODULES][TEST_PATH_MAX];
+    test_track_paths(p);
+    const char *names[TRACK_MODULES] = {"`image_encoder_path`", "`memory_attention_path`",
+                                        "`image_decoder_path`", "`memory_encoder_path`"};
+    sam2_tracker *out = SENTINEL_PTR;
+    for (int m = 0; m < TRACK_MODULES; m++) {
+        const char *paths[TRACK_MODULES] = {p[0], p[1], p[2], p[3]};
+        paths[m] = NULL;
+        TRY_IF(E, sam2_tracker_new(paths[0], paths[1], paths[2], paths[3], NULL, &out), NULL_ARG,
+               names[m], out == SENTINEL_PTR);
+    }
+    TRY(E, sam2_tracker_new(p[0], p[1], p[2], p[3], NULL, NULL), NULL_ARG, "`out`");
+    sam2_tracker_options options;
+    CHECK_OK(sam2_tracker_options_init(&options, sizeof options));
+    options.provider_count = 1;
+    TRY_IF(E, sam2_tracker_new(p[0], p[1], p[2], p[3], &options, &out), NULL_ARG,
+           "`options.providers`", out == SENTINEL_PTR);
+    /* NULL options: the defaults. */
+    out = NULL;
+    TRY_IF(E, sam2_tracker_new(p[0], p[1], p[2], p[3], NULL, &out), SAM2_OK, NULL, out != NULL);
+    CHECK(out != NULL);
+    return out;
+}
+
+static sam2_track_result *tracker_calls(sam2_tracker *tracker) {
+    enum { LEN = CLIP_WIDTH * CLIP_HEIGHT * 3 };
+    static uint8_t px[LEN];
+    clip_frame(0, px, NULL, NULL);
+    const uint32_t w = CLIP_WIDTH, h = CLIP_HEIGHT, rgb = SAM2_PIXEL_RGB;
+    sam2_point pt = {34, 96, SAM2_POINT_POSITIVE};
+    sam2_prompt prompt = test_points_prompt(&pt, 1);
+    sam2_track_result *out = SENTINEL_PTR;
+
+    const char *E = "sam2_tracker_add_prompt";
+#define ADD_NULL(t, pixels, n, pr, arg)                                                        \
+    TRY_IF(E, sam2_tracker_add_prompt(t, 0, pixels, n, w, h, 0, rgb, 1, pr, &out), NULL_ARG,   \
+           arg, out == SENTINEL_PTR)
+    ADD_NULL(NULL, px, LEN, &prompt, "`tracker`");
+    ADD_NULL(tracker, NULL, LEN, &prompt, "`pixels`");
+    ADD_NULL(tracker, NULL, 0, &prompt, "`pixels`");
+    ADD_NULL(tracker, px, LEN, NULL, "`prompt`");
+    TRY(E, sam2_tracker_add_prompt(tracker, 0, px, LEN, w, h, 0, rgb, 1, &prompt, NULL), NULL_ARG,
+        "`out`");
+    sam2_prompt bad = prompt;
+    bad.points = NULL;
+    ADD_NULL(tracker, px, LEN, &bad, "`prompt.points`");
+    /* A NULL mask_input with a length: a tracker takes no mask prompt. */
+    bad = prompt;
+    bad.mask_input_len = 65536;
+    ADD_NULL(tracker, px, LEN, &bad, "`prompt.mask_input`");
+    /* NULL points with a count of 0 is a box-only prompt. */
+    sam2_prompt box_only = test_box_prompt(240, 10, 300, 70);
+    CHECK(box_only.points == NULL);
+    sam2_track_result *ok = NULL;
+    TRY_IF(E, sam2_tracker_add_prompt(tracker, 0, px, LEN, w, h, 0, rgb, 2, &box_only, &ok),
+           SAM2_OK, NULL, ok != NULL);
+    sam2_track_result_free(ok);
+
+    E = "sam2_tracker_track";
+#define TRACK_NULL(t, pixels, n, arg)                                                          \
+    TRY_IF(E, sam2_tracker_track(t, 0, pixels, n, w, h, 0, rgb, SAM2_TRACK_FORWARD, &out),    \
+           NULL_ARG, arg, out == SENTINEL_PTR)
+    TRACK_NULL(NULL, px, LEN, "`tracker`");
+    TRACK_NULL(tracker, NULL, LEN, "`pixels`");
+    TRACK_NULL(tracker, NULL, 0, "`pixels`");
+    TRY(E, sam2_tracker_track(tracker, 0, px, LEN, w, h, 0, rgb, SAM2_TRACK_FORWARD, NULL),
+        NULL_ARG, "`out`");
+
+    E = "sam2_tracker_remove_object";
+    int32_t removed = 77;
+    TRY_IF(E, sam2_tracker_remove_object(NULL, 1, &removed), NULL_ARG, "`tracker`", removed == 77);
+    /* A NULL `out_removed` is allowed (and the object stays: the id is unknown). */
+    TRY(E, sam2_tracker_remove_object(tracker, 999, NULL), SAM2_OK, NULL);
+    TRY("sam2_tracker_reset", sam2_tracker_reset(NULL), NULL_ARG, "`tracker`");
+    E = "sam2_tracker_memory_frames";
+    size_t frames = 777;
+    TRY_IF(E, sam2_tracker_memory_frames(NULL, &frames), NULL_ARG, "`tracker`", frames == 777);
+    TRY(E, sam2_tracker_memory_frames(tracker, NULL), NULL_ARG, "`out_frames`");
+
+    E = "sam2_tracker_device";
+    uint32_t provider = 777;
+    int32_t device = 777, fell_back = 777;
+    TRY_IF(E, sam2_tracker_device(NULL, &provider, &device, &fell_back), NULL_ARG, "`tracker`",
+           UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_tracker_device(tracker, NULL, &device, &fell_back), NULL_ARG,
+           "`out_provider`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_tracker_device(tracker, &provider, NULL, &fell_back), NULL_ARG,
+           "`out_device_id`", UNTOUCHED_DEVICE);
+    TRY_IF(E, sam2_tracker_device(tracker, &provider, &device, NULL), NULL_ARG, "`out_fell_back`",
+           UNTOUCHED_DEVICE);
+
+    sam2_track_result *result = NULL;
+    CHECK_OK(sam2_tracker_track(tracker, 0, px, LEN, w, h, 0, rgb, SAM2_TRACK_FORWARD, &result));
+    return result;
+}
+
+static void track_result_calls(const sam2_track_result *result) {
+    const char *E = "sam2_track_result_count";
+    uint32_t frame = 777, w = 777, h = 777;
+    size_t count = 777;
+#define UNTOUCHED_COUNT (frame == 777 && count == 777 && w == 777 && h == 777)
+    TRY_IF(E, sam2_track_result_count(NULL, &frame, &count, &w, &h), NULL_ARG, "`result`",
+           UNTOUCHED_COUNT);
+    TRY_IF(E, sam2_track_result_count(result, NULL, &count, &w, &h), NULL_ARG, "`out_frame_index`",
+           UNTOUCHED_COUNT);
+    TRY_IF(E, sam2_track_result_count(result, &frame, NULL, &w, &h), NULL_ARG, "`out_count`",
+           UNTOUCHED_COUNT);
+    TRY_IF(E, sam2_track_result_count(result, &frame, &count, NULL, &h), NULL_ARG, "`out_width`",
+           UNTOUCHED_COUNT);
+    TRY_IF(E, sam2_track_result_count(result, &frame, &count, &w, NULL), NULL_ARG, "`out_height`",
+           UNTOUCHED_COUNT);
+
+    E = "sam2_track_result_object";
+    sam2_tracked_object o;
+    memset(&o, 0x77, sizeof o);
+    TRY_IF(E, sam2_track_result_object(NULL, 0, &o), NULL_ARG, "`result`", o.object_id == 0x77777777u);
+    TRY(E, sam2_track_result_object(result, 0, NULL), NULL_ARG, "`out_object`");
+    /* A NULL handle is reported before an out-of-range index. */
+    TRY_IF(E, sam2_track_result_object(NULL, 12345, &o), NULL_ARG, "`result`",
+           o.object_id == 0x77777777u);
+
+    E = "sam2_track_result_mask";
+    const uint8_t *mask = SENTINEL_PTR;
+    size_t len = 777;
+    TRY_IF(E, sam2_track_result_mask(NULL, 0, &mask, &len), NULL_ARG, "`result`",
+           mask == SENTINEL_PTR && len == 777);
+    TRY_IF(E, sam2_track_result_mask(result, 0, NULL, &len), NULL_ARG, "`out_mask`", len == 777);
+    TRY_IF(E, sam2_track_result_mask(result, 0, &mask, NULL), NULL_ARG, "`out_len`",
+           mask == SENTINEL_PTR);
+
+    E = "sam2_track_result_low_res";
+    const float *logits = SENTINEL_PTR;
+    TRY_IF(E, sam2_track_result_low_res(NULL, 0, &logits, &len), NULL_ARG, "`result`",
+           logits == SENTINEL_PTR && len == 777);
+    TRY_IF(E, sam2_track_result_low_res(result, 0, NULL, &len), NULL_ARG, "`out_logits`",
+           len == 777);
+    TRY_IF(E, sam2_track_result_low_res(result, 0, &logits, NULL), NULL_ARG, "`out_len`",
+           logits == SENTINEL_PTR);
+}
+
 int main(void) {
     test_default_environment();
     test_model_path(encoder_path, "tiny_a_encoder.onnx");
@@ -494,6 +643,11 @@ int main(void) {
     masks_calls(masks);
     mask_format_calls(masks);
     cache_calls(encoder, embedding);
+    sam2_tracker *tracker = tracker_new();
+    sam2_track_result *tracked = tracker_calls(tracker);
+    track_result_calls(tracked);
+    sam2_track_result_free(tracked);
+    sam2_tracker_free(tracker);
 
     sam2_masks_free(masks);
     sam2_predictor_free(predictor);
