@@ -190,7 +190,9 @@ impl Plain {
     /// Frame 0: encoder, decoder on the click (multimask, as SAM2 for one point), memory encoder
     /// (mask from points). Not timed.
     fn prompt(&mut self, image: &DynValue, click: (f32, f32), size: (usize, usize)) -> Res<()> {
-        let enc = self.encoder.run(vec![(Cow::from("image"), image.into())] as Inputs)?;
+        let enc = self
+            .encoder
+            .run(vec![(Cow::from("image"), image.into())] as Inputs)?;
         let coords = f32_tensor(
             vec![1, 1, 2],
             vec![
@@ -329,7 +331,9 @@ impl Plain {
         ] as Inputs)?;
         black_box(&dec["pred_mask"]);
         let _ = &p.score_zero;
-        let features = mem.remove("maskmem_features").ok_or("no maskmem_features")?;
+        let features = mem
+            .remove("maskmem_features")
+            .ok_or("no maskmem_features")?;
         let pointer = dec.remove("obj_ptr").ok_or("no obj_ptr")?;
         Ok((features, pointer))
     }
@@ -342,8 +346,18 @@ impl Plain {
     }
 }
 
-/// One model set, both sides interleaved: per-frame seconds (library, ONNX Runtime alone).
-fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<(Vec<f64>, Vec<f64>)> {
+/// Per-frame seconds of one model set: the library, ONNX Runtime alone, and (for scale, not part
+/// of either figure) what preparing ONNX Runtime's inputs took: the bench's own resize and
+/// normalisation, then assembling the memories, their positions and the pointers.
+struct Timings {
+    library: Vec<f64>,
+    alone: Vec<f64>,
+    preprocess: Vec<f64>,
+    assemble: Vec<f64>,
+}
+
+/// One model set, both sides interleaved.
+fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Timings> {
     let (w, h) = size;
     let tracker = Tracker::new(paths, &TrackerOptions::default())?;
     let mut plain = Plain::new(paths)?;
@@ -361,10 +375,18 @@ fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<(Ve
     tracker.add_prompt(0, &view, 1, &prompt)?;
     plain.prompt(&model_input(&rgb, w, h)?, click, size)?;
     let (mut lib, mut alone) = (Vec::new(), Vec::new());
+    let (mut preprocess, mut assemble) = (Vec::new(), Vec::new());
     for t in 1..=WARM_FRAMES + timed {
         let rgb = clip_frame(t, w, h);
         let view = ImageView::packed(&rgb, w, h, PixelFormat::Rgb)?;
-        let prepared = plain.prepare(t, model_input(&rgb, w, h)?)?;
+        let start = Instant::now();
+        let input = model_input(&rgb, w, h)?;
+        let resized = Instant::now();
+        let prepared = plain.prepare(t, input)?;
+        if t > WARM_FRAMES {
+            preprocess.push((resized - start).as_secs_f64());
+            assemble.push(resized.elapsed().as_secs_f64());
+        }
         // Alternate which side goes first, so neither always runs on a warmer cache.
         let order = if t % 2 == 0 { [0, 1] } else { [1, 0] };
         for side in order {
@@ -392,7 +414,12 @@ fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<(Ve
     if held != 1 + TrackerOptions::default().memory_frames {
         eprintln!("[bench_video] the tracker holds {held} memory frames");
     }
-    Ok((lib, alone))
+    Ok(Timings {
+        library: lib,
+        alone,
+        preprocess,
+        assemble,
+    })
 }
 
 fn main() -> Res<()> {
@@ -407,14 +434,18 @@ fn main() -> Res<()> {
     let torch_frames: u32 = arg("--torch-frames").map_or(Ok(3), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let models = PathBuf::from(
-        std::env::var("SAM2_MODELS")
-            .map_err(|_| "SAM2_MODELS is not set: source tools/setup.sh (scripts/bench.sh does)")?,
-    );
+    let models =
+        PathBuf::from(std::env::var("SAM2_MODELS").map_err(|_| {
+            "SAM2_MODELS is not set: source tools/setup.sh (scripts/bench.sh does)"
+        })?);
     let info = sam2::runtime::init(None)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+    let load = load
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
     println!(
         "video tracking, one object at steady state (7 memory frames, 16 pointers); ONNX Runtime \
          {}, {cores} cores, load average {load}; medians of frames tracked interleaved",
@@ -422,19 +453,24 @@ fn main() -> Res<()> {
     );
 
     let gen_size = (320, 240);
-    let (lib, alone) = compare(
+    let gen = compare(
         &VideoModelPaths::in_dir(models.join("track"), ""),
         gen_size,
         frames,
     )?;
-    let (gen_lib, gen_alone) = (median(lib), median(alone));
+    let (gen_lib, gen_alone) = (median(gen.library.clone()), median(gen.alone.clone()));
+    let gen_prep = (median(gen.preprocess), median(gen.assemble));
 
     let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
     let real_size = (1280, 720);
     let real = match &real_dir {
         Some(dir) => {
-            let (lib, alone) = compare(&VideoModelPaths::in_dir(dir, ""), real_size, real_frames)?;
-            Some((median(lib), median(alone)))
+            let t = compare(&VideoModelPaths::in_dir(dir, ""), real_size, real_frames)?;
+            Some((
+                median(t.library),
+                median(t.alone),
+                (median(t.preprocess), median(t.assemble)),
+            ))
         }
         None => None,
     };
@@ -488,7 +524,7 @@ fn main() -> Res<()> {
         fps(gen_alone)
     );
     match real {
-        Some((lib, alone)) => {
+        Some((lib, alone, _)) => {
             println!(
                 "| SAM2.1 hiera-tiny, 1280×720 | library (`Tracker::track`) | {} | {} | {:.3}× ONNX Runtime alone |",
                 ms(lib),
@@ -504,7 +540,7 @@ fn main() -> Res<()> {
         None => println!("| SAM2.1 hiera-tiny | not run (SAM2_VIDEO_MODELS unset) | | | |"),
     }
     match (torch, real) {
-        (Some((secs, threads)), Some((lib, _))) => println!(
+        (Some((secs, threads)), Some((lib, _, _))) => println!(
             "| SAM2.1 hiera-tiny, 1280×720 | Meta's SAM2VideoPredictor, PyTorch ({threads} threads) | {} | {} | {:.2}× the library |",
             ms(secs),
             fps(secs),
@@ -514,6 +550,19 @@ fn main() -> Res<()> {
             "| SAM2.1 hiera-tiny | Meta's SAM2VideoPredictor: not run (SAM2_VIDEO_MODELS or SAM2_REAL_PYTHON unset, or it failed) | | | |"
         ),
     }
+    let prep = |name: &str, (resize, assemble): (f64, f64)| {
+        println!(
+            "{name}: preparing ONNX Runtime alone's inputs (not in either figure) took {} to \
+             resize and normalise the frame (the bench's own code) and {} to assemble the memories, \
+             their positions and the pointers",
+            ms(resize),
+            ms(assemble)
+        )
+    };
+    prep("generated tracker", gen_prep);
+    if let Some((_, _, p)) = real {
+        prep("SAM2.1 hiera-tiny", p);
+    }
     std::fs::create_dir_all(&out_dir)?;
     let json = serde_json::json!({
         "cores": cores, "load_average": load, "onnxruntime": info.version.to_string(),
@@ -522,12 +571,14 @@ fn main() -> Res<()> {
         "generated": {
             "frame": [gen_size.0, gen_size.1], "frames": frames,
             "library_s": gen_lib, "onnxruntime_alone_s": gen_alone, "ratio": gen_lib / gen_alone,
+            "inputs_resize_s": gen_prep.0, "inputs_assemble_s": gen_prep.1,
         },
-        "real": real.map(|(lib, alone)| serde_json::json!({
+        "real": real.map(|(lib, alone, (resize, assemble))| serde_json::json!({
             "model": "sam2.1_hiera_tiny (tools/export_video.py)",
             "frame": [real_size.0, real_size.1], "frames": real_frames,
             "library_s": lib, "onnxruntime_alone_s": alone, "ratio": lib / alone,
             "library_fps": 1.0 / lib, "onnxruntime_alone_fps": 1.0 / alone,
+            "inputs_resize_s": resize, "inputs_assemble_s": assemble,
         })),
         "pytorch": torch.map(|(secs, threads)| serde_json::json!({
             "frames": torch_frames, "seconds": secs, "fps": 1.0 / secs, "threads": threads,
