@@ -8,9 +8,12 @@
 //! The clip is the disc clip of tools/track_clip.py (tests/video.rs) played back and forth, so
 //! the motion never jumps: the disc crosses behind the bar and comes out again and again, the
 //! square moves left and right; the frame index keeps increasing (a stream: no `num_frames`).
-//! Warm-up is the first fifth of the run, at least 48 frames (three times the 16 memory frames).
+//! Warm-up is the first fifth of the run, at least 100 frames: the memory bank is full from frame
+//! 17 on, but ONNX Runtime's shared arena, which the tracker's sessions allocate from, takes its
+//! last region later (measured: 7 extensions to 192 MiB, the last between frames 80 and 100;
+//! flat from there to frame 1000; docs/reliability.md).
 //!
-//! `SAM2_VIDEO_SOAK_FRAMES` sets the length (default 200: `cargo test` runs that;
+//! `SAM2_VIDEO_SOAK_FRAMES` sets the length (default 160: `cargo test` runs that;
 //! scripts/reliability.sh runs 1000). With `SAM2_REPORT_DIR` set the figures go to
 //! video_soak.tsv, which the reliability report reads.
 
@@ -124,8 +127,8 @@ fn memory_stays_flat_while_two_objects_are_tracked_through_a_long_clip() {
     let frames: u32 = std::env::var("SAM2_VIDEO_SOAK_FRAMES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(200)
-        .max(60);
+        .unwrap_or(160)
+        .max(120);
     init_runtime();
     let options = TrackerOptions::default();
     let tracker = Tracker::new(&VideoModelPaths::in_dir(model("track"), ""), &options).unwrap();
@@ -145,7 +148,7 @@ fn memory_stays_flat_while_two_objects_are_tracked_through_a_long_clip() {
             .present
     );
 
-    let warm_up = (frames / 5).max(48);
+    let warm_up = (frames / 5).max(100);
     let expected_memory = 2 * (1 + options.memory_frames);
     let (mut warm_rss, mut warm_heap, mut warm_arena) = (0, 0, (0, 0));
     let mut samples = Vec::new();
