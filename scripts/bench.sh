@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks of issues 9 and 12, in one command (not part of the test run):
+# The benchmarks of issues 9, 12, 19 and 20, in one command (not part of the test run):
 #
 #     ./scripts/bench.sh [--quick]
 #
@@ -62,3 +62,15 @@ say "annotation session (uptime: $(uptime))"
 say "segment everything (uptime: $(uptime))"
 cargo build --release --example bench_everything --quiet
 "$ROOT/target/release/examples/bench_everything" --out "$ROOT/out"
+
+# Video tracking (issue 19): the tracker's per-frame cost at steady state against ONNX Runtime
+# alone on the same four modules, on the generated tracker and (SAM2_VIDEO_MODELS: the real
+# SAM2.1 tiny export of tools/export_video.py, tools/setup-video.sh when present) at 1280x720
+# beside Meta's PyTorch SAM2VideoPredictor. Writes out/bench_video.json.
+if [ -z "${SAM2_VIDEO_MODELS:-}" ] && [ -f "$ROOT/tools/setup-video.sh" ]; then
+    # shellcheck source=/dev/null
+    . "$ROOT/tools/setup-video.sh"
+fi
+say "video tracking (uptime: $(uptime))"
+cargo build --release --example bench_video --quiet
+"$ROOT/target/release/examples/bench_video" --out "$ROOT/out"

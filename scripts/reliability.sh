@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The reliability report: bad input per entry point, hostile model files, fuzzing, kills during
-# save, the soak and the stress test (generated and real SAM2.1 tiny models) and valgrind, in one
-# table. Each figure comes from a run that measures it:
+# save, the soak and the stress test (generated and real SAM2.1 tiny models), the video soak and
+# valgrind, in one table. Each figure comes from a run that measures it:
 #
 #   scripts/reliability.sh           run everything (about 20 minutes on 2 cores), then the table
 #   scripts/reliability.sh --long    longer runs: fuzz 5 min a target, 1000 kills, a soak on the
@@ -22,8 +22,8 @@ step() { printf '\n==> %s\n' "$*"; }
 
 if [ "$MODE" != "--print" ]; then
     case "$MODE" in
-        standard) fuzz_seconds=60; kills=500; stress=30; soak="600 6000"; real_stress=60; real_soak="40 400" ;;
-        --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000"; real_stress=300; real_soak="150 1500" ;;
+        standard) fuzz_seconds=60; kills=500; stress=30; soak="600 6000"; real_stress=60; real_soak="40 400"; video_frames=1000 ;;
+        --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000"; real_stress=300; real_soak="150 1500"; video_frames=3000 ;;
         *) echo "usage: $0 [--long | --print]" >&2; exit 2 ;;
     esac
     . tools/setup.sh
@@ -51,6 +51,8 @@ if [ "$MODE" != "--print" ]; then
     step "soak: $encodes encodes, $predicts predicts (the real SAM2.1 tiny pair)"
     SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES="$encodes" SAM2_SOAK_PREDICTS="$predicts" \
         SAM2_SOAK_REPORT=soak-real.tsv cargo test --release --test soak -- --nocapture
+    step "video soak: two objects tracked through $video_frames frames (the generated tracker)"
+    SAM2_VIDEO_SOAK_FRAMES="$video_frames" cargo test --release --test video_soak -- --nocapture
     if [ "$MODE" = "--long" ]; then
         step "soak on the bench model (SAM2-sized): 150 encodes, 1500 predicts"
         mv "$SAM2_REPORT_DIR/soak.tsv" "$SAM2_REPORT_DIR/soak-tiny.tsv"
@@ -177,6 +179,27 @@ for name, title in [("soak.tsv", "tiny models"), ("soak-real.tsv", "real SAM2.1 
         if not met or calls:
             failed.append(f"soak ({title})")
         print()
+
+for r in rows("video_soak.tsv"):
+    line(f"Video soak (tests/video_soak.rs), generated tracker: {r['objects']} objects, {r['frames']} frames "
+         f"(warm-up {r['warm_up']})")
+    met = True
+    for label, warm, end, goal in [("heap in use (glibc) after warm-up -> end (MiB)", "heap_warm", "heap_end", "heap_goal"),
+                                   ("resident memory after warm-up -> end (MiB)", "rss_warm", "rss_end", "rss_goal")]:
+        g, bound = int(r[end]) / max(1, int(r[warm])), float(r[goal])
+        met &= g <= bound
+        line(f"  {label:<58}", f"{mib(r[warm]):>10.1f}", f"{mib(r[end]):>10.1f}",
+             f"{g:>7.3f}x", f"{'<=' + r[goal] + 'x':>8}", "" if g <= bound else "   NOT MET")
+    line(f"  {'ONNX Runtime CPU arena after warm-up -> end (MiB)':<58}", f"{mib(r.get('arena_warm') or 0):>10.1f}",
+         f"{mib(r.get('arena_end') or 0):>10.1f}", f"{int(r.get('arena_end') or 0) / max(1, int(r.get('arena_warm') or 0)):>7.3f}x")
+    held, expected = int(r.get("memory_frames") or 0), int(r.get("memory_frames_expected") or 0)
+    line(f"  {'memory frames held at the end (each object: 1 + memory_frames)':<58}", f"{'':>10}", f"{held:>10}",
+         f"{'':>8}", f"{expected:>8}", "" if held == expected else "   NOT MET")
+    calls = int(r["failed"])
+    line(f"  {'calls that failed':<58}", f"{'':>10}", f"{calls:>10}", f"{'':>8}", f"{'0':>8}", "" if calls == 0 else "   NOT MET")
+    if not met or calls or held != expected:
+        failed.append("video soak")
+    print()
 
 for name, title in [("stress.tsv", "tiny models"), ("stress-real.tsv", "real SAM2.1 tiny")]:
     stress = rows(name)

@@ -1,0 +1,592 @@
+//! Video tracking, side by side in one run (issue 19): the per-frame cost of the library's
+//! [`Tracker`] at steady state against ONNX Runtime alone running the same four modules, and
+//! against Meta's PyTorch `SAM2VideoPredictor` on the same checkpoint and CPU.
+//!
+//! Steady state is one object, prompted with one click on frame 0 and tracked forwards until it
+//! attends to 7 memory frames (its conditioning frame and the 6 before the current one) and 16
+//! object pointers (its conditioning frame's and the 15 before); the timed frames come after.
+//!
+//! - the library: one `Tracker::track` call per frame, from the frame's RGB pixels to the
+//!   object's mask at the frame's size: preprocessing (resize to 1024², normalisation), the image
+//!   encoder, the memory bank's selection, assembling the memories, their position encodings and
+//!   the pointers, memory attention, the decoder, the memory encoder, the mask upsampled to the
+//!   frame, bookkeeping;
+//! - ONNX Runtime alone: four plain sessions (`ort`, ONNX Runtime's default options) run one
+//!   after the other, each output fed to the next as is: encoder → attention → decoder → memory
+//!   encoder; nothing else is timed. Its inputs are prepared before the clock starts, as the
+//!   tracker has them at steady state: the frame already resized and normalised, the 7 memories
+//!   concatenated ([7, 64, 64, 64]), their position encodings with the temporal codes added, the
+//!   16 pointers ([16, 256]) and their offsets, all from the outputs of its own earlier frames.
+//!
+//! The two are interleaved frame by frame (the machine's other load hits both alike); the
+//! figures are medians. Two model sets: the generated four-module tracker (models/track/, on
+//! 320×240 frames) and, when SAM2_VIDEO_MODELS names them, the real SAM2.1 hiera-tiny export
+//! (tools/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
+//! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python).
+//!
+//!     cargo run --release --example bench_video -- [--out DIR] [--frames N] [--real-frames N]
+//!         [--torch-frames N]
+//!
+//! Writes out/bench_video.json.
+
+use std::borrow::Cow;
+use std::collections::VecDeque;
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use ort::session::{Session, SessionInputValue};
+use ort::value::{DynValue, Tensor};
+use sam2::{
+    Direction, ImageView, PixelFormat, Point, Prompt, Tracker, TrackerOptions, VideoModelPaths,
+};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// SAM2.1's `num_maskmem` and `max_obj_ptrs_in_encoder`.
+const NUM_MASKMEM: usize = 7;
+const MAX_POINTERS: usize = 16;
+/// Frames tracked before timing: from frame 16 on, a frame attends to 7 memories and 16 pointers.
+const WARM_FRAMES: u32 = 17;
+const SIDE: usize = 1024;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The disc clip of tools/track_clip.py (320×240, 24 frames) played back and forth, so any
+/// frame index has a frame and the motion never jumps; `(width, height)` resamples it (nearest).
+fn clip_frame(t: u32, width: usize, height: usize) -> Vec<u8> {
+    let period = 46;
+    let k = (t % period) as i64;
+    let t = if k < 24 { k } else { 46 - k };
+    let cx = match t {
+        0..=9 => 34 + 10 * t,
+        10 => 140,
+        11..=14 => 174 + 10 * (t - 11),
+        15 => 236,
+        _ => 246 + 7 * (t - 16),
+    };
+    let cy = 96 + 4 * t;
+    let sx = 250 - 8 * t;
+    let mut rgb = vec![0u8; width * height * 3];
+    for yy in 0..height {
+        let y = (yy * 240 / height) as i64;
+        for xx in 0..width {
+            let x = (xx * 320 / width) as i64;
+            let s = x / 20 - y / 24;
+            let mut px = [
+                (168 + s + (3 * x + 5 * y) % 17 - 8) as u8,
+                (162 + s + (5 * x + 2 * y) % 13 - 6) as u8,
+                (146 + s + (2 * x + 7 * y) % 11 - 5) as u8,
+            ];
+            let bar = (150..230).contains(&x);
+            if bar {
+                px = [70, 76, 88];
+            }
+            if (x - cx).pow(2) + (y - cy).pow(2) <= 22 * 22 && !bar {
+                px = [214, 48, 52];
+            }
+            if x >= sx && x < sx + 40 && (20..60).contains(&y) {
+                px = [48, 84, 200];
+            }
+            rgb[(yy * width + xx) * 3..][..3].copy_from_slice(&px);
+        }
+    }
+    rgb
+}
+
+/// Where to click the disc on frame 0, in the frame's pixels.
+fn first_click(width: usize, height: usize) -> (f32, f32) {
+    (34.0 * width as f32 / 320.0, 96.0 * height as f32 / 240.0)
+}
+
+/// The encoder's input: resized (bilinear) to 1024² and normalised with SAM2's mean and std.
+/// Made outside the timed region, so a plain version serves.
+fn model_input(rgb: &[u8], width: usize, height: usize) -> Res<DynValue> {
+    const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
+    const STD: [f32; 3] = [0.229, 0.224, 0.225];
+    let mut out = vec![0f32; 3 * SIDE * SIDE];
+    for y in 0..SIDE {
+        let fy = ((y as f32 + 0.5) * height as f32 / SIDE as f32 - 0.5).max(0.0);
+        let (y0, wy) = (fy as usize, fy.fract());
+        let y1 = (y0 + 1).min(height - 1);
+        for x in 0..SIDE {
+            let fx = ((x as f32 + 0.5) * width as f32 / SIDE as f32 - 0.5).max(0.0);
+            let (x0, wx) = (fx as usize, fx.fract());
+            let x1 = (x0 + 1).min(width - 1);
+            for c in 0..3 {
+                let p = |xx: usize, yy: usize| rgb[(yy * width + xx) * 3 + c] as f32;
+                let v = (p(x0, y0) * (1.0 - wx) + p(x1, y0) * wx) * (1.0 - wy)
+                    + (p(x0, y1) * (1.0 - wx) + p(x1, y1) * wx) * wy;
+                out[c * SIDE * SIDE + y * SIDE + x] = (v / 255.0 - MEAN[c]) / STD[c];
+            }
+        }
+    }
+    Ok(Tensor::from_array(([1usize, 3, SIDE, SIDE], out))?.into_dyn())
+}
+
+fn f32_tensor(shape: Vec<i64>, data: Vec<f32>) -> Res<DynValue> {
+    Ok(Tensor::from_array((shape, data))?.into_dyn())
+}
+
+fn values(v: &DynValue) -> Res<(Vec<i64>, Vec<f32>)> {
+    let (shape, data) = v.try_extract_tensor::<f32>()?;
+    Ok((shape.to_vec(), data.to_vec()))
+}
+
+type Inputs<'a> = Vec<(Cow<'a, str>, SessionInputValue<'a>)>;
+
+/// ONNX Runtime alone: the four modules in plain sessions, and the memory of the one object it
+/// tracks (kept outside the timed region).
+struct Plain {
+    encoder: Session,
+    attention: Session,
+    decoder: Session,
+    memory_encoder: Session,
+    /// The conditioning frame's memory features and pointer.
+    conditioning: Option<(DynValue, DynValue)>,
+    /// The last tracked frames' memory features and pointers, newest last.
+    recent: VecDeque<(DynValue, DynValue)>,
+    /// `maskmem_pos_enc` and `temporal_code`, as read from the first memory.
+    memory_pos: Vec<f32>,
+    temporal_code: Vec<f32>,
+}
+
+/// The inputs of one tracked frame, prepared before the clock starts.
+struct Prepared {
+    image: DynValue,
+    memories: DynValue,
+    pointers: DynValue,
+    memory_pos: DynValue,
+    pointer_tpos: DynValue,
+    coords: DynValue,
+    labels: DynValue,
+    mask_input: DynValue,
+    has_mask: DynValue,
+    multimask: DynValue,
+    score_zero: DynValue,
+    from_points: DynValue,
+}
+
+impl Plain {
+    fn new(paths: &VideoModelPaths) -> Res<Plain> {
+        let env = sam2::runtime::environment()?;
+        let open = |p: &Path| -> Res<Session> { Ok(Session::builder(env)?.commit_from_file(p)?) };
+        Ok(Plain {
+            encoder: open(&paths.image_encoder)?,
+            attention: open(&paths.memory_attention)?,
+            decoder: open(&paths.image_decoder)?,
+            memory_encoder: open(&paths.memory_encoder)?,
+            conditioning: None,
+            recent: VecDeque::new(),
+            memory_pos: Vec::new(),
+            temporal_code: Vec::new(),
+        })
+    }
+
+    /// Frame 0: encoder, decoder on the click (multimask, as SAM2 for one point), memory encoder
+    /// (mask from points). Not timed.
+    fn prompt(&mut self, image: &DynValue, click: (f32, f32), size: (usize, usize)) -> Res<()> {
+        let enc = self
+            .encoder
+            .run(vec![(Cow::from("image"), image.into())] as Inputs)?;
+        let coords = f32_tensor(
+            vec![1, 1, 2],
+            vec![
+                click.0 * SIDE as f32 / size.0 as f32,
+                click.1 * SIDE as f32 / size.1 as f32,
+            ],
+        )?;
+        let labels = f32_tensor(vec![1, 1], vec![1.0])?;
+        let mask_input = f32_tensor(vec![1, 1, 256, 256], vec![0.0; 256 * 256])?;
+        let zero = f32_tensor(vec![1], vec![0.0])?;
+        let one = f32_tensor(vec![1], vec![1.0])?;
+        let dec = self.decoder.run(vec![
+            ("point_coords".into(), (&coords).into()),
+            ("point_labels".into(), (&labels).into()),
+            ("image_embed".into(), (&enc["vision_feats"]).into()),
+            ("high_res_feats_0".into(), (&enc["high_res_feat0"]).into()),
+            ("high_res_feats_1".into(), (&enc["high_res_feat1"]).into()),
+            ("mask_input".into(), (&mask_input).into()),
+            ("has_mask_input".into(), (&zero).into()),
+            ("multimask_output".into(), (&one).into()),
+        ] as Inputs)?;
+        let (_, score) = values(&dec["object_score_logits"])?;
+        let score = f32_tensor(vec![1, 1], score)?;
+        let mem = self.memory_encoder.run(vec![
+            ("mask_for_mem".into(), (&dec["mask_for_mem"]).into()),
+            ("pix_feat".into(), (&enc["pix_feat"]).into()),
+            ("object_score_logits".into(), (&score).into()),
+            ("is_mask_from_pts".into(), (&one).into()),
+        ] as Inputs)?;
+        self.memory_pos = values(&mem["maskmem_pos_enc"])?.1;
+        self.temporal_code = values(&mem["temporal_code"])?.1;
+        let (s, d) = values(&mem["maskmem_features"])?;
+        let (ps, pd) = values(&dec["obj_ptr"])?;
+        self.conditioning = Some((f32_tensor(s, d)?, f32_tensor(ps, pd)?));
+        Ok(())
+    }
+
+    /// The inputs of frame `t` as the tracker assembles them (SAM2's selection, memory stride 1).
+    fn prepare(&self, t: u32, image: DynValue) -> Res<Prepared> {
+        let (cond_mem, cond_ptr) = self.conditioning.as_ref().ok_or("prompt first")?;
+        // Memories: the conditioning frame (temporal row num_maskmem - 1), then frames t-6..t-1
+        // (frame t-r at row r-1).
+        let mut memories: Vec<(&DynValue, usize)> = vec![(cond_mem, NUM_MASKMEM - 1)];
+        let n = self.recent.len();
+        for r in (1..NUM_MASKMEM).rev() {
+            if r <= n {
+                memories.push((&self.recent[n - r].0, r - 1));
+            }
+        }
+        // Pointers: the conditioning frame's (offset t), then frames t-1, t-2, ... (offset d).
+        let mut pointers: Vec<(&DynValue, f32)> = vec![(cond_ptr, t as f32)];
+        for d in 1..MAX_POINTERS.min(n + 1) {
+            pointers.push((&self.recent[n - d].1, d as f32));
+        }
+        let concat = |parts: &[&DynValue]| -> Res<DynValue> {
+            let mut shape = Vec::new();
+            let mut data = Vec::new();
+            for p in parts {
+                let (s, d) = p.try_extract_tensor::<f32>()?;
+                shape = s.to_vec();
+                data.extend_from_slice(d);
+            }
+            shape[0] = parts.len() as i64;
+            f32_tensor(shape, data)
+        };
+        let mem_dim = 64;
+        let tokens = self.memory_pos.len() / mem_dim;
+        let mut pos = vec![0f32; (memories.len() * tokens + 4 * pointers.len()) * mem_dim];
+        for (k, (_, row)) in memories.iter().enumerate() {
+            let code = &self.temporal_code[row * mem_dim..(row + 1) * mem_dim];
+            for (i, v) in pos[k * tokens * mem_dim..(k + 1) * tokens * mem_dim]
+                .iter_mut()
+                .enumerate()
+            {
+                *v = self.memory_pos[i] + code[i % mem_dim];
+            }
+        }
+        let rows = (pos.len() / mem_dim) as i64;
+        Ok(Prepared {
+            image,
+            memories: concat(&memories.iter().map(|m| m.0).collect::<Vec<_>>())?,
+            pointers: concat(&pointers.iter().map(|p| p.0).collect::<Vec<_>>())?,
+            memory_pos: f32_tensor(vec![rows, 1, mem_dim as i64], pos)?,
+            pointer_tpos: f32_tensor(
+                vec![pointers.len() as i64],
+                pointers
+                    .iter()
+                    .map(|p| p.1 / (MAX_POINTERS - 1) as f32)
+                    .collect(),
+            )?,
+            coords: f32_tensor(vec![1, 1, 2], vec![0.0, 0.0])?,
+            labels: f32_tensor(vec![1, 1], vec![-1.0])?,
+            mask_input: f32_tensor(vec![1, 1, 256, 256], vec![0.0; 256 * 256])?,
+            has_mask: f32_tensor(vec![1], vec![0.0])?,
+            multimask: f32_tensor(vec![1], vec![1.0])?,
+            score_zero: f32_tensor(vec![1, 1], vec![0.0])?,
+            from_points: f32_tensor(vec![1], vec![0.0])?,
+        })
+    }
+
+    /// The timed part: the four modules, each output fed to the next. Returns the frame's memory
+    /// features and pointer (kept by the caller after the clock stops).
+    fn step(&mut self, p: &Prepared) -> Res<(DynValue, DynValue)> {
+        let enc = self
+            .encoder
+            .run(vec![(Cow::from("image"), (&p.image).into())] as Inputs)?;
+        let att = self.attention.run(vec![
+            ("current_vision_feat".into(), (&enc["vision_feats"]).into()),
+            (
+                "current_vision_pos_embed".into(),
+                (&enc["vision_pos_embed"]).into(),
+            ),
+            ("memory_0".into(), (&p.pointers).into()),
+            ("memory_1".into(), (&p.memories).into()),
+            ("memory_pos_embed".into(), (&p.memory_pos).into()),
+            ("obj_ptr_tpos".into(), (&p.pointer_tpos).into()),
+        ] as Inputs)?;
+        let mut dec = self.decoder.run(vec![
+            ("point_coords".into(), (&p.coords).into()),
+            ("point_labels".into(), (&p.labels).into()),
+            ("image_embed".into(), (&att["image_embed"]).into()),
+            ("high_res_feats_0".into(), (&enc["high_res_feat0"]).into()),
+            ("high_res_feats_1".into(), (&enc["high_res_feat1"]).into()),
+            ("mask_input".into(), (&p.mask_input).into()),
+            ("has_mask_input".into(), (&p.has_mask).into()),
+            ("multimask_output".into(), (&p.multimask).into()),
+        ] as Inputs)?;
+        let mut mem = self.memory_encoder.run(vec![
+            ("mask_for_mem".into(), (&dec["mask_for_mem"]).into()),
+            ("pix_feat".into(), (&enc["pix_feat"]).into()),
+            (
+                "object_score_logits".into(),
+                (&dec["object_score_logits"]).into(),
+            ),
+            ("is_mask_from_pts".into(), (&p.from_points).into()),
+        ] as Inputs)?;
+        black_box(&dec["pred_mask"]);
+        let _ = &p.score_zero;
+        let features = mem
+            .remove("maskmem_features")
+            .ok_or("no maskmem_features")?;
+        let pointer = dec.remove("obj_ptr").ok_or("no obj_ptr")?;
+        Ok((features, pointer))
+    }
+
+    fn keep(&mut self, memory: (DynValue, DynValue)) {
+        self.recent.push_back(memory);
+        if self.recent.len() > MAX_POINTERS {
+            self.recent.pop_front();
+        }
+    }
+}
+
+/// Per-frame seconds of one model set: the library, ONNX Runtime alone, and (for scale, not part
+/// of either figure) what preparing ONNX Runtime's inputs took: the bench's own resize and
+/// normalisation, then assembling the memories, their positions and the pointers.
+struct Timings {
+    library: Vec<f64>,
+    alone: Vec<f64>,
+    preprocess: Vec<f64>,
+    assemble: Vec<f64>,
+}
+
+/// One model set, both sides interleaved.
+fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Timings> {
+    let (w, h) = size;
+    let tracker = Tracker::new(paths, &TrackerOptions::default())?;
+    let mut plain = Plain::new(paths)?;
+    let click = first_click(w, h);
+    let rgb = clip_frame(0, w, h);
+    let view = ImageView::packed(&rgb, w, h, PixelFormat::Rgb)?;
+    let prompt = Prompt {
+        points: vec![Point {
+            x: click.0,
+            y: click.1,
+            positive: true,
+        }],
+        ..Default::default()
+    };
+    tracker.add_prompt(0, &view, 1, &prompt)?;
+    plain.prompt(&model_input(&rgb, w, h)?, click, size)?;
+    let (mut lib, mut alone) = (Vec::new(), Vec::new());
+    let (mut preprocess, mut assemble) = (Vec::new(), Vec::new());
+    for t in 1..=WARM_FRAMES + timed {
+        let rgb = clip_frame(t, w, h);
+        let view = ImageView::packed(&rgb, w, h, PixelFormat::Rgb)?;
+        let start = Instant::now();
+        let input = model_input(&rgb, w, h)?;
+        let resized = Instant::now();
+        let prepared = plain.prepare(t, input)?;
+        if t > WARM_FRAMES {
+            preprocess.push((resized - start).as_secs_f64());
+            assemble.push(resized.elapsed().as_secs_f64());
+        }
+        // Alternate which side goes first, so neither always runs on a warmer cache.
+        let order = if t % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            if side == 0 {
+                let start = Instant::now();
+                let result = tracker.track(t, &view, Direction::Forward)?;
+                let secs = start.elapsed().as_secs_f64();
+                black_box(&result);
+                if t > WARM_FRAMES {
+                    lib.push(secs);
+                }
+            } else {
+                let start = Instant::now();
+                let memory = plain.step(&prepared)?;
+                let secs = start.elapsed().as_secs_f64();
+                plain.keep(memory);
+                if t > WARM_FRAMES {
+                    alone.push(secs);
+                }
+            }
+        }
+    }
+    // At steady state the tracker holds its conditioning frame and its memory_frames tracked ones.
+    let held = tracker.memory_frames();
+    if held != 1 + TrackerOptions::default().memory_frames {
+        eprintln!("[bench_video] the tracker holds {held} memory frames");
+    }
+    Ok(Timings {
+        library: lib,
+        alone,
+        preprocess,
+        assemble,
+    })
+}
+
+fn main() -> Res<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let frames: u32 = arg("--frames").map_or(Ok(30), |v| v.parse())?;
+    let real_frames: u32 = arg("--real-frames").map_or(Ok(5), |v| v.parse())?;
+    let torch_frames: u32 = arg("--torch-frames").map_or(Ok(3), |v| v.parse())?;
+    let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let models =
+        PathBuf::from(std::env::var("SAM2_MODELS").map_err(|_| {
+            "SAM2_MODELS is not set: source tools/setup.sh (scripts/bench.sh does)"
+        })?);
+    let info = sam2::runtime::init(None)?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let load = load
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
+    println!(
+        "video tracking, one object at steady state (7 memory frames, 16 pointers); ONNX Runtime \
+         {}, {cores} cores, load average {load}; medians of frames tracked interleaved",
+        info.version
+    );
+
+    let gen_size = (320, 240);
+    let gen = compare(
+        &VideoModelPaths::in_dir(models.join("track"), ""),
+        gen_size,
+        frames,
+    )?;
+    let (gen_lib, gen_alone) = (median(gen.library.clone()), median(gen.alone.clone()));
+    let gen_prep = (median(gen.preprocess), median(gen.assemble));
+
+    let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
+    let real_size = (1280, 720);
+    let real = match &real_dir {
+        Some(dir) => {
+            let t = compare(&VideoModelPaths::in_dir(dir, ""), real_size, real_frames)?;
+            Some((
+                median(t.library),
+                median(t.alone),
+                (median(t.preprocess), median(t.assemble)),
+            ))
+        }
+        None => None,
+    };
+    let torch = match (&real_dir, std::env::var_os("SAM2_REAL_PYTHON")) {
+        (Some(dir), Some(python)) => {
+            let out = Command::new(python)
+                .arg(root.join("tools/bench_video_torch.py"))
+                .arg("--models")
+                .arg(dir)
+                .args(["--width", "1280", "--height", "720", "--timed"])
+                .arg(torch_frames.to_string())
+                .output()?;
+            if out.status.success() {
+                let v: serde_json::Value = serde_json::from_str(
+                    String::from_utf8_lossy(&out.stdout)
+                        .lines()
+                        .last()
+                        .unwrap_or(""),
+                )?;
+                let secs: Vec<f64> = v["seconds"]
+                    .as_array()
+                    .ok_or("no seconds from the PyTorch run")?
+                    .iter()
+                    .filter_map(|s| s.as_f64())
+                    .collect();
+                Some((median(secs), v["threads"].as_u64().unwrap_or(0)))
+            } else {
+                eprintln!(
+                    "[bench_video] PyTorch run failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                None
+            }
+        }
+        _ => None,
+    };
+
+    let ms = |s: f64| format!("{:.1} ms", s * 1000.0);
+    let fps = |s: f64| format!("{:.2}", 1.0 / s);
+    println!("| model, frames | side | per frame | frames/s | ratio |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| generated tracker, 320×240 | library (`Tracker::track`) | {} | {} | {:.3}× ONNX Runtime alone |",
+        ms(gen_lib),
+        fps(gen_lib),
+        gen_lib / gen_alone
+    );
+    println!(
+        "| generated tracker, 320×240 | ONNX Runtime alone, the four modules | {} | {} | 1 |",
+        ms(gen_alone),
+        fps(gen_alone)
+    );
+    match real {
+        Some((lib, alone, _)) => {
+            println!(
+                "| SAM2.1 hiera-tiny, 1280×720 | library (`Tracker::track`) | {} | {} | {:.3}× ONNX Runtime alone |",
+                ms(lib),
+                fps(lib),
+                lib / alone
+            );
+            println!(
+                "| SAM2.1 hiera-tiny, 1280×720 | ONNX Runtime alone, the four modules | {} | {} | 1 |",
+                ms(alone),
+                fps(alone)
+            );
+        }
+        None => println!("| SAM2.1 hiera-tiny | not run (SAM2_VIDEO_MODELS unset) | | | |"),
+    }
+    match (torch, real) {
+        (Some((secs, threads)), Some((lib, _, _))) => println!(
+            "| SAM2.1 hiera-tiny, 1280×720 | Meta's SAM2VideoPredictor, PyTorch ({threads} threads) | {} | {} | {:.2}× the library |",
+            ms(secs),
+            fps(secs),
+            secs / lib
+        ),
+        _ => println!(
+            "| SAM2.1 hiera-tiny | Meta's SAM2VideoPredictor: not run (SAM2_VIDEO_MODELS or SAM2_REAL_PYTHON unset, or it failed) | | | |"
+        ),
+    }
+    let prep = |name: &str, (resize, assemble): (f64, f64)| {
+        println!(
+            "{name}: preparing ONNX Runtime alone's inputs (not in either figure) took {} to \
+             resize and normalise the frame (the bench's own code) and {} to assemble the memories, \
+             their positions and the pointers",
+            ms(resize),
+            ms(assemble)
+        )
+    };
+    prep("generated tracker", gen_prep);
+    if let Some((_, _, p)) = real {
+        prep("SAM2.1 hiera-tiny", p);
+    }
+    std::fs::create_dir_all(&out_dir)?;
+    let json = serde_json::json!({
+        "cores": cores, "load_average": load, "onnxruntime": info.version.to_string(),
+        "memory_frames": NUM_MASKMEM, "pointers": MAX_POINTERS, "objects": 1,
+        "warm_frames": WARM_FRAMES,
+        "generated": {
+            "frame": [gen_size.0, gen_size.1], "frames": frames,
+            "library_s": gen_lib, "onnxruntime_alone_s": gen_alone, "ratio": gen_lib / gen_alone,
+            "inputs_resize_s": gen_prep.0, "inputs_assemble_s": gen_prep.1,
+        },
+        "real": real.map(|(lib, alone, (resize, assemble))| serde_json::json!({
+            "model": "sam2.1_hiera_tiny (tools/export_video.py)",
+            "frame": [real_size.0, real_size.1], "frames": real_frames,
+            "library_s": lib, "onnxruntime_alone_s": alone, "ratio": lib / alone,
+            "library_fps": 1.0 / lib, "onnxruntime_alone_fps": 1.0 / alone,
+            "inputs_resize_s": resize, "inputs_assemble_s": assemble,
+        })),
+        "pytorch": torch.map(|(secs, threads)| serde_json::json!({
+            "frames": torch_frames, "seconds": secs, "fps": 1.0 / secs, "threads": threads,
+        })),
+    });
+    std::fs::write(
+        out_dir.join("bench_video.json"),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    Ok(())
+}
