@@ -282,6 +282,10 @@ class MemoryEncoder(torch.nn.Module):
         pos = out["vision_pos_enc"][0]
         absent = 1.0 - (object_score_logits > 0).float()  # [1,1]
         feats = feats + absent.reshape(1, 1, 1, 1) * model.no_obj_embed_spatial.reshape(1, -1, 1, 1)
+        # SAM2VideoPredictor stores every memory as bfloat16 and attends to it in float32 (R10 of
+        # tools/video_track_check.py): rounded here, in the graph, so that a tracker keeps the
+        # memory where the model runs and never touches it.
+        feats = feats.to(torch.bfloat16).to(torch.float32)
         # maskmem_tpos_enc, as an output of the graph (the + 0 keeps it a computed output: a
         # graph output that is a bare constant loses its name in the exporter)
         temporal_code = model.maskmem_tpos_enc + torch.zeros_like(object_score_logits).reshape(1, 1, 1, 1)
@@ -306,6 +310,43 @@ def export(module, args, path, input_names, output_names, dynamic_axes):
                           dynamic_axes=dynamic_axes, opset_version=OPSET, dynamo=False,
                           do_constant_folding=True)
     os.replace(tmp, path)
+
+
+def name_outputs(path, names):
+    """Gives the graph's outputs their contract names: the exporter renames an output that is a
+    parameter passed through (`temporal_code` came out as `925`)."""
+    import onnx
+
+    model = onnx.load(path)
+    renames = {o.name: n for o, n in zip(model.graph.output, names) if o.name != n}
+    if not renames:
+        return
+    for node in model.graph.node:
+        for i, o in enumerate(node.output):
+            if o in renames:
+                node.output[i] = renames[o]
+        for i, o in enumerate(node.input):
+            if o in renames:
+                node.input[i] = renames[o]
+    for init in model.graph.initializer:
+        if init.name in renames:
+            init.name = renames[init.name]
+    for o in model.graph.output:
+        if o.name in renames:
+            o.name = renames[o.name]
+    onnx.checker.check_model(model)
+    onnx.save(model, path)
+
+
+def weights_sha256(model):
+    """A hash of the weights' values (names in order, dtypes, shapes, bytes): what the reference run
+    depends on, independent of how torch.save lays the checkpoint out."""
+    h = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        t = tensor.detach().cpu().contiguous()
+        h.update(f"{name} {t.dtype} {tuple(t.shape)}\n".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
 
 
 def main():
@@ -370,6 +411,7 @@ def main():
            (torch.randn(1, 1, 1024, 1024, generator=g), pix, torch.ones(1, 1), torch.zeros(1)),
            path, ["mask_for_mem", "pix_feat", "object_score_logits", "is_mask_from_pts"],
            ["maskmem_features", "maskmem_pos_enc", "temporal_code"], None)
+    name_outputs(path, ["maskmem_features", "maskmem_pos_enc", "temporal_code"])
     files["memory_encoder"] = path
     say(f"memory_encoder.onnx ({time.time() - t:.0f} s)")
 
@@ -381,6 +423,7 @@ def main():
         "torch": torch.__version__,
         "opset": OPSET,
         "checkpoint": os.path.basename(checkpoint),
+        "weights_sha256": weights_sha256(model),
         "files": {k: os.path.basename(v) for k, v in files.items()},
         "sha256": {k: sha256(v) for k, v in files.items()},
         "num_maskmem": model.num_maskmem,

@@ -4,26 +4,40 @@
 # Meta's SAM2VideoPredictor on a generated 30-frame clip (tools/video_reference.py).
 #
 # Sourced by tools/setup-real.sh after the real exports (it needs that script's venv, $CACHE,
-# $REAL_VENV, say and logged). Cached outside the repository, keyed by the two scripts and the
-# venv's pins:
-#   $CACHE/video/<hash>/   image_encoder.onnx, memory_attention.onnx, image_decoder.onnx,
-#                          memory_encoder.onnx, the checkpoint, manifest.json (names the four
-#                          files and the reference), reference/ (clip, prompts, reference arrays)
-# A second run recomputes nothing. Exports SAM2_VIDEO_MODELS.
+# $REAL_VENV, say and logged). Cached outside the repository in two parts, so that a change to
+# the export alone (seconds) never reruns the reference (minutes of memory attention):
+#   $CACHE/video/export-<hash>/     keyed by export_video.py and the venv's pins: the four
+#                                   modules, the checkpoint, manifest.json; `reference` links to
+#   $CACHE/video/reference-<hash>/  keyed by video_reference.py, the pins and the weights' own
+#                                   hash (manifest.json's weights_sha256): clip, prompts, arrays
+# A second run recomputes nothing. Exports SAM2_VIDEO_MODELS. tools/video_track_check.py (SAM2's
+# tracker in numpy on the four modules, against the reference) is a developer's check, not run
+# here: the Rust tests compare the library itself with the same reference.
 
-video_hash="$(cat "$ROOT/tools/export_video.py" "$ROOT/tools/video_reference.py" \
-    "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
-VIDEO_MODELS="$CACHE/video/$video_hash"
-if [ ! -f "$VIDEO_MODELS/.sam2-video-done" ]; then
-    say "exporting the four video modules and running Meta's video predictor into $VIDEO_MODELS (a few minutes)"
+export_hash="$(cat "$ROOT/tools/export_video.py" "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
+VIDEO_MODELS="$CACHE/video/export-$export_hash"
+if [ ! -f "$VIDEO_MODELS/.sam2-video-export-done" ]; then
+    say "exporting the four video modules into $VIDEO_MODELS (about a minute)"
     rm -rf "$VIDEO_MODELS"
     mkdir -p "$VIDEO_MODELS"
     logged "$VIDEO_MODELS/export.log" "$REAL_VENV/bin/python" "$ROOT/tools/export_video.py" \
         --out "$VIDEO_MODELS"
-    logged "$VIDEO_MODELS/reference.log" "$REAL_VENV/bin/python" "$ROOT/tools/video_reference.py" \
-        --models "$VIDEO_MODELS" --out "$VIDEO_MODELS/reference"
-    touch "$VIDEO_MODELS/.sam2-video-done"
-    # Outputs of older versions of the scripts are not needed any more.
-    find "$CACHE/video" -mindepth 1 -maxdepth 1 -type d ! -name "$video_hash" -exec rm -rf {} +
+    touch "$VIDEO_MODELS/.sam2-video-export-done"
 fi
+weights="$("$REAL_VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' \
+    "$VIDEO_MODELS/manifest.json")"
+reference_hash="$( (cat "$ROOT/tools/video_reference.py" "$ROOT/tools/real-requirements.txt"; echo "$weights") | sha256sum | cut -c1-16)"
+VIDEO_REFERENCE="$CACHE/video/reference-$reference_hash"
+if [ ! -f "$VIDEO_REFERENCE/.sam2-video-reference-done" ]; then
+    say "running Meta's SAM2VideoPredictor on the generated clip into $VIDEO_REFERENCE (minutes: memory attention costs seconds a frame)"
+    rm -rf "$VIDEO_REFERENCE"
+    mkdir -p "$VIDEO_REFERENCE"
+    logged "$VIDEO_REFERENCE/reference.log" "$REAL_VENV/bin/python" "$ROOT/tools/video_reference.py" \
+        --models "$VIDEO_MODELS" --out "$VIDEO_REFERENCE"
+    touch "$VIDEO_REFERENCE/.sam2-video-reference-done"
+fi
+ln -sfn "$VIDEO_REFERENCE" "$VIDEO_MODELS/reference"
+# Outputs of older versions of the scripts are not needed any more.
+find "$CACHE/video" -mindepth 1 -maxdepth 1 ! -name "export-$export_hash" \
+    ! -name "reference-$reference_hash" -exec rm -rf {} +
 export SAM2_VIDEO_MODELS="$VIDEO_MODELS"
