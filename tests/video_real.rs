@@ -228,9 +228,17 @@ impl Figures {
     }
 }
 
+/// Prints a line and keeps it for the report file.
+fn say(report: &mut String, line: String) {
+    println!("{line}");
+    report.push_str(&line);
+    report.push('\n');
+}
+
 /// Compares and prints; returns the failures' descriptions.
 #[allow(clippy::too_many_arguments)]
 fn check(
+    report: &mut String,
     tracker: &Tracker,
     what: &str,
     frame: u32,
@@ -245,15 +253,18 @@ fn check(
         .unwrap()
         .expect("the tracker keeps the pointer of the frame it just returned");
     let f = Figures::of(ours, &pointer, logits, score, ref_ptr);
-    println!(
-        "{what:<12} {frame:>5} {:>6} {:>11.6} {:>8.4} {:>10.2e} {:>11.2e}  {:>7.3} {}",
-        ours.object_id,
-        f.correlation,
-        f.iou,
-        f.score_diff,
-        f.pointer_rel,
-        ours.score,
-        if f.ok() { "" } else { "  FAILED" }
+    say(
+        report,
+        format!(
+            "{what:<12} {frame:>5} {:>6} {:>11.6} {:>8.4} {:>10.2e} {:>11.2e}  {:>7.3} {}",
+            ours.object_id,
+            f.correlation,
+            f.iou,
+            f.score_diff,
+            f.pointer_rel,
+            ours.score,
+            if f.ok() { "" } else { "  FAILED" }
+        ),
     );
     worst.correlation = worst.correlation.min(f.correlation);
     worst.iou = worst.iou.min(f.iou);
@@ -283,7 +294,11 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         pointer_rel: 0.0,
     };
     let mut failures = Vec::new();
-    println!("step         frame object correlation      IoU score diff pointer rel    score");
+    let mut report = String::new();
+    say(
+        &mut report,
+        "step         frame object correlation      IoU score diff pointer rel    score".into(),
+    );
     let start = std::time::Instant::now();
 
     // Prompts on frame 0, in the reference's order.
@@ -302,12 +317,24 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         let (_, score) = reference.array(&format!("prompt{k}_score"));
         let (_, ptr) = reference.array(&format!("prompt{k}_ptr"));
         failures.extend(check(
-            &tracker, "prompt", frame, &ours, &logits, score[0], &ptr, &mut worst,
+            &mut report,
+            &tracker,
+            "prompt",
+            frame,
+            &ours,
+            &logits,
+            score[0],
+            &ptr,
+            &mut worst,
         ));
     }
 
     // A pass over frames, each compared with the reference's arrays `{name}_*`.
-    let pass = |name: &str, spec: &Value, failures: &mut Vec<String>, worst: &mut Figures| {
+    let pass = |name: &str,
+                spec: &Value,
+                report: &mut String,
+                failures: &mut Vec<String>,
+                worst: &mut Figures| {
         let (_, logits) = reference.array(&format!("{name}_logits"));
         let (_, scores) = reference.array(&format!("{name}_scores"));
         let (_, ptrs) = reference.array(&format!("{name}_ptrs"));
@@ -321,6 +348,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
             for (o, ours) in result.objects.iter().enumerate() {
                 let k = i * 2 + o;
                 failures.extend(check(
+                    report,
                     &tracker,
                     name,
                     t,
@@ -333,7 +361,13 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
             }
         }
     };
-    pass("pass1", &reference.json["pass1"], &mut failures, &mut worst);
+    pass(
+        "pass1",
+        &reference.json["pass1"],
+        &mut report,
+        &mut failures,
+        &mut worst,
+    );
 
     // The correction on frame 15, kept as a conditioning frame.
     let correction = &reference.json["correction"];
@@ -351,6 +385,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
     let (_, score) = reference.array("correct_as_cond_correction_score");
     let (_, ptr) = reference.array("correct_as_cond_correction_ptr");
     failures.extend(check(
+        &mut report,
         &tracker,
         "correction",
         frame,
@@ -364,10 +399,11 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
     pass(
         "correct_as_cond_pass2",
         &reference.json["scenarios"]["correct_as_cond"]["pass2"],
+        &mut report,
         &mut failures,
         &mut worst,
     );
-    println!(
+    say(&mut report, format!(
         "worst: correlation {:.6} (goal >= {MIN_CORRELATION}), IoU {:.4} (>= {MIN_IOU}), score diff \
          {:.2e} (<= {MAX_SCORE_DIFF:e}), pointer rel {:.2e} (<= {MAX_POINTER_REL:e}); {:.0} s",
         worst.correlation,
@@ -375,7 +411,10 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         worst.score_diff,
         worst.pointer_rel,
         start.elapsed().as_secs_f64()
-    );
+    ));
+    if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
+        std::fs::write(PathBuf::from(dir).join("video_parity.txt"), &report).unwrap();
+    }
     assert!(
         failures.is_empty(),
         "{} comparisons failed: {failures:?}",
