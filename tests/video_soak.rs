@@ -25,8 +25,7 @@ use sam2::{
     VideoModelPaths,
 };
 
-const WIDTH: usize = 320;
-const HEIGHT: usize = 240;
+use common::track_clip::{HEIGHT, WIDTH};
 /// Goals: the most each measure may grow after warm-up.
 const HEAP_GOAL: f64 = 1.05;
 const RSS_GOAL: f64 = 1.05;
@@ -43,40 +42,7 @@ fn clip_index(t: u32) -> i64 {
 }
 
 fn frame(t: u32) -> Vec<u8> {
-    let t = clip_index(t);
-    let cx = match t {
-        0..=9 => 34 + 10 * t,
-        10 => 140,
-        11..=14 => 174 + 10 * (t - 11),
-        15 => 236,
-        _ => 246 + 7 * (t - 16),
-    };
-    let cy = 96 + 4 * t;
-    let sx = 250 - 8 * t;
-    let mut rgb = vec![0u8; WIDTH * HEIGHT * 3];
-    for y in 0..HEIGHT as i64 {
-        for x in 0..WIDTH as i64 {
-            let s = x / 20 - y / 24;
-            let mut px = [
-                (168 + s + (3 * x + 5 * y) % 17 - 8) as u8,
-                (162 + s + (5 * x + 2 * y) % 13 - 6) as u8,
-                (146 + s + (2 * x + 7 * y) % 11 - 5) as u8,
-            ];
-            let bar = (150..230).contains(&x);
-            if bar {
-                px = [70, 76, 88];
-            }
-            if (x - cx).pow(2) + (y - cy).pow(2) <= 22 * 22 && !bar {
-                px = [214, 48, 52];
-            }
-            if x >= sx && x < sx + 40 && (20..60).contains(&y) {
-                px = [48, 84, 200];
-            }
-            let i = (y as usize) * WIDTH + x as usize;
-            rgb[i * 3..i * 3 + 3].copy_from_slice(&px);
-        }
-    }
-    rgb
+    track_clip::frame(clip_index(t) as u32).0
 }
 
 fn click(x: f32, y: f32) -> Prompt {

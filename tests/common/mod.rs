@@ -4,6 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod track_clip;
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
