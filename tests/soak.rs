@@ -29,6 +29,7 @@ mod common;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use common::memory::{arena, heap, rss};
 use common::*;
 use sam2::{
     Embedding, Encoder, ImageView, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions,
@@ -53,41 +54,6 @@ const MAX_POINTS: usize = 6;
 const HEAP_GOAL: f64 = 1.05;
 const ARENA_GOAL: f64 = 1.1;
 const RSS_GOAL: f64 = 1.25;
-
-/// Resident set size of this process, in bytes.
-fn rss() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
-}
-
-/// Bytes the C heap has handed out and not had back (`malloc` in use, mapped blocks included),
-/// and bytes it holds from the system (in use or free), from glibc's `mallinfo2`.
-fn heap() -> (u64, u64) {
-    // SAFETY: mallinfo2 has no preconditions; it only reads the allocator's counters.
-    let info = unsafe { libc::mallinfo2() };
-    (
-        (info.uordblks + info.hblkhd) as u64,
-        (info.arena + info.hblkhd) as u64,
-    )
-}
-
-/// Bytes the shared CPU arena holds from the system, and how many times it grew.
-fn arena(predictor: &Predictor) -> (u64, u64) {
-    let stats = predictor.arena_stats();
-    if std::env::var_os("SAM2_SOAK_SHOW_STATS").is_some() {
-        println!("{stats:?}");
-    }
-    let get = |key: &str| {
-        stats
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (get("TotalAllocated"), get("NumArenaExtensions"))
-}
 
 /// Deterministic pseudo-random numbers (xorshift64*).
 struct Rng(u64);

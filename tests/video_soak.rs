@@ -19,6 +19,7 @@
 
 mod common;
 
+use common::memory::{arena, heap, rss};
 use common::*;
 use sam2::{
     Direction, ImageView, PixelFormat, Point, Predictor, Prompt, Tracker, TrackerOptions,
@@ -55,37 +56,6 @@ fn click(x: f32, y: f32) -> Prompt {
         bbox: None,
         mask_input: None,
     }
-}
-
-/// Resident set size of this process, in bytes.
-fn rss() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
-    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
-    // SAFETY: sysconf has no preconditions.
-    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
-}
-
-/// Bytes the C heap has handed out and not had back (glibc's `mallinfo2`: `malloc` in use,
-/// mapped blocks included).
-fn heap_in_use() -> u64 {
-    // SAFETY: mallinfo2 has no preconditions; it only reads the allocator's counters.
-    let info = unsafe { libc::mallinfo2() };
-    (info.uordblks + info.hblkhd) as u64
-}
-
-/// Bytes ONNX Runtime's shared CPU arena holds from the system, and how many times it grew. The
-/// arena is shared by every session of the process (src/runtime.rs), the tracker's included; a
-/// predictor is what reads its statistics.
-fn arena(reader: &Predictor) -> (u64, u64) {
-    let stats = reader.arena_stats();
-    let get = |key: &str| {
-        stats
-            .iter()
-            .find(|(k, _)| k == key)
-            .and_then(|(_, v)| v.parse().ok())
-            .unwrap_or(0)
-    };
-    (get("TotalAllocated"), get("NumArenaExtensions"))
 }
 
 #[test]
@@ -138,13 +108,13 @@ fn memory_stays_flat_while_two_objects_are_tracked_through_a_long_clip() {
             held_wrong.push((t, held));
         }
         if t == warm_up {
-            (warm_rss, warm_heap, warm_arena) = (rss(), heap_in_use(), arena(&reader));
+            (warm_rss, warm_heap, warm_arena) = (rss(), heap().0, arena(&reader));
         }
         if t % (frames / 10).max(1) == 0 {
-            samples.push((t, rss(), heap_in_use(), arena(&reader), held));
+            samples.push((t, rss(), heap().0, arena(&reader), held));
         }
     }
-    let (end_rss, end_heap, end_arena) = (rss(), heap_in_use(), arena(&reader));
+    let (end_rss, end_heap, end_arena) = (rss(), heap().0, arena(&reader));
     let mib = |b: u64| b as f64 / (1 << 20) as f64;
     let elapsed = start.elapsed().as_secs_f64();
     println!(

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+pub mod memory;
 pub mod track_clip;
 
 pub fn root() -> PathBuf {
