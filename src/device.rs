@@ -22,6 +22,9 @@ pub enum Provider {
     TensorRt,
     DirectMl,
     CoreMl,
+    /// WebGPU (Dawn over Vulkan, Metal or D3D12): AMD, Intel, NVIDIA and Apple GPUs, and
+    /// software Vulkan drivers such as Mesa's llvmpipe.
+    WebGpu,
 }
 
 impl Provider {
@@ -33,6 +36,7 @@ impl Provider {
             Provider::TensorRt => "TensorrtExecutionProvider",
             Provider::DirectMl => "DmlExecutionProvider",
             Provider::CoreMl => "CoreMLExecutionProvider",
+            Provider::WebGpu => "WebGpuExecutionProvider",
         }
     }
 
@@ -40,8 +44,25 @@ impl Provider {
     pub fn is_gpu(self) -> bool {
         matches!(
             self,
-            Provider::Cuda | Provider::TensorRt | Provider::DirectMl
+            Provider::Cuda | Provider::TensorRt | Provider::DirectMl | Provider::WebGpu
         )
+    }
+
+    /// Whether a weight of this tensor's element type is used by the provider's own kernels (and
+    /// so belongs in its device memory). WebGPU computes in float32 and float16 only: integer
+    /// weights feed the shape arithmetic ONNX Runtime keeps on the CPU.
+    pub(crate) fn computes_on_device(self, tensor: &ort::value::DynTensor) -> bool {
+        use ort::value::{TensorElementType, ValueType};
+        match self {
+            Provider::WebGpu => matches!(
+                tensor.dtype(),
+                ValueType::Tensor {
+                    ty: TensorElementType::Float32 | TensorElementType::Float16,
+                    ..
+                }
+            ),
+            _ => true,
+        }
     }
 
     /// The device memory the provider runs on, if it has its own.
@@ -49,17 +70,14 @@ impl Provider {
         match self {
             Provider::Cuda | Provider::TensorRt => Some(AllocationDevice::CUDA),
             Provider::DirectMl => Some(AllocationDevice::DIRECTML),
+            Provider::WebGpu => Some(AllocationDevice::WEBGPU_BUFFER),
             Provider::Cpu | Provider::CoreMl => None,
         }
     }
 
     /// The allocator of the provider's device memory, if it has one of its own.
     fn device_memory(self, device_id: i32) -> Option<Result<MemoryInfo<'static>>> {
-        let device = match self {
-            Provider::Cuda | Provider::TensorRt => AllocationDevice::CUDA,
-            Provider::DirectMl => AllocationDevice::DIRECTML,
-            Provider::Cpu | Provider::CoreMl => return None,
-        };
+        let device = self.allocation_device()?;
         Some(
             MemoryInfo::new(
                 device,
@@ -152,6 +170,12 @@ impl ProviderRequest {
                 .with_device_id(self.device_id)
                 .build(),
             Provider::CoreMl => ep::CoreML::default().build(),
+            Provider::WebGpu => ep::WebGPU::default()
+                .with_device_id(self.device_id)
+                // NHWC would make ONNX Runtime transpose convolution weights when it builds the
+                // session, reading them from the model: shared weights are not in the model.
+                .with_preferred_layout(ep::webgpu::PreferredLayout::NCHW)
+                .build(),
         }
         .error_on_failure()
     }
@@ -163,6 +187,7 @@ impl ProviderRequest {
             Provider::TensorRt => ep::TensorRT::is_available(),
             Provider::DirectMl => ep::DirectML::is_available(),
             Provider::CoreMl => ep::CoreML::is_available(),
+            Provider::WebGpu => ep::WebGPU::is_available(),
         };
         r.unwrap_or(false)
     }
@@ -196,6 +221,9 @@ pub struct EffectiveDevice {
     pub providers: Vec<Provider>,
     /// A requested GPU provider did not survive and the session fell back.
     pub fell_back: bool,
+    /// ONNX Runtime's name of the memory the session's device allocator hands out ("Cpu" for
+    /// the host; "Cuda", "DML", "WebGPU_Buf", … as the built session reports it).
+    pub memory: String,
 }
 
 impl EffectiveDevice {
@@ -205,6 +233,7 @@ impl EffectiveDevice {
             device_id: 0,
             providers: vec![Provider::Cpu],
             fell_back: false,
+            memory: AllocationDevice::CPU.as_str().to_string(),
         }
     }
 
@@ -225,13 +254,10 @@ impl EffectiveDevice {
         }
     }
 
-    /// The allocator name of the device memory this session reads in place ("Cpu" for the host).
-    pub fn allocator_name(&self) -> &'static str {
-        match self.primary {
-            Provider::Cuda | Provider::TensorRt => "Cuda",
-            Provider::DirectMl => "DML",
-            Provider::Cpu | Provider::CoreMl => "Cpu",
-        }
+    /// The allocator name of the device memory this session reads in place ("Cpu" for the host):
+    /// ONNX Runtime's own name for it, the name its tensors carry.
+    pub fn allocator_name(&self) -> &str {
+        &self.memory
     }
 }
 
@@ -264,13 +290,22 @@ pub(crate) fn resolve(
     what: &str,
 ) -> Result<EffectiveDevice> {
     let mut effective: Vec<(ProviderRequest, bool, String)> = Vec::new();
+    let mut memory_names: Vec<(Provider, String)> = Vec::new();
     for (request, registered) in outcome {
         let (ok, why) = match registered {
             Err(e) => (false, e),
             Ok(()) => match request.provider.device_memory(request.device_id) {
                 // The provider's device allocator exists only when the provider is in the session.
                 Some(info) => match Allocator::new(session, info?) {
-                    Ok(_) => (true, String::new()),
+                    Ok(allocator) => {
+                        let name = allocator
+                            .memory_info()
+                            .allocation_device()
+                            .as_str()
+                            .to_string();
+                        memory_names.push((request.provider, name));
+                        (true, String::new())
+                    }
                     Err(e) => (
                         false,
                         format!(
@@ -301,6 +336,11 @@ pub(crate) fn resolve(
         },
         providers,
         fell_back: false,
+        memory: memory_names
+            .into_iter()
+            .find(|(p, _)| *p == primary.provider)
+            .map(|(_, name)| name)
+            .unwrap_or_else(|| AllocationDevice::CPU.as_str().to_string()),
     };
     let Some((requested, false, why)) = effective.first().cloned() else {
         return Ok(device);

@@ -256,7 +256,7 @@ impl Embedding {
             )));
         }
         self.map_tensors(|t| {
-            t.value.to(AllocationDevice::CPU, 0).map_err(|e| {
+            crate::device_copy::copy(&t.value, AllocationDevice::CPU, 0).map_err(|e| {
                 Error::EnvironmentConfiguration(format!(
                     "copying the embedding from `{}` device {} to the host failed; the execution provider \
                      for that device must be available in this ONNX Runtime build: {e}",
@@ -276,7 +276,7 @@ impl Embedding {
             ));
         }
         self.map_tensors(|t| {
-            t.value.to(device.clone(), device_id).map_err(|e| {
+            crate::device_copy::copy(&t.value, device.clone(), device_id).map_err(|e| {
                 Error::EnvironmentConfiguration(format!(
                     "placing the embedding on `{}` device {device_id} failed: {e}",
                     device.as_str()

@@ -7,6 +7,7 @@
 
 mod cache;
 mod device;
+mod device_copy;
 mod embedding;
 pub mod embedding_file;
 mod encoder;
@@ -44,6 +45,7 @@ pub use cache::{
 pub use device::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
 };
+pub use device_copy::{copy_stats, CopyStats};
 pub use embedding::{live_bytes as live_embedding_bytes, Embedding, EmbeddingTensor, Location};
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};

@@ -111,3 +111,39 @@ pub(crate) unsafe fn probe_api_base(get_api_base: *mut c_void) -> Result<(String
     let provides_api = !((*base).GetApi)(ort::sys::ORT_API_VERSION).is_null();
     Ok((version, provides_api))
 }
+
+/// A tensor value over the memory of `owner` (same memory info, element type and shape) that
+/// does not own that memory: what `AddInitializer` requires of a value ("Buffer containing the
+/// initializer must be owned by the user"), for weights that ONNX Runtime itself placed on a
+/// device. The caller keeps `owner` alive, unmoved and unwritten, as long as the view lives.
+pub(crate) fn borrowed_view(owner: &ort::value::DynTensor) -> Result<ort::value::DynValue, String> {
+    let ort::value::ValueType::Tensor { ty, shape, .. } = owner.dtype() else {
+        return Err("not a tensor".into());
+    };
+    let dims: Vec<i64> = shape.iter().copied().collect();
+    let elems: i64 = dims.iter().product();
+    let bytes = elems.max(0) as usize * crate::embedding::element_size(*ty);
+    let api = ort::api();
+    let mut out: *mut ort::sys::OrtValue = std::ptr::null_mut();
+    // SAFETY: the memory info and data pointer are `owner`'s, which holds `bytes` bytes of this
+    // element type and shape; ONNX Runtime only records the pointer (the value owns nothing).
+    let status = unsafe {
+        (api.CreateTensorWithDataAsOrtValue)(
+            owner.memory_info().ptr(),
+            owner.data_ptr() as *mut c_void,
+            bytes,
+            dims.as_ptr(),
+            dims.len(),
+            (*ty).into(),
+            &mut out,
+        )
+    };
+    if let Some(e) = take_error(status) {
+        return Err(e);
+    }
+    let ptr = std::ptr::NonNull::new(out).ok_or("ONNX Runtime returned no value")?;
+    // SAFETY: a fresh OrtValue this call owns; released when the returned value drops. ort wants
+    // an allocator to keep alive with a tensor; the view allocated nothing, so the default one.
+    let keep = Allocator::default();
+    Ok(unsafe { ort::value::DynValue::from_ptr(ptr, Some(&keep)) })
+}

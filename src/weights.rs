@@ -109,7 +109,8 @@ pub(crate) struct Plan {
 impl Plan {
     /// The plan for sessions with these options. CPU sessions and CUDA ones are optimised at the
     /// requested level with their providers. Providers that compile the graph themselves
-    /// (TensorRT, DirectML, CoreML) cannot have a pre-optimised graph saved with their nodes,
+    /// (TensorRT, DirectML, CoreML) cannot have a pre-optimised graph saved with their nodes, nor
+    /// WebGPU (it re-lays the graph out for its preferred NHWC layout when the session is built),
     /// so their graph gets the provider-independent basic rewrites and they do the rest.
     pub(crate) fn new(level: Optimization, device: &DeviceOptions) -> Self {
         let first = device.providers.first().map(|r| r.provider);
@@ -122,14 +123,16 @@ impl Plan {
                 level,
                 providers: Some(device.clone()),
             },
-            Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl) => Plan {
-                level: if level == Optimization::None {
-                    level
-                } else {
-                    Optimization::Basic
-                },
-                providers: None,
-            },
+            Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl | Provider::WebGpu) => {
+                Plan {
+                    level: if level == Optimization::None {
+                        level
+                    } else {
+                        Optimization::Basic
+                    },
+                    providers: None,
+                }
+            }
         }
     }
 
@@ -158,6 +161,8 @@ pub(crate) struct ModelWeights {
     /// Copies of `values` on a device, one per (allocator, device id), made on first use.
     #[allow(clippy::type_complexity)]
     device_values: Mutex<Vec<((String, i32), Vec<(String, Arc<DynValue>)>)>>,
+    /// The device copies that `device_values` are views of (declared after them, so dropped after).
+    device_owners: Mutex<Vec<ort::value::DynTensor>>,
 }
 
 // SAFETY: every field is immutable after construction; the ONNX Runtime values and the
@@ -323,6 +328,7 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         fingerprint,
         weight_bytes,
         device_values: Mutex::new(Vec::new()),
+        device_owners: Mutex::new(Vec::new()),
     })
 }
 
@@ -351,15 +357,33 @@ impl ModelWeights {
         {
             return values;
         }
-        let copied: std::result::Result<Vec<_>, ort::Error> = self
+        // Each weight is copied to the device once; sessions get a view of that copy, since
+        // `AddInitializer` refuses a value that owns its buffer (as ONNX Runtime's copies do).
+        let copied: Result<Vec<_>> = self
             .values
             .iter()
             .map(|(name, value)| {
                 let tensor = value.view().downcast::<ort::value::DynTensorValueType>()?;
-                let on_device = tensor.to(memory_device.clone(), request.device_id)?;
-                Ok((name.clone(), Arc::new(on_device.into_dyn())))
+                if !request.provider.computes_on_device(&tensor) {
+                    // Integer weights (shapes, indices) feed the CPU kernels ONNX Runtime keeps
+                    // shape arithmetic on; they stay on the host, used in place there.
+                    return Ok((name.clone(), Arc::clone(value), None));
+                }
+                let on_device =
+                    crate::device_copy::copy(&tensor, memory_device.clone(), request.device_id)?;
+                let view = crate::ort_raw::borrowed_view(&on_device).map_err(Error::OnnxRuntime)?;
+                Ok((name.clone(), Arc::new(view), Some(on_device)))
             })
             .collect();
+        let copied = copied.map(|all| {
+            let mut owners = self.device_owners.lock().unwrap_or_else(|p| p.into_inner());
+            all.into_iter()
+                .map(|(name, view, owner)| {
+                    owners.extend(owner);
+                    (name, view)
+                })
+                .collect::<Vec<_>>()
+        });
         match copied {
             Ok(values) => {
                 cache.push((key, values.clone()));

@@ -41,7 +41,7 @@ namespace Sam2
         /// Loads ONNX Runtime and creates the library's environment (<c>sam2_runtime_init</c>).
         /// Optional: every other call initialises by searching on first use.
         /// </summary>
-        /// <param name="onnxRuntimePath">Full path of libonnxruntime (1.31 or newer), or null to
+        /// <param name="onnxRuntimePath">Full path of libonnxruntime (1.30 or newer), or null to
         /// search: SAM2_ONNXRUNTIME_PATH, ORT_DYLIB_PATH, the directory of libsam2, then the
         /// system's library search.</param>
         /// <exception cref="Sam2Exception">Status RuntimeNotFound: nothing usable loaded (the message names every path tried).</exception>

@@ -21,6 +21,9 @@ pub const SAM2_PROVIDER_TENSORRT: u32 = 2;
 pub const SAM2_PROVIDER_DIRECTML: u32 = 3;
 /// Execution provider: CoreML (Apple).
 pub const SAM2_PROVIDER_COREML: u32 = 4;
+/// Execution provider: WebGPU (AMD, Intel, NVIDIA and Apple GPUs through Vulkan, Metal or D3D12;
+/// needs an ONNX Runtime build with the WebGPU provider).
+pub const SAM2_PROVIDER_WEBGPU: u32 = 5;
 
 c_enum! {
     /// `SAM2_PROVIDER_*` ↔ [`Provider`].
@@ -30,6 +33,7 @@ c_enum! {
         SAM2_PROVIDER_TENSORRT => Provider::TensorRt,
         SAM2_PROVIDER_DIRECTML => Provider::DirectMl,
         SAM2_PROVIDER_COREML => Provider::CoreMl,
+        SAM2_PROVIDER_WEBGPU => Provider::WebGpu,
     }
 }
 

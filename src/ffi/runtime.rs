@@ -86,7 +86,7 @@ pub extern "C" fn sam2_last_error_message(
 
 /// Loads ONNX Runtime and creates the library's environment.
 ///
-/// `onnxruntime_path`: full path of `libonnxruntime.so` (1.31 or newer), or NULL to search:
+/// `onnxruntime_path`: full path of `libonnxruntime.so` (1.30 or newer), or NULL to search:
 /// the `SAM2_ONNXRUNTIME_PATH` environment variable, then `ORT_DYLIB_PATH`, then the directory
 /// of `libsam2.so`, then the system's library search. Optional: every other function
 /// initialises by searching on first use. A process holds one ONNX Runtime: once loaded,

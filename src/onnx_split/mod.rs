@@ -552,7 +552,12 @@ fn put_tag(out: &mut Vec<u8>, number: u32, wire: u8) {
     put_varint(out, (u64::from(number) << 3) | u64::from(wire));
 }
 
-fn put_len_field(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
+pub(crate) fn put_varint_field(out: &mut Vec<u8>, number: u32, value: u64) {
+    put_tag(out, number, 0);
+    put_varint(out, value);
+}
+
+pub(crate) fn put_len_field(out: &mut Vec<u8>, number: u32, bytes: &[u8]) {
     put_tag(out, number, 2);
     put_varint(out, bytes.len() as u64);
     out.extend_from_slice(bytes);

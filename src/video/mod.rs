@@ -809,7 +809,8 @@ fn to_host(value: &DynValue) -> Result<Vec<f32>> {
     if tensor.memory_info().is_cpu_accessible() {
         return Ok(tensor.try_extract_tensor::<f32>()?.1.to_vec());
     }
-    let host = tensor.to(ort::memory::AllocationDevice::CPU, 0)?;
+    let dynamic = value.view().downcast::<ort::value::DynTensorValueType>()?;
+    let host = crate::device_copy::copy(&dynamic, ort::memory::AllocationDevice::CPU, 0)?;
     Ok(host.try_extract_tensor::<f32>()?.1.to_vec())
 }
 

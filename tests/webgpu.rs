@@ -1,0 +1,461 @@
+//! The device path on a real device: ONNX Runtime's WebGPU provider (tools/setup-webgpu.sh: Mesa's
+//! llvmpipe Vulkan driver and an ONNX Runtime build with WebGPU, `SAM2_WEBGPU_ONNXRUNTIME`).
+//! Tensors left on it live in WebGPU buffers the host cannot read through a pointer, so the
+//! residency rules, the refusal to save, reading embeddings in place and weights placed once on
+//! the device are checked for real here, not on host memory under a device label.
+//!
+//! Without the rig every test prints "skipped: no WebGPU device" and returns, unless
+//! `SAM2_WEBGPU_REQUIRED=1` (scripts/test.sh sets it where the rig was set up), where that fails.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, Once};
+
+use common::memory::rss;
+use common::*;
+use sam2::log::{self, LogLevel};
+use sam2::{
+    copy_stats, embedding_file, DeviceOptions, Embedding, Encoder, EncoderOptions, Error,
+    ImageView, MismatchPolicy, PixelFormat, PredictOptions, Predictor, PredictorOptions, Prompt,
+    Provider, ProviderRequest,
+};
+
+/// Copy counters and the log sink are process-wide: the tests take turns.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// The WebGPU build of ONNX Runtime, loaded once for this process (it then serves the CPU
+/// sessions these tests compare against too), or `None` when the rig is not set up.
+fn rig() -> Option<&'static Path> {
+    static INIT: Once = Once::new();
+    static mut LIB: Option<PathBuf> = None;
+    INIT.call_once(|| {
+        let lib = std::env::var_os("SAM2_WEBGPU_ONNXRUNTIME").map(PathBuf::from);
+        if let Some(lib) = &lib {
+            sam2::runtime::init(Some(lib)).expect("the WebGPU build of ONNX Runtime loads");
+        }
+        // SAFETY: written once, inside call_once, before any read.
+        unsafe { LIB = lib };
+    });
+    // SAFETY: only read after call_once has written it.
+    let lib = unsafe { (*std::ptr::addr_of!(LIB)).as_deref() };
+    if lib.is_none() {
+        assert!(
+            std::env::var_os("SAM2_WEBGPU_REQUIRED").is_none_or(|v| v != "1"),
+            "SAM2_WEBGPU_REQUIRED=1 but SAM2_WEBGPU_ONNXRUNTIME is not set: the WebGPU rig \
+             (tools/setup-webgpu.sh) should have been set up"
+        );
+        eprintln!("skipped: no WebGPU device (run tools/setup-webgpu.sh)");
+    }
+    lib
+}
+
+fn webgpu(policy: MismatchPolicy) -> DeviceOptions {
+    DeviceOptions {
+        providers: vec![ProviderRequest {
+            provider: Provider::WebGpu,
+            ..ProviderRequest::cpu()
+        }],
+        on_mismatch: policy,
+    }
+}
+
+fn encoder_on(path: &Path, device: DeviceOptions) -> Result<Encoder, Error> {
+    let mut options = EncoderOptions::default();
+    options.session.device = device;
+    Encoder::new(path, &options)
+}
+
+fn predictor_on(path: &Path, encoder: &Encoder, device: DeviceOptions) -> Predictor {
+    let mut options = PredictorOptions {
+        encoder_fingerprint: Some(encoder.fingerprint()),
+        ..Default::default()
+    };
+    options.session.device = device;
+    Predictor::new(path, &options).unwrap()
+}
+
+fn shapes_view(img: &Image) -> ImageView<'_> {
+    ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("sam2-webgpu-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Masks of `a` and `b` agree mask by mask (IoU ≥ 0.99) and score by score.
+fn assert_same(a: &sam2::Prediction, b: &sam2::Prediction, what: &str) {
+    assert_eq!(a.objects * a.candidates, b.objects * b.candidates, "{what}");
+    for k in 0..a.objects * a.candidates {
+        let i = iou(a.mask(k), b.mask(k));
+        assert!(i >= 0.99, "{what}: mask {k} IoU {i:.4} against the CPU's");
+        assert!(
+            (a.scores[k] - b.scores[k]).abs() < 1e-3,
+            "{what}: mask {k} score {} against the CPU's {}",
+            a.scores[k],
+            b.scores[k]
+        );
+    }
+}
+
+#[test]
+fn a_webgpu_embedding_stays_on_the_device_and_saving_it_is_refused() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let encoder = encoder_on(&model("tiny_a_encoder.onnx"), webgpu(MismatchPolicy::Fail)).unwrap();
+    assert_eq!(encoder.device().primary, Provider::WebGpu);
+    assert!(!encoder.device().fell_back);
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let embedding = Arc::new(encoder.encode(&shapes_view(&img)).unwrap());
+    assert!(!embedding.is_serializable());
+    // The name is ONNX Runtime's, read from the tensors: the same on every tensor, not the host's.
+    let name = embedding.tensors()[0].location().allocator.clone();
+    assert!(name.starts_with("WebGPU"), "{name}");
+    assert_eq!(embedding.allocator_name(), name);
+    for t in embedding.tensors() {
+        assert_eq!(t.location().allocator, name);
+        assert!(!t.location().cpu_accessible);
+        assert!(matches!(
+            t.host_bytes(),
+            Err(Error::EmbeddingNotSerializable { .. })
+        ));
+    }
+
+    let dir = scratch("save");
+    let path = dir.join("device.sam2");
+    match embedding_file::save(&embedding, &path) {
+        Err(Error::EmbeddingNotSerializable { allocator }) => assert_eq!(allocator, name),
+        other => panic!(
+            "expected EmbeddingNotSerializable, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+    assert!(!path.exists(), "a refused save must write nothing");
+
+    // The explicit copy to the host saves and loads; the device embedding is still usable.
+    let host = embedding.to_host().unwrap();
+    assert!(host.is_serializable());
+    assert_eq!(host.allocator_name(), "Cpu");
+    embedding_file::save(&host, &path).unwrap();
+    let loaded = embedding_file::load(&path, Some(encoder.fingerprint())).unwrap();
+    let cpu_encoder = encoder_on(&model("tiny_a_encoder.onnx"), DeviceOptions::default()).unwrap();
+    let cpu_predictor = predictor_on(
+        &model("tiny_a_decoder.onnx"),
+        &cpu_encoder,
+        DeviceOptions::default(),
+    );
+    let from_file = cpu_predictor
+        .predict(&loaded, &shape_clicks(), PredictOptions::default())
+        .unwrap();
+    let on_cpu = cpu_predictor
+        .predict(
+            &cpu_encoder.encode(&shapes_view(&img)).unwrap(),
+            &shape_clicks(),
+            PredictOptions::default(),
+        )
+        .unwrap();
+    assert_same(&from_file, &on_cpu, "device embedding copied to the host");
+    let device_predictor = predictor_on(
+        &model("tiny_a_decoder.onnx"),
+        &encoder,
+        webgpu(MismatchPolicy::Fail),
+    );
+    device_predictor
+        .predict(&embedding, &shape_clicks(), PredictOptions::default())
+        .unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn predictors_read_the_device_embedding_in_place_and_segment_as_the_cpu_does() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let all = shapes();
+    for pair in ["tiny_a", "tiny_b", "tiny_c"] {
+        let encoder_path = model(&format!("{pair}_encoder.onnx"));
+        let decoder_path = model(&format!("{pair}_decoder.onnx"));
+        let encoder = encoder_on(&encoder_path, webgpu(MismatchPolicy::Fail)).unwrap();
+        let predictor = predictor_on(&decoder_path, &encoder, webgpu(MismatchPolicy::Fail));
+        assert_eq!(predictor.device().primary, Provider::WebGpu);
+        let cpu_encoder = encoder_on(&encoder_path, DeviceOptions::default()).unwrap();
+        let cpu = predictor_on(&decoder_path, &cpu_encoder, DeviceOptions::default());
+
+        let embedding = encoder.encode(&shapes_view(&img)).unwrap();
+        assert!(!embedding.is_serializable(), "{pair}");
+        let host = cpu_encoder.encode(&shapes_view(&img)).unwrap();
+
+        // A click per shape as one batch, then with every candidate, then refined by mask input.
+        let clicks = shape_clicks();
+        let before = copy_stats();
+        let batch = predictor
+            .predict(&embedding, &clicks, PredictOptions::default())
+            .unwrap();
+        let multi = predictor
+            .predict(&embedding, &clicks[..2], PredictOptions { multimask: true })
+            .unwrap();
+        let refined_prompt = Prompt {
+            mask_input: Some(batch.low_res_logits(0).to_vec()),
+            ..clicks[0].clone()
+        };
+        let refined = predictor
+            .predict(
+                &embedding,
+                std::slice::from_ref(&refined_prompt),
+                PredictOptions::default(),
+            )
+            .unwrap();
+        let after = copy_stats();
+        assert_eq!(
+            after, before,
+            "{pair}: predicting from a device embedding must copy nothing between memories"
+        );
+
+        assert_same(
+            &batch,
+            &cpu.predict(&host, &clicks, PredictOptions::default())
+                .unwrap(),
+            &format!("{pair} batch"),
+        );
+        assert_same(
+            &multi,
+            &cpu.predict(&host, &clicks[..2], PredictOptions { multimask: true })
+                .unwrap(),
+            &format!("{pair} multimask"),
+        );
+        assert_same(
+            &refined,
+            &cpu.predict(
+                &host,
+                std::slice::from_ref(&refined_prompt),
+                PredictOptions::default(),
+            )
+            .unwrap(),
+            &format!("{pair} mask input"),
+        );
+        // And the masks mean something: each click gives its shape.
+        for (k, s) in all.iter().enumerate() {
+            let i = iou(batch.mask(k), &expected_click_mask(s, &all));
+            assert!(
+                i >= 0.9,
+                "{pair} {}: IoU {i:.3} with the ground truth",
+                s.name
+            );
+        }
+    }
+}
+
+#[test]
+fn a_saved_embedding_loads_straight_onto_the_device() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let cpu_encoder = encoder_on(&model("tiny_a_encoder.onnx"), DeviceOptions::default()).unwrap();
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let host = cpu_encoder.encode(&shapes_view(&img)).unwrap();
+    let dir = scratch("place");
+    let path = dir.join("host.sam2");
+    embedding_file::save(&host, &path).unwrap();
+    let predictor = predictor_on(
+        &model("tiny_a_decoder.onnx"),
+        &cpu_encoder,
+        webgpu(MismatchPolicy::Fail),
+    );
+    let before = copy_stats();
+    let placed = predictor
+        .place_on_device(embedding_file::load(&path, None).unwrap())
+        .unwrap();
+    assert_eq!(
+        copy_stats().copies - before.copies,
+        3,
+        "one copy per tensor"
+    );
+    assert!(!placed.is_serializable());
+    let on_device = predictor
+        .predict(&placed, &shape_clicks(), PredictOptions::default())
+        .unwrap();
+    let on_host = predictor
+        .predict(&host, &shape_clicks(), PredictOptions::default())
+        .unwrap();
+    assert_same(&on_device, &on_host, "placed embedding");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// One copy of the weights on the device for every session of a model: llvmpipe's device memory
+/// is this process's memory, so resident memory per extra session measures device copies.
+#[test]
+fn encoder_sessions_on_the_device_share_one_copy_of_the_weights() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let path = model("bench_a_encoder.onnx");
+    const N: usize = 4;
+    let measure = |device: DeviceOptions| -> (usize, f64, Vec<Encoder>) {
+        let first = encoder_on(&path, device.clone()).unwrap();
+        let one = rss();
+        let mut all = vec![first];
+        for _ in 1..N {
+            all.push(encoder_on(&path, device.clone()).unwrap());
+        }
+        let per_extra = (rss().saturating_sub(one)) as f64 / (N - 1) as f64;
+        (all[0].weight_bytes(), per_extra, all)
+    };
+    let (weights, device_extra, device_sessions) = measure(webgpu(MismatchPolicy::Fail));
+    let address = device_sessions[0].weights_address();
+    assert!(device_sessions
+        .iter()
+        .all(|e| e.weights_address() == address && e.device().primary == Provider::WebGpu));
+    drop(device_sessions);
+    let (_, cpu_extra, cpu_sessions) = measure(DeviceOptions::default());
+    drop(cpu_sessions);
+    let mib = |b: f64| b / (1024.0 * 1024.0);
+    let line = format!(
+        "bench_a encoder, {N} sessions, {:.1} MiB of weights: resident memory per extra session \
+         {:.1} MiB on WebGPU (llvmpipe), {:.1} MiB on the CPU",
+        mib(weights as f64),
+        mib(device_extra),
+        mib(cpu_extra)
+    );
+    eprintln!("{line}");
+    if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
+        std::fs::write(PathBuf::from(dir).join("webgpu_weights.txt"), &line).unwrap();
+    }
+    assert!(
+        device_extra < 0.25 * weights as f64,
+        "each extra WebGPU session added {:.1} MiB for {:.1} MiB of weights: the weights were \
+         copied per session",
+        mib(device_extra),
+        mib(weights as f64)
+    );
+}
+
+/// The real SAM2.1 tiny decoder (samexporter's export) on the device, from a host embedding of
+/// the real encoder placed there: the real graph, not only the generated ones.
+#[test]
+fn the_real_sam2_decoder_runs_on_the_device_as_on_the_cpu() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    if std::env::var_os("SAM2_REAL_MODELS").is_none() {
+        eprintln!("skipped: SAM2_REAL_MODELS is not set (tools/setup-real.sh)");
+        return;
+    }
+    let (encoder_path, decoder_path) = real_pair("samexporter");
+    let encoder = encoder_on(&encoder_path, DeviceOptions::default()).unwrap();
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let host = encoder.encode(&shapes_view(&img)).unwrap();
+    let cpu = predictor_on(&decoder_path, &encoder, DeviceOptions::default());
+    let device = predictor_on(&decoder_path, &encoder, webgpu(MismatchPolicy::Fail));
+    let placed = device
+        .place_on_device(host.copy_to_host().unwrap())
+        .unwrap();
+    assert!(!placed.is_serializable());
+    let clicks = &shape_clicks()[..2];
+    let before = copy_stats();
+    let on_device = device
+        .predict(&placed, clicks, PredictOptions { multimask: true })
+        .unwrap();
+    assert_eq!(copy_stats(), before, "the click copied the embedding");
+    let on_cpu = cpu
+        .predict(&host, clicks, PredictOptions { multimask: true })
+        .unwrap();
+    assert_same(&on_device, &on_cpu, "real SAM2.1 tiny decoder");
+}
+
+/// A WebGPU request where no Vulkan driver can be found: under FAIL a clear error naming the
+/// cause, under FALLBACK one warning and a host embedding. The driver list is read once per
+/// process, so this runs in a child process of this test binary with `VK_ICD_FILENAMES` naming
+/// no driver.
+#[test]
+fn without_a_vulkan_driver_webgpu_fails_or_falls_back_by_policy() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if std::env::var_os("SAM2_WEBGPU_CHILD").is_some() {
+        return no_driver_child();
+    }
+    if rig().is_none() {
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "without_a_vulkan_driver_webgpu_fails_or_falls_back_by_policy",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SAM2_WEBGPU_CHILD", "1")
+        .env("VK_ICD_FILENAMES", "/nonexistent/no_driver_icd.json")
+        .env_remove("VK_DRIVER_FILES")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the child failed:\n{text}");
+    assert!(text.contains("no-driver checks passed"), "{text}");
+}
+
+fn no_driver_child() {
+    let lib = std::env::var_os("SAM2_WEBGPU_ONNXRUNTIME").expect("set by the parent");
+    sam2::runtime::init(Some(Path::new(&lib))).unwrap();
+    match encoder_on(&model("tiny_a_encoder.onnx"), webgpu(MismatchPolicy::Fail)) {
+        Err(Error::EnvironmentConfiguration(msg)) => {
+            for needle in [
+                "WebGpuExecutionProvider",
+                "CPUExecutionProvider",
+                "Likely cause",
+            ] {
+                assert!(msg.contains(needle), "FAIL message lacks `{needle}`: {msg}");
+            }
+            println!("FAIL: {msg}");
+        }
+        other => panic!(
+            "expected EnvironmentConfiguration, got {:?}",
+            other.map(|e| e.device().clone())
+        ),
+    }
+    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = Arc::clone(&seen);
+    log::set_sink(
+        Some(Arc::new(move |level, msg: &str| {
+            if level == LogLevel::Warning && msg.contains("requested") {
+                sink.lock().unwrap().push(msg.to_string());
+            }
+        })),
+        LogLevel::Warning,
+    );
+    let encoder = encoder_on(
+        &model("tiny_a_encoder.onnx"),
+        webgpu(MismatchPolicy::Fallback),
+    )
+    .unwrap();
+    log::set_sink(None, LogLevel::Warning);
+    let warnings = seen.lock().unwrap().clone();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "exactly one fallback warning: {warnings:?}"
+    );
+    assert!(
+        warnings[0].contains("WebGpuExecutionProvider"),
+        "{warnings:?}"
+    );
+    assert_eq!(encoder.device().primary, Provider::Cpu);
+    assert!(encoder.device().fell_back);
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let embedding: Embedding = encoder.encode(&shapes_view(&img)).unwrap();
+    assert!(embedding.is_serializable());
+    assert_eq!(embedding.allocator_name(), "Cpu");
+    println!("FALLBACK: {}", warnings[0]);
+    println!("no-driver checks passed");
+}
