@@ -884,8 +884,8 @@ fn outputs_replace_a_planted_link_or_fifo_and_never_write_in_place() {
         assert_eq!(code(&run), 0, "{prefix}: {}", stderr(&run));
     }
     assert_eq!(
-        std::fs::read(&victim).unwrap(),
-        b"not yours to overwrite",
+        std::fs::read_to_string(&victim).unwrap(),
+        "not yours to overwrite",
         "the link's target is untouched"
     );
     for name in ["o.mask.png", "o.overlay.png", "o.json"] {
@@ -897,7 +897,11 @@ fn outputs_replace_a_planted_link_or_fifo_and_never_write_in_place() {
     check_json(&dir.join("o.json"), &mask, 512, 384);
     let mut still = String::new();
     std::io::Read::read_to_string(&mut reader, &mut still).unwrap();
-    assert_eq!(still, old_json, "the old file, whole, for whoever holds it");
+    assert!(
+        still == old_json,
+        "the old file, whole, for whoever holds it: {} bytes",
+        still.len()
+    );
     check_json(
         &dir.join("held.json"),
         &read_mask(&dir.join("held.mask.png")),
