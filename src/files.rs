@@ -199,7 +199,7 @@ impl StagedFiles {
     /// and no temporary remains.
     pub fn commit(mut self) -> Result<()> {
         let staged = std::mem::take(&mut self.staged);
-        let result = commit(&staged);
+        let result = commit(&staged, &|from, to| std::fs::rename(from, to));
         // The temporaries not renamed (all of them on a failure before the renames).
         for s in &staged {
             let _ = std::fs::remove_file(&s.temp);
@@ -217,7 +217,8 @@ impl Drop for StagedFiles {
     }
 }
 
-fn commit(staged: &[Staged]) -> Result<()> {
+/// The commit, with the rename to use (a test makes one fail).
+fn commit(staged: &[Staged], rename: &dyn Fn(&Path, &Path) -> std::io::Result<()>) -> Result<()> {
     // A directory at a target: refused before anything changes (a rename could not replace it).
     for s in staged {
         if let Ok(meta) = std::fs::symlink_metadata(&s.target) {
@@ -268,7 +269,7 @@ fn commit(staged: &[Staged]) -> Result<()> {
         }
     };
     for (i, s) in staged.iter().enumerate() {
-        if let Err(e) = std::fs::rename(&s.temp, &s.target) {
+        if let Err(e) = rename(&s.temp, &s.target) {
             let mut kept_new = Vec::new();
             for (done, backup) in staged[..i].iter().zip(&backups) {
                 let restored = match backup {
@@ -309,4 +310,102 @@ fn commit(staged: &[Staged]) -> Result<()> {
         })?;
     }
     Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("sam2-unit-files-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A rename that fails on the last file rolls the others back: an old file and an old
+    /// symbolic link are restored, a new file is removed, and nothing temporary remains.
+    #[test]
+    fn a_failed_rename_rolls_the_renamed_files_back() {
+        let dir = scratch("rollback");
+        std::fs::write(dir.join("victim"), b"victim").unwrap();
+        std::fs::write(dir.join("a"), b"old a").unwrap();
+        std::os::unix::fs::symlink("victim", dir.join("b")).unwrap();
+        let mut set = StagedFiles::new();
+        for name in ["a", "b", "c", "d"] {
+            set.add(&dir.join(name), |f| {
+                f.write_all(format!("new {name}").as_bytes())
+            })
+            .unwrap();
+        }
+        let staged = std::mem::take(&mut set.staged);
+        let last = dir.join("d");
+        let result = commit(&staged, &|from, to| {
+            if to == last {
+                Err(std::io::Error::from_raw_os_error(libc::EBUSY))
+            } else {
+                std::fs::rename(from, to)
+            }
+        });
+        for s in &staged {
+            let _ = std::fs::remove_file(&s.temp);
+        }
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("nothing was replaced"), "{message}");
+        assert_eq!(std::fs::read(dir.join("a")).unwrap(), b"old a");
+        assert_eq!(
+            std::fs::read_link(dir.join("b")).unwrap(),
+            Path::new("victim")
+        );
+        assert_eq!(std::fs::read(dir.join("victim")).unwrap(), b"victim");
+        assert_eq!(
+            names(&dir),
+            ["a", "b", "victim"],
+            "c removed, no temporary left"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A commit replaces a link and a FIFO at their paths; dropping an uncommitted set removes
+    /// its temporaries.
+    #[test]
+    fn a_commit_replaces_links_and_fifos_and_a_dropped_set_leaves_nothing() {
+        let dir = scratch("commit");
+        std::fs::write(dir.join("victim"), b"victim").unwrap();
+        std::os::unix::fs::symlink("victim", dir.join("link")).unwrap();
+        let fifo = std::ffi::CString::new(dir.join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let mut set = StagedFiles::new();
+        set.add(&dir.join("link"), |f| f.write_all(b"new link"))
+            .unwrap();
+        set.add(&dir.join("fifo"), |f| f.write_all(b"new fifo"))
+            .unwrap();
+        assert_eq!(set.targets().count(), 2);
+        set.commit().unwrap();
+        assert_eq!(std::fs::read(dir.join("link")).unwrap(), b"new link");
+        assert!(std::fs::symlink_metadata(dir.join("link"))
+            .unwrap()
+            .is_file());
+        assert_eq!(std::fs::read(dir.join("fifo")).unwrap(), b"new fifo");
+        assert_eq!(std::fs::read(dir.join("victim")).unwrap(), b"victim");
+        let mut set = StagedFiles::new();
+        set.add(&dir.join("dropped"), |f| f.write_all(b"x"))
+            .unwrap();
+        let failed = set.add(&dir.join("failed"), |_| Err(std::io::Error::other("no")));
+        assert!(failed.unwrap_err().to_string().contains("failed"));
+        drop(set);
+        assert_eq!(names(&dir), ["fifo", "link", "victim"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
