@@ -10,8 +10,11 @@ use image::{DynamicImage, ImageDecoder, ImageReader, Limits, RgbImage};
 /// 16320×12240, fits; so does a 15000×15000 scan). `--max-pixels N` changes it.
 pub const DEFAULT_MAX_PIXELS: u64 = 250_000_000;
 
-/// Bytes a decoded pixel takes at most: 16-bit RGBA, the widest of what PNG and JPEG decode to.
-const MAX_BYTES_PER_PIXEL: u64 = 8;
+/// What a decoder may allocate besides the image itself (the image crate's `max_alloc`): a row,
+/// and metadata such as a PNG's ICC profile, which a few hundred compressed bytes can inflate to
+/// gigabytes. 64 MiB holds rows of 8 million 16-bit RGBA pixels and any real profile; the image
+/// buffer itself is bounded by the pixel limit, checked before it is allocated.
+const DECODER_MAX_ALLOC: u64 = 64 * 1024 * 1024;
 
 /// An input image as 8-bit RGB, upright.
 pub struct Picture {
@@ -22,15 +25,15 @@ pub struct Picture {
 
 /// Reads `path` (a regular file only: a FIFO or a device is refused before it is read), refusing
 /// an image whose header declares more than `max_pixels` pixels before anything of its size is
-/// allocated; the decoder is also held to the memory of that many pixels.
+/// allocated; the decoder's own allocations are held to [`DECODER_MAX_ALLOC`].
 pub fn load(path: &Path, max_pixels: u64) -> Result<Picture, String> {
     let file = sam2::files::open_regular(path, "a PNG or JPEG image").map_err(|e| e.to_string())?;
     let mut reader = ImageReader::new(BufReader::new(file))
         .with_guessed_format()
         .map_err(|e| format!("cannot read image {}: {e}", path.display()))?;
     let mut limits = Limits::default();
-    limits.max_alloc = Some(max_pixels.saturating_mul(MAX_BYTES_PER_PIXEL));
-    reader.limits(limits.clone());
+    limits.max_alloc = Some(DECODER_MAX_ALLOC);
+    reader.limits(limits);
     let mut decoder = reader.into_decoder().map_err(|e| {
         format!(
             "{}: not a PNG or JPEG image this command can read ({e})",
@@ -48,11 +51,6 @@ pub fn load(path: &Path, max_pixels: u64) -> Result<Picture, String> {
             max_pixels as f64 / 1e6
         ));
     }
-    // What `ImageReader::decode` checks and `from_decoder` does not: the output buffer itself
-    // within the allocation limit.
-    limits
-        .reserve(decoder.total_bytes())
-        .map_err(|e| format!("cannot decode image {}: {e}", path.display()))?;
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);

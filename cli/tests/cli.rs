@@ -831,6 +831,100 @@ fn decompression_bombs_are_refused_from_their_headers_in_bounded_memory() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A zlib stream of `1 + 258 * repeats` zero bytes: one literal, then "copy 258 bytes from 1
+/// back" `repeats` times, in one fixed-Huffman deflate block (13 bits per 258 bytes).
+fn zlib_of_zeros(repeats: usize) -> (Vec<u8>, usize) {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        len: u32,
+    }
+    impl Bits {
+        // Deflate packs fields from the least significant bit...
+        fn put(&mut self, value: u32, count: u32) {
+            self.acc |= (value as u64) << self.len;
+            self.len += count;
+            while self.len >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.len -= 8;
+            }
+        }
+        // ...and Huffman codes from their most significant bit.
+        fn code(&mut self, code: u32, count: u32) {
+            self.put(code.reverse_bits() >> (32 - count), count);
+        }
+    }
+    let mut bits = Bits {
+        out: vec![0x78, 0x01],
+        acc: 0,
+        len: 0,
+    };
+    bits.put(1, 1); // the last block
+    bits.put(1, 2); // fixed Huffman codes
+    bits.code(0x30, 8); // literal 0
+    for _ in 0..repeats {
+        bits.code(0xC5, 8); // length 258 (code 285)
+        bits.code(0, 5); // distance 1
+    }
+    bits.code(0, 7); // end of block
+    bits.put(0, 7); // to a byte boundary
+    let n = 1 + 258 * repeats;
+    let mut out = bits.out;
+    // Adler-32 of n zeros: a stays 1, b adds it n times.
+    out.extend_from_slice(&((((n % 65521) as u32) << 16) | 1).to_be_bytes());
+    (out, n)
+}
+
+/// A 1×1 PNG with an ICC profile (iCCP) that inflates to 256 MiB: read (the profile dropped) with
+/// the decoder held to 64 MiB, inside a 200 MiB address space; before, the decoder inflated it
+/// whole (266 MB resident) and, under the cap, aborted. The run stops at the missing ONNX Runtime
+/// (exit 5), after the image was read.
+#[cfg(unix)]
+#[test]
+fn a_png_whose_icc_profile_inflates_to_256_mib_is_read_in_bounded_memory() {
+    let dir = scratch("iccp");
+    let (profile, inflated) = zlib_of_zeros(256 * 1024 * 1024 / 258);
+    assert!(inflated > 255 * 1024 * 1024);
+    let mut chunk_data = b"icc\0\0".to_vec();
+    chunk_data.extend_from_slice(&profile);
+    let mut chunk = (chunk_data.len() as u32).to_be_bytes().to_vec();
+    chunk.extend_from_slice(b"iCCP");
+    chunk.extend_from_slice(&chunk_data);
+    chunk.extend_from_slice(&crc32(&chunk[4..]).to_be_bytes());
+    let mut png = png_declaring(1, 1);
+    png.splice(33..33, chunk);
+    let path = dir.join("iccp.png");
+    std::fs::write(&path, &png).unwrap();
+    let run = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 204800 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_sam2"),
+            "segment",
+            path.to_str().unwrap(),
+            "--model",
+            &model_arg(),
+            "--point",
+            "0,0",
+            "--onnxruntime",
+            "/nonexistent/libonnxruntime.so",
+            "-o",
+            dir.join("o").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(5),
+        "{:?} {}",
+        run.status,
+        stderr(&run)
+    );
+    assert_one_line(&run, &["ONNX Runtime could not be loaded"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 fn mkfifo(path: &Path) {
     let made = Command::new("mkfifo").arg(path).status().unwrap();
     assert!(made.success(), "mkfifo {}", path.display());
