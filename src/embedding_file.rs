@@ -18,7 +18,6 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use ort::memory::Allocator;
 use ort::value::{DynTensor, TensorElementType};
@@ -26,6 +25,7 @@ use ort::value::{DynTensor, TensorElementType};
 use crate::embedding::{element_size, Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
 use crate::export::{EncoderFamily, EMBEDDING_SHAPES};
+use crate::files::{self, directory_of, sync_directory, TEMP_SUFFIX};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
 use crate::platform;
@@ -344,59 +344,9 @@ pub fn validate_bytes(bytes: &[u8]) -> Result<Header> {
     Ok(header)
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Suffix of the temporary files of saves in progress: `.<name>.<pid>-<n>.sam2tmp`.
-const TEMP_SUFFIX: &str = ".sam2tmp";
-
 /// How long a temporary file must have been left unchanged, with its process gone, before a
 /// later save removes it as abandoned.
 const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
-fn temp_path(path: &Path) -> Result<PathBuf> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::invalid("path", format!("`{}` names no file", path.display())))?;
-    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = format!(
-        ".{}.{}-{n}{TEMP_SUFFIX}",
-        name.to_string_lossy(),
-        std::process::id()
-    );
-    Ok(path.with_file_name(tmp))
-}
-
-/// How many taken temporary names a save skips before giving up.
-const TEMP_ATTEMPTS: usize = 1000;
-
-/// Creates a new temporary file for a save into `path`. A name already taken (a file an earlier
-/// process with the same id left, or anyone's file) is skipped for the next one, never opened,
-/// truncated or removed: only a file this call created is ever ours to delete.
-fn create_temp(path: &Path) -> Result<(PathBuf, File)> {
-    for _ in 0..TEMP_ATTEMPTS {
-        let tmp = temp_path(path)?;
-        match File::options().write(true).create_new(true).open(&tmp) {
-            Ok(file) => return Ok((tmp, file)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => {
-                return Err(Error::io(
-                    format!("saving the embedding to {}", path.display()),
-                    e,
-                ))
-            }
-        }
-    }
-    Err(Error::io(
-        format!("saving the embedding to {}", path.display()),
-        std::io::Error::new(
-            std::io::ErrorKind::AlreadyExists,
-            format!(
-                "{TEMP_ATTEMPTS} temporary names next to it are taken; remove the stale \
-                 `.*{TEMP_SUFFIX}` files of that directory"
-            ),
-        ),
-    ))
-}
 
 /// The JSON every embedding file (and every temporary file of a save, once its header is
 /// written) carries in its header.
@@ -493,14 +443,6 @@ fn clean_once(dir: &Path) {
     }
 }
 
-/// The directory holding `path`: its parent, or the current directory for a bare file name.
-fn directory_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    }
-}
-
 /// Symbolic links followed at most, as the kernel does (`ELOOP` beyond).
 const MAX_LINK_HOPS: usize = 40;
 
@@ -539,15 +481,6 @@ fn save_target(path: &Path) -> Result<PathBuf> {
     ))
 }
 
-/// Makes a rename in `dir` durable. A file system that cannot sync a directory says `EINVAL`
-/// (it has nothing to make durable that way); every other failure is reported.
-fn sync_directory(dir: &File) -> std::io::Result<()> {
-    match dir.sync_all() {
-        Err(e) if platform::is_unsupported_sync(&e) => Ok(()),
-        other => other,
-    }
-}
-
 /// Replaces `target` with what `write` writes, atomically: a temporary file in the target's
 /// directory, fsync, rename over the target, fsync of the directory (with `sync_dir`). The
 /// directory is opened first, so a save that could not be made durable fails before anything
@@ -572,18 +505,19 @@ fn replace_atomically(
     };
     let dir_path = directory_of(target);
     // Only a directory: opening a FIFO named like one would block.
-    let dir = platform::directory_open_options()
-        .open(dir_path)
-        .map_err(|e| {
-            Error::io(
-                format!(
-                    "{context}: opening its directory {} (to make the save durable)",
-                    dir_path.display()
-                ),
-                e,
-            )
-        })?;
-    let (tmp, mut file) = create_temp(target)?;
+    let dir = files::open_directory(dir_path).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: opening its directory {} (to make the save durable)",
+                dir_path.display()
+            ),
+            e,
+        )
+    })?;
+    let (tmp, mut file) = files::create_temp(
+        target,
+        &format!("saving the embedding to {}", target.display()),
+    )?;
     let written = (|| -> std::io::Result<()> {
         write(&mut file)?;
         file.sync_all()?;
@@ -657,42 +591,10 @@ pub fn load(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     })
 }
 
-/// Refuses anything but a regular file, with an I/O error that says what it is.
-fn require_regular_file(metadata: &std::fs::Metadata, path: &Path) -> Result<()> {
-    if metadata.is_file() {
-        return Ok(());
-    }
-    Err(not_regular_file(
-        path,
-        platform::kind_of(metadata.file_type()),
-    ))
-}
-
-fn not_regular_file(path: &Path, kind: &str) -> Error {
-    Error::io(
-        format!("reading {}", path.display()),
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("it is {kind}, not a regular file; give the path of an embedding file"),
-        ),
-    )
-}
-
-/// Opens an embedding file for reading without ever blocking or touching a device. The type is
-/// checked before opening (opening a FIFO waits for a writer, opening a device can act on it),
-/// the open itself does not block (a FIFO put in its place meanwhile returns at once), and the
-/// opened file is checked again.
+/// Opens an embedding file for reading without ever blocking or touching a device (see
+/// [`files::open_regular`]).
 fn open_regular_file(path: &Path) -> Result<File> {
-    let io = |e: std::io::Error| Error::io(format!("reading {}", path.display()), e);
-    if let Some(kind) = platform::kind_of_path(path) {
-        return Err(not_regular_file(path, kind));
-    }
-    require_regular_file(&std::fs::metadata(path).map_err(io)?, path)?;
-    let file = platform::nonblocking_read_options()
-        .open(path)
-        .map_err(io)?;
-    require_regular_file(&file.metadata().map_err(io)?, path)?;
-    Ok(file)
+    files::open_regular(path, "an embedding file")
 }
 
 fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {

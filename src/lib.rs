@@ -1,9 +1,10 @@
 //! Segment Anything 2 through ONNX Runtime: encode an image once, prompt it many times.
 //!
 //! The product is the C ABI under [`ffi`] (declared in `include/sam2.h`). The safe Rust core
-//! behind it is reached through the items re-exported here and three namespaces:
-//! [`runtime`] (loading ONNX Runtime), [`embedding_file`] (saving and loading embeddings) and
-//! [`log`] (the library's log sink). Everything else is internal.
+//! behind it is reached through the items re-exported here and four namespaces:
+//! [`runtime`] (loading ONNX Runtime), [`embedding_file`] (saving and loading embeddings),
+//! [`files`] (reading only regular files, writing files atomically) and [`log`] (the library's
+//! log sink). Everything else is internal.
 
 mod cache;
 mod device;
@@ -15,6 +16,7 @@ mod error;
 mod everything;
 mod export;
 pub mod ffi;
+pub mod files;
 mod fingerprint;
 mod image;
 pub mod log;

@@ -2,6 +2,7 @@
 //! would bring more code than it saves, and a hand-written one decides its own exit code (2) and
 //! one-line messages.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use sam2::{MismatchPolicy, Provider};
@@ -12,6 +13,23 @@ pub struct Usage(pub String);
 
 fn usage<T>(text: impl Into<String>) -> Result<T, Usage> {
     Err(Usage(text.into()))
+}
+
+/// The arguments as text: one that is not valid UTF-8 is a usage error naming it (the paths and
+/// options this command takes, and the JSON it writes, are UTF-8).
+pub fn utf8(raw: Vec<OsString>) -> Result<Vec<String>, Usage> {
+    raw.into_iter()
+        .enumerate()
+        .map(|(i, arg)| {
+            arg.into_string().map_err(|arg| {
+                Usage(format!(
+                    "argument {} ({}) is not valid UTF-8; this command takes UTF-8 paths and options",
+                    i + 1,
+                    arg.to_string_lossy()
+                ))
+            })
+        })
+        .collect()
 }
 
 pub enum Command {
@@ -48,6 +66,8 @@ impl Default for Device {
 
 pub struct Segment {
     pub image: PathBuf,
+    /// The largest image read, in pixels (`--max-pixels`).
+    pub max_pixels: u64,
     pub models: Models,
     pub points: Vec<sam2::Point>,
     pub bbox: Option<[f32; 4]>,
@@ -61,6 +81,8 @@ pub struct Segment {
 
 pub struct Encode {
     pub image: PathBuf,
+    /// The largest image read, in pixels (`--max-pixels`).
+    pub max_pixels: u64,
     pub models: Models,
     pub out: PathBuf,
     pub device: Device,
@@ -70,6 +92,8 @@ pub struct Encode {
 /// `sam2 everything`: SAM2's automatic mask generator; `None` keeps SAM2's default.
 pub struct Everything {
     pub image: PathBuf,
+    /// The largest image read, in pixels (`--max-pixels`).
+    pub max_pixels: u64,
     pub models: Models,
     pub out: PathBuf,
     pub tolerance: f32,
@@ -220,6 +244,7 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
     let mut embedding = None;
     let mut out = None;
     let mut tolerance = 0.0f32;
+    let mut max_pixels = crate::picture::DEFAULT_MAX_PIXELS;
     let segment = command == "segment";
     let everything = command == "everything";
     let (mut points_per_side, mut pred_iou_thresh, mut stability_score_thresh) = (None, None, None);
@@ -244,7 +269,25 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             "--on-mismatch" => device.on_mismatch = policy(&args.value(&name, inline)?)?,
             "--onnxruntime" => onnxruntime = Some(PathBuf::from(args.value(&name, inline)?)),
             "-o" | "--output" if command != "info" => {
-                out = Some(PathBuf::from(args.value(&name, inline)?))
+                let text = args.value(&name, inline)?;
+                if text.is_empty() {
+                    return usage(format!(
+                        "{name} needs a path, not an empty one (a prefix such as out/photo, or a \
+                         directory)"
+                    ));
+                }
+                out = Some(PathBuf::from(text))
+            }
+            "--max-pixels" if command != "info" => {
+                let text = args.value(&name, inline)?;
+                max_pixels = match text.parse::<u64>() {
+                    Ok(v) if v >= 1 => v,
+                    _ => {
+                        return usage(format!(
+                            "--max-pixels {text}: expected a whole number of pixels, 1 or more"
+                        ))
+                    }
+                };
             }
             "--point" | "-p" if segment => {
                 let v = numbers(&args.value("--point", inline)?, "--point", 2..=3)?;
@@ -350,6 +393,7 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             check_models(&models, true)?;
             Ok(Command::Segment(Segment {
                 image,
+                max_pixels,
                 models,
                 points,
                 bbox,
@@ -369,6 +413,7 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             check_models(&models, true)?;
             Ok(Command::Everything(Everything {
                 image,
+                max_pixels,
                 models,
                 out,
                 tolerance,
@@ -390,6 +435,7 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             check_models(&models, false)?;
             Ok(Command::Encode(Encode {
                 image,
+                max_pixels,
                 models,
                 out,
                 device,

@@ -5,6 +5,7 @@ mod args;
 mod picture;
 mod progress;
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -37,6 +38,11 @@ Usage:
 
 segment writes OUT.mask.png (OUT.mask-K.png for each candidate with --multimask),
 OUT.overlay.png and OUT.json (COCO: RLE, polygons with holes, bbox, area, score).
+-o OUT is a prefix (-o out/cat writes out/cat.mask.png, creating out/); an existing
+directory, or a path ending in /, receives DIR/<image name>.mask.png and so on (encode:
+DIR/<image name>.sam2emb). The files are written to temporaries beside them and renamed into
+place together: all or none, replacing a link or FIFO at an output path, never writing
+through it.
 everything segments the whole image with SAM2's automatic mask generator (a grid of clicks,
 filtered and de-duplicated) and writes OUT.overlay.png and OUT.json (one COCO annotation per
 mask, with SAM2's predicted_iou, stability_score, point_coords and crop_box).
@@ -66,15 +72,19 @@ Options:
   --on-mismatch fallback|fail   a GPU that cannot be had: warn and use the CPU, or fail
   --onnxruntime LIB     the ONNX Runtime library (default: SAM2_ONNXRUNTIME_PATH, then the
                         system's)
+  --max-pixels N        refuse an image whose header declares more than N pixels, before
+                        decoding it (default 250000000: 250 megapixels)
   -h, --help            this text; -V, --version
 
 Input images: PNG or JPEG, 8 or 16 bits, grey or colour, with or without alpha; JPEG EXIF
-orientation is applied. Progress is shown on stderr when it is a terminal.
+orientation is applied. Inputs must be regular files (a FIFO or device is refused). Progress is
+shown on stderr when it is a terminal.
 
-Exit codes: 0 done, 1 internal error, 2 bad arguments, 3 bad input (image, embedding file,
-prompt), 4 model (none found, several, not a SAM2 export, embedding of another model),
-5 ONNX Runtime or device (not found, failed, GPU refused with --on-mismatch fail),
-6 output could not be written.
+Exit codes: 0 done, 1 internal error, 2 bad arguments (including one that is not UTF-8),
+3 bad input (image unreadable, over --max-pixels or not a regular file; embedding file; prompt),
+4 model (none found, several, not a SAM2 export or not a regular file, embedding of another
+model), 5 ONNX Runtime or device (not found, failed, GPU refused with --on-mismatch fail),
+6 output could not be written (nothing of it was replaced).
 
 Examples:
   sam2 segment photo.jpg --model models/tiny_a --point 320,240 -o out/photo
@@ -124,12 +134,53 @@ impl Failure {
     }
 }
 
+/// Replaces the default panic hook (which prints "thread panicked" and, with `RUST_BACKTRACE`, a
+/// backtrace) by one that only keeps the message, for [`guarded`] to print as its one line.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".to_string());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        *PANIC.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{what}{at}"));
+    }));
+}
+
+/// Runs the command; a panic (a bug: every expected failure is a [`Failure`]) becomes exit 1
+/// with one line.
+fn guarded(command: impl FnOnce() -> Result<(), Failure>) -> Result<(), Failure> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(command)).unwrap_or_else(|_| {
+        let what = PANIC
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_else(|| "a panic".to_string());
+        Err(Failure::new(
+            exit::INTERNAL,
+            format!("internal error ({what}); please report it"),
+        ))
+    })
+}
+
+/// The message of the last panic, kept by the panic hook for `main` to print as its one line
+/// (the default hook would print "thread panicked" and, with `RUST_BACKTRACE`, a backtrace).
+static PANIC: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 fn main() -> ExitCode {
-    let raw: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args::parse(raw) {
-        Err(args::Usage(text)) => Err(Failure::new(exit::USAGE, text)),
-        Ok(command) => run(command),
-    };
+    install_panic_hook();
+    let result =
+        guarded(
+            || match args::utf8(std::env::args_os().skip(1).collect()).and_then(args::parse) {
+                Err(args::Usage(text)) => Err(Failure::new(exit::USAGE, text)),
+                Ok(command) => run(command),
+            },
+        );
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(f) => {
@@ -196,9 +247,9 @@ fn model_files(models: &Models) -> Result<(PathBuf, Option<PathBuf>), Failure> {
     Ok((encoder, models.decoder.clone()))
 }
 
-fn load_picture(path: &Path) -> Result<picture::Picture, Failure> {
+fn load_picture(path: &Path, max_pixels: u64) -> Result<picture::Picture, Failure> {
     let _p = progress::step("reading image");
-    picture::load(path).map_err(|m| Failure::new(exit::INPUT, m))
+    picture::load(path, max_pixels).map_err(|m| Failure::new(exit::INPUT, m))
 }
 
 fn encode_picture(
@@ -236,12 +287,18 @@ fn encode_picture(
 
 fn encode(e: args::Encode) -> Result<(), Failure> {
     let (encoder_path, _) = model_files(&e.models)?;
-    let picture = load_picture(&e.image)?;
+    let picture = load_picture(&e.image, e.max_pixels)?;
     init_runtime(e.onnxruntime.as_deref())?;
     let (_, embedding) = encode_picture(&encoder_path, e.device, &picture)?;
-    create_parent(&e.out)?;
-    sam2::embedding_file::save(&embedding, &e.out).map_err(|err| Failure::of(err, exit::OUTPUT))?;
-    eprintln!("sam2: wrote {}", e.out.display());
+    let out = output_prefix(&e.out, &e.image);
+    let out = if out == e.out {
+        out
+    } else {
+        with_suffix(&out, ".sam2emb")
+    };
+    create_parent(&out)?;
+    sam2::embedding_file::save(&embedding, &out).map_err(|err| Failure::of(err, exit::OUTPUT))?;
+    eprintln!("sam2: wrote {}", out.display());
     Ok(())
 }
 
@@ -257,6 +314,23 @@ fn create_parent(path: &Path) -> Result<(), Failure> {
     }
 }
 
+/// Where `-o OUT` puts the files of `image`: an existing directory, or a path ending in `/`,
+/// receives `OUT/<image stem>` (`-o out/` with photo.jpg gives out/photo.mask.png); any other
+/// path is the prefix itself.
+fn output_prefix(out: &Path, image: &Path) -> PathBuf {
+    let text = out.as_os_str().to_string_lossy();
+    let names_directory =
+        text.ends_with('/') || text.ends_with(std::path::MAIN_SEPARATOR) || out.is_dir();
+    if !names_directory {
+        return out.to_path_buf();
+    }
+    let stem = image
+        .file_stem()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| std::ffi::OsStr::new("image"));
+    out.join(stem)
+}
+
 /// `OUT` + `suffix`: the output prefix is a path whose file name is extended, not replaced.
 fn with_suffix(out: &Path, suffix: &str) -> PathBuf {
     let mut name = out
@@ -270,18 +344,23 @@ fn with_suffix(out: &Path, suffix: &str) -> PathBuf {
 fn segment(s: args::Segment) -> Result<(), Failure> {
     let (encoder_path, decoder_path) = model_files(&s.models)?;
     let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
-    let picture = load_picture(&s.image)?;
+    let picture = load_picture(&s.image, s.max_pixels)?;
     let (w, h) = picture.rgb.dimensions();
     init_runtime(s.onnxruntime.as_deref())?;
     let (fingerprint, embedding) = match &s.embedding {
         Some(file) => {
-            // The encoder's identity is the hash of its file: no need to load it.
-            let bytes = std::fs::read(&encoder_path).map_err(|err| {
-                Failure::new(
-                    exit::MODEL,
-                    format!("cannot read {}: {err}", encoder_path.display()),
-                )
-            })?;
+            // The encoder's identity is the hash of its file: no need to load it. Only a regular
+            // file is read (a FIFO would block, /dev/zero never end), as the library reads models.
+            let mut bytes = Vec::new();
+            sam2::files::open_regular(&encoder_path, "an ONNX encoder file")
+                .map_err(|err| Failure::of(err, exit::MODEL))?
+                .read_to_end(&mut bytes)
+                .map_err(|err| {
+                    Failure::new(
+                        exit::MODEL,
+                        format!("cannot read {}: {err}", encoder_path.display()),
+                    )
+                })?;
             let fingerprint = Fingerprint::of_bytes(&bytes);
             let embedding = sam2::embedding_file::load(file, Some(fingerprint))
                 .map_err(|e| Failure::of(e, exit::INPUT))?;
@@ -328,7 +407,10 @@ fn segment(s: args::Segment) -> Result<(), Failure> {
         )
         .map_err(|e| Failure::of(e, exit::INPUT))?;
 
-    create_parent(&s.out)?;
+    let out = output_prefix(&s.out, &s.image);
+    create_parent(&out)?;
+    // Every file to a temporary beside it, then all renamed into place: all or nothing.
+    let mut outputs = sam2::files::StagedFiles::new();
     let count = prediction.objects * prediction.candidates;
     let mut best = 0;
     let mut annotations = Vec::new();
@@ -337,24 +419,24 @@ fn segment(s: args::Segment) -> Result<(), Failure> {
             best = k;
         }
         let mask_path = if count == 1 {
-            with_suffix(&s.out, ".mask.png")
+            with_suffix(&out, ".mask.png")
         } else {
-            with_suffix(&s.out, &format!(".mask-{k}.png"))
+            with_suffix(&out, &format!(".mask-{k}.png"))
         };
-        picture::save_mask(prediction.mask(k), w, h, &mask_path)
-            .map_err(|m| Failure::new(exit::OUTPUT, m))?;
+        outputs
+            .add(&mask_path, |f| {
+                picture::write_mask(prediction.mask(k), w, h, f)
+            })
+            .map_err(|e| Failure::of(e, exit::OUTPUT))?;
         annotations.push(annotation(&prediction, k, s.tolerance, &mask_path));
     }
-    let overlay_path = with_suffix(&s.out, ".overlay.png");
-    picture::save_overlay(
-        &picture.rgb,
-        prediction.mask(best),
-        &s.points,
-        s.bbox,
-        &overlay_path,
-    )
-    .map_err(|m| Failure::new(exit::OUTPUT, m))?;
-    let json_path = with_suffix(&s.out, ".json");
+    let overlay_path = with_suffix(&out, ".overlay.png");
+    outputs
+        .add(&overlay_path, |f| {
+            picture::write_overlay(&picture.rgb, prediction.mask(best), &s.points, s.bbox, f)
+        })
+        .map_err(|e| Failure::of(e, exit::OUTPUT))?;
+    let json_path = with_suffix(&out, ".json");
     let document = serde_json::json!({
         "image": {
             "file_name": s.image.display().to_string(),
@@ -375,7 +457,8 @@ fn segment(s: args::Segment) -> Result<(), Failure> {
         "best": best,
         "annotations": annotations,
     });
-    write_json(&json_path, &document)?;
+    add_json(&mut outputs, &json_path, &document)?;
+    outputs.commit().map_err(|e| Failure::of(e, exit::OUTPUT))?;
     eprintln!(
         "sam2: {} mask{} (best score {:.3}, area {} px) → {}, {}, {}",
         count,
@@ -383,7 +466,7 @@ fn segment(s: args::Segment) -> Result<(), Failure> {
         prediction.scores[best],
         prediction.areas[best],
         with_suffix(
-            &s.out,
+            &out,
             if count == 1 {
                 ".mask.png"
             } else {
@@ -435,7 +518,7 @@ fn annotation(
 fn everything(e: args::Everything) -> Result<(), Failure> {
     let (encoder_path, decoder_path) = model_files(&e.models)?;
     let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
-    let picture = load_picture(&e.image)?;
+    let picture = load_picture(&e.image, e.max_pixels)?;
     let (w, h) = picture.rgb.dimensions();
     init_runtime(e.onnxruntime.as_deref())?;
     let encoder = {
@@ -486,7 +569,8 @@ fn everything(e: args::Everything) -> Result<(), Failure> {
             .map_err(|err| Failure::of(err, exit::INPUT))?
     };
 
-    create_parent(&e.out)?;
+    let out = output_prefix(&e.out, &e.image);
+    create_parent(&out)?;
     // One mask decoded at a time: never every full-size mask at once.
     let mut labels = vec![0u32; (w * h) as usize];
     let mut annotations = Vec::with_capacity(found.masks.len());
@@ -524,10 +608,14 @@ fn everything(e: args::Everything) -> Result<(), Failure> {
             "crop_box": [c[0], c[1], c[2] - c[0], c[3] - c[1]],
         }));
     }
-    let overlay_path = with_suffix(&e.out, ".overlay.png");
-    picture::save_labels_overlay(&picture.rgb, &labels, &overlay_path)
-        .map_err(|m| Failure::new(exit::OUTPUT, m))?;
-    let json_path = with_suffix(&e.out, ".json");
+    let mut outputs = sam2::files::StagedFiles::new();
+    let overlay_path = with_suffix(&out, ".overlay.png");
+    outputs
+        .add(&overlay_path, |f| {
+            picture::write_labels_overlay(&picture.rgb, &labels, f)
+        })
+        .map_err(|err| Failure::of(err, exit::OUTPUT))?;
+    let json_path = with_suffix(&out, ".json");
     let document = serde_json::json!({
         "image": {
             "file_name": e.image.display().to_string(),
@@ -556,7 +644,10 @@ fn everything(e: args::Everything) -> Result<(), Failure> {
         },
         "annotations": annotations,
     });
-    write_json(&json_path, &document)?;
+    add_json(&mut outputs, &json_path, &document)?;
+    outputs
+        .commit()
+        .map_err(|err| Failure::of(err, exit::OUTPUT))?;
     eprintln!(
         "sam2: {} mask{} → {}, {}",
         found.masks.len(),
@@ -581,15 +672,16 @@ fn polygons_json(
         .collect()
 }
 
-fn write_json(path: &Path, document: &serde_json::Value) -> Result<(), Failure> {
+fn add_json(
+    outputs: &mut sam2::files::StagedFiles,
+    path: &Path,
+    document: &serde_json::Value,
+) -> Result<(), Failure> {
     let text = serde_json::to_string_pretty(document)
         .map_err(|err| Failure::new(exit::INTERNAL, err.to_string()))?;
-    std::fs::write(path, text + "\n").map_err(|err| {
-        Failure::new(
-            exit::OUTPUT,
-            format!("cannot write {}: {err}", path.display()),
-        )
-    })
+    outputs
+        .add(path, |f| f.write_all((text + "\n").as_bytes()))
+        .map_err(|err| Failure::of(err, exit::OUTPUT))
 }
 
 fn info(i: args::Info) -> Result<(), Failure> {
@@ -679,4 +771,27 @@ fn print_device(device: &sam2::EffectiveDevice) {
         },
         names.join(", ")
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_exit_1_with_one_line_naming_it() {
+        install_panic_hook();
+        let failure = guarded(|| panic!("index 9 out of\nrange")).unwrap_err();
+        assert_eq!(failure.code, exit::INTERNAL);
+        assert!(
+            failure.message.contains("index 9 out of") && failure.message.contains("main.rs"),
+            "{}",
+            failure.message
+        );
+        let failure = guarded(|| Err(Failure::new(exit::INPUT, "bad"))).unwrap_err();
+        assert_eq!(
+            (failure.code, failure.message.as_str()),
+            (exit::INPUT, "bad")
+        );
+        let _ = std::panic::take_hook();
+    }
 }

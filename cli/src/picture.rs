@@ -1,9 +1,20 @@
 //! Reading the input image (PNG or JPEG, any bit depth, grey or colour, with or without alpha,
 //! EXIF orientation applied) and writing the mask and overlay PNGs.
 
+use std::io::{BufReader, Write};
 use std::path::Path;
 
-use image::{DynamicImage, ImageDecoder, ImageReader, RgbImage};
+use image::{DynamicImage, ImageDecoder, ImageReader, Limits, RgbImage};
+
+/// The largest image read by default, in pixels: 250 megapixels (a 200-megapixel phone photo,
+/// 16320×12240, fits; so does a 15000×15000 scan). `--max-pixels N` changes it.
+pub const DEFAULT_MAX_PIXELS: u64 = 250_000_000;
+
+/// What a decoder may allocate besides the image itself (the image crate's `max_alloc`): a row,
+/// and metadata such as a PNG's ICC profile, which a few hundred compressed bytes can inflate to
+/// gigabytes. 64 MiB holds rows of 8 million 16-bit RGBA pixels and any real profile; the image
+/// buffer itself is bounded by the pixel limit, checked before it is allocated.
+const DECODER_MAX_ALLOC: u64 = 64 * 1024 * 1024;
 
 /// An input image as 8-bit RGB, upright.
 pub struct Picture {
@@ -12,17 +23,34 @@ pub struct Picture {
     pub orientation: u8,
 }
 
-pub fn load(path: &Path) -> Result<Picture, String> {
-    let reader = ImageReader::open(path)
-        .map_err(|e| format!("cannot open image {}: {e}", path.display()))?
+/// Reads `path` (a regular file only: a FIFO or a device is refused before it is read), refusing
+/// an image whose header declares more than `max_pixels` pixels before anything of its size is
+/// allocated; the decoder's own allocations are held to [`DECODER_MAX_ALLOC`].
+pub fn load(path: &Path, max_pixels: u64) -> Result<Picture, String> {
+    let file = sam2::files::open_regular(path, "a PNG or JPEG image").map_err(|e| e.to_string())?;
+    let mut reader = ImageReader::new(BufReader::new(file))
         .with_guessed_format()
         .map_err(|e| format!("cannot read image {}: {e}", path.display()))?;
+    let mut limits = Limits::default();
+    limits.max_alloc = Some(DECODER_MAX_ALLOC);
+    reader.limits(limits);
     let mut decoder = reader.into_decoder().map_err(|e| {
         format!(
             "{}: not a PNG or JPEG image this command can read ({e})",
             path.display()
         )
     })?;
+    let (w, h) = decoder.dimensions();
+    let pixels = w as u64 * h as u64;
+    if pixels > max_pixels {
+        return Err(format!(
+            "{} declares {w}×{h} pixels ({:.1} megapixels), over the limit of {max_pixels} \
+             pixels ({:.1} megapixels); --max-pixels N raises it",
+            path.display(),
+            pixels as f64 / 1e6,
+            max_pixels as f64 / 1e6
+        ));
+    }
     let orientation = decoder
         .orientation()
         .unwrap_or(image::metadata::Orientation::NoTransforms);
@@ -32,28 +60,44 @@ pub fn load(path: &Path) -> Result<Picture, String> {
     // 16-bit samples are scaled to 8 bits, grey is spread over the three channels and alpha is
     // dropped (the model sees colours, not transparency).
     Ok(Picture {
-        rgb: picture.to_rgb8(),
+        rgb: picture.into_rgb8(),
         orientation: orientation.to_exif(),
     })
 }
 
+fn png(
+    out: &mut dyn Write,
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    colour: image::ExtendedColorType,
+) -> std::io::Result<()> {
+    use image::ImageEncoder;
+    image::codecs::png::PngEncoder::new(out)
+        .write_image(pixels, width, height, colour)
+        .map_err(std::io::Error::other)
+}
+
 /// Writes a 0/255 greyscale PNG of a row-major 0/1 mask.
-pub fn save_mask(mask: &[u8], width: u32, height: u32, path: &Path) -> Result<(), String> {
+pub fn write_mask(
+    mask: &[u8],
+    width: u32,
+    height: u32,
+    out: &mut dyn Write,
+) -> std::io::Result<()> {
     let grey: Vec<u8> = mask.iter().map(|&v| if v != 0 { 255 } else { 0 }).collect();
-    let img = image::GrayImage::from_raw(width, height, grey).ok_or("mask size")?;
-    img.save_with_format(path, image::ImageFormat::Png)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    png(out, &grey, width, height, image::ExtendedColorType::L8)
 }
 
 /// The image with the mask tinted over it, its outline drawn, and the prompt marked: positive
 /// points green, negative red, the box yellow.
-pub fn save_overlay(
+pub fn write_overlay(
     picture: &RgbImage,
     mask: &[u8],
     points: &[sam2::Point],
     bbox: Option<[f32; 4]>,
-    path: &Path,
-) -> Result<(), String> {
+    out_file: &mut dyn Write,
+) -> std::io::Result<()> {
     let (w, h) = picture.dimensions();
     let mut out = picture.clone();
     let inside = |x: i64, y: i64| {
@@ -108,13 +152,16 @@ pub fn save_overlay(
             }
         }
     }
-    out.save_with_format(path, image::ImageFormat::Png)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    png(out_file, out.as_raw(), w, h, image::ExtendedColorType::Rgb8)
 }
 
 /// The image with each labelled region (`labels`: 0 = none, k = the k-th mask) tinted in a colour
 /// of its own and outlined.
-pub fn save_labels_overlay(picture: &RgbImage, labels: &[u32], path: &Path) -> Result<(), String> {
+pub fn write_labels_overlay(
+    picture: &RgbImage,
+    labels: &[u32],
+    out_file: &mut dyn Write,
+) -> std::io::Result<()> {
     let (w, h) = picture.dimensions();
     let (w, h) = (w as usize, h as usize);
     let mut out = picture.clone();
@@ -158,6 +205,11 @@ pub fn save_labels_overlay(picture: &RgbImage, labels: &[u32], path: &Path) -> R
             }
         }
     }
-    out.save_with_format(path, image::ImageFormat::Png)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    png(
+        out_file,
+        out.as_raw(),
+        w as u32,
+        h as u32,
+        image::ExtendedColorType::Rgb8,
+    )
 }

@@ -634,3 +634,577 @@ fn info_names_the_export_and_the_fingerprint() {
     ]);
     assert_eq!(code(&run), 4, "{}", stderr(&run));
 }
+
+/// Runs the command with a deadline: a hang is a failure, not a stuck test.
+fn sam2_within(args: &[&std::ffi::OsStr], dir: Option<&Path>, seconds: u64) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sam2"));
+    command
+        .args(args)
+        .env("SAM2_ONNXRUNTIME_PATH", onnxruntime())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let mut child = command.spawn().expect("the sam2 binary runs");
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > std::time::Duration::from_secs(seconds) {
+            child.kill().unwrap();
+            let _ = child.wait();
+            panic!("sam2 {:?} still running after {seconds} s (it hangs)", args);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn os(args: &[&str]) -> Vec<std::ffi::OsString> {
+    args.iter().map(std::ffi::OsString::from).collect()
+}
+
+fn run_within(args: &[&str], dir: Option<&Path>, seconds: u64) -> Output {
+    let args = os(args);
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    sam2_within(&refs, dir, seconds)
+}
+
+/// One line, `sam2: …`, containing each fragment.
+fn assert_one_line(run: &Output, fragments: &[&str]) {
+    let text = stderr(run);
+    assert_eq!(text.trim_end().lines().count(), 1, "one line: {text:?}");
+    assert!(text.starts_with("sam2: "), "{text:?}");
+    for f in fragments {
+        assert!(text.contains(f), "{text:?} lacks {f:?}");
+    }
+}
+
+/// CRC-32 (IEEE), as PNG chunks carry it.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in bytes {
+        crc ^= b as u32;
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// A real 1×1 PNG whose IHDR is rewritten to declare `width`×`height` (its CRC recomputed): a
+/// few dozen bytes that ask a decoder for width × height × 3 bytes.
+fn png_declaring(width: u32, height: u32) -> Vec<u8> {
+    let mut png = Vec::new();
+    image::codecs::png::PngEncoder::new(&mut png)
+        .write_image(&[10, 20, 30], 1, 1, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    assert_eq!(&png[12..16], b"IHDR");
+    png[16..20].copy_from_slice(&width.to_be_bytes());
+    png[20..24].copy_from_slice(&height.to_be_bytes());
+    let crc = crc32(&png[12..29]);
+    png[29..33].copy_from_slice(&crc.to_be_bytes());
+    png
+}
+
+/// A real 16×16 baseline JPEG whose frame header (SOF0) is rewritten to declare
+/// `width`×`height`.
+fn jpeg_declaring(width: u16, height: u16) -> Vec<u8> {
+    let mut jpeg = Vec::new();
+    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut jpeg, 90)
+        .write_image(&[128; 16 * 16 * 3], 16, 16, image::ExtendedColorType::Rgb8)
+        .unwrap();
+    let sof = jpeg
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("a baseline frame header");
+    // FFC0, length (2), precision (1), height (2), width (2).
+    jpeg[sof + 5..sof + 7].copy_from_slice(&height.to_be_bytes());
+    jpeg[sof + 7..sof + 9].copy_from_slice(&width.to_be_bytes());
+    jpeg
+}
+
+/// Decompression bombs: a 100000×100000 PNG and a 65500×65500 JPEG of a few hundred bytes are
+/// refused from their headers with exit 3, in well under a second's work and within a 1 GiB
+/// address space (before the limit the PNG aborted allocating 30 GB and the JPEG grew to 24 GB);
+/// `--max-pixels` moves the limit, and an image exactly at it is read.
+#[cfg(unix)]
+#[test]
+fn decompression_bombs_are_refused_from_their_headers_in_bounded_memory() {
+    let dir = scratch("bombs");
+    let png = dir.join("bomb.png");
+    std::fs::write(&png, png_declaring(100_000, 100_000)).unwrap();
+    let jpg = dir.join("bomb.jpg");
+    std::fs::write(&jpg, jpeg_declaring(65500, 65500)).unwrap();
+    let m = model_arg();
+    let out = dir.join("o");
+    for (bomb, declared) in [(&png, "100000×100000"), (&jpg, "65500×65500")] {
+        let size = std::fs::metadata(bomb).unwrap().len();
+        assert!(size < 1000, "{} is {size} bytes", bomb.display());
+        for command in ["segment", "encode", "everything"] {
+            let mut args = vec![
+                "-c",
+                // 1 GiB of address space: an allocation of the declared size fails (an abort).
+                "ulimit -v 1048576 && exec \"$0\" \"$@\"",
+                env!("CARGO_BIN_EXE_sam2"),
+                command,
+                bomb.to_str().unwrap(),
+                "--model",
+                &m,
+                "-o",
+                out.to_str().unwrap(),
+            ];
+            if command == "segment" {
+                args.extend(["--point", "1,1"]);
+            }
+            let start = std::time::Instant::now();
+            let run = Command::new("sh")
+                .args(&args)
+                .env("SAM2_ONNXRUNTIME_PATH", onnxruntime())
+                .output()
+                .unwrap();
+            let took = start.elapsed();
+            assert_eq!(
+                run.status.code(),
+                Some(3),
+                "{command} {}: {:?} {}",
+                bomb.display(),
+                run.status,
+                stderr(&run)
+            );
+            assert_one_line(&run, &[declared, "250000000 pixels", "--max-pixels"]);
+            assert!(took.as_secs() < 10, "{command}: {took:?}");
+        }
+    }
+    // The limit is the flag's: the 512×384 image is refused one pixel under its size and read
+    // at it.
+    let shapes_png = dir.join("shapes.png");
+    shapes().save(&shapes_png).unwrap();
+    let p = shapes_png.to_str().unwrap();
+    let o = out.to_str().unwrap();
+    let run = sam2(&[
+        "segment",
+        p,
+        "--model",
+        &m,
+        "--point",
+        "100,112",
+        "--max-pixels",
+        "196607",
+        "-o",
+        o,
+    ]);
+    assert_eq!(code(&run), 3, "{}", stderr(&run));
+    assert_one_line(&run, &["512×384", "196607 pixels"]);
+    let run = sam2(&[
+        "segment",
+        p,
+        "--model",
+        &m,
+        "--point",
+        "100,112",
+        "--max-pixels",
+        "196608",
+        "-o",
+        o,
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(dir.join("o.mask.png").is_file());
+    let run = sam2(&[
+        "segment",
+        p,
+        "--model",
+        &m,
+        "--point",
+        "1,1",
+        "--max-pixels",
+        "0",
+        "-o",
+        o,
+    ]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    assert_one_line(&run, &["--max-pixels 0"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A zlib stream of `1 + 258 * repeats` zero bytes: one literal, then "copy 258 bytes from 1
+/// back" `repeats` times, in one fixed-Huffman deflate block (13 bits per 258 bytes).
+fn zlib_of_zeros(repeats: usize) -> (Vec<u8>, usize) {
+    struct Bits {
+        out: Vec<u8>,
+        acc: u64,
+        len: u32,
+    }
+    impl Bits {
+        // Deflate packs fields from the least significant bit...
+        fn put(&mut self, value: u32, count: u32) {
+            self.acc |= (value as u64) << self.len;
+            self.len += count;
+            while self.len >= 8 {
+                self.out.push(self.acc as u8);
+                self.acc >>= 8;
+                self.len -= 8;
+            }
+        }
+        // ...and Huffman codes from their most significant bit.
+        fn code(&mut self, code: u32, count: u32) {
+            self.put(code.reverse_bits() >> (32 - count), count);
+        }
+    }
+    let mut bits = Bits {
+        out: vec![0x78, 0x01],
+        acc: 0,
+        len: 0,
+    };
+    bits.put(1, 1); // the last block
+    bits.put(1, 2); // fixed Huffman codes
+    bits.code(0x30, 8); // literal 0
+    for _ in 0..repeats {
+        bits.code(0xC5, 8); // length 258 (code 285)
+        bits.code(0, 5); // distance 1
+    }
+    bits.code(0, 7); // end of block
+    bits.put(0, 7); // to a byte boundary
+    let n = 1 + 258 * repeats;
+    let mut out = bits.out;
+    // Adler-32 of n zeros: a stays 1, b adds it n times.
+    out.extend_from_slice(&((((n % 65521) as u32) << 16) | 1).to_be_bytes());
+    (out, n)
+}
+
+/// A 1×1 PNG with an ICC profile (iCCP) that inflates to 256 MiB: read (the profile dropped) with
+/// the decoder held to 64 MiB, inside a 200 MiB address space; before, the decoder inflated it
+/// whole (266 MB resident) and, under the cap, aborted. The run stops at the missing ONNX Runtime
+/// (exit 5), after the image was read.
+#[cfg(unix)]
+#[test]
+fn a_png_whose_icc_profile_inflates_to_256_mib_is_read_in_bounded_memory() {
+    let dir = scratch("iccp");
+    let (profile, inflated) = zlib_of_zeros(256 * 1024 * 1024 / 258);
+    assert!(inflated > 255 * 1024 * 1024);
+    let mut chunk_data = b"icc\0\0".to_vec();
+    chunk_data.extend_from_slice(&profile);
+    let mut chunk = (chunk_data.len() as u32).to_be_bytes().to_vec();
+    chunk.extend_from_slice(b"iCCP");
+    chunk.extend_from_slice(&chunk_data);
+    chunk.extend_from_slice(&crc32(&chunk[4..]).to_be_bytes());
+    let mut png = png_declaring(1, 1);
+    png.splice(33..33, chunk);
+    let path = dir.join("iccp.png");
+    std::fs::write(&path, &png).unwrap();
+    let run = Command::new("sh")
+        .args([
+            "-c",
+            "ulimit -v 204800 && exec \"$0\" \"$@\"",
+            env!("CARGO_BIN_EXE_sam2"),
+            "segment",
+            path.to_str().unwrap(),
+            "--model",
+            &model_arg(),
+            "--point",
+            "0,0",
+            "--onnxruntime",
+            "/nonexistent/libonnxruntime.so",
+            "-o",
+            dir.join("o").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        run.status.code(),
+        Some(5),
+        "{:?} {}",
+        run.status,
+        stderr(&run)
+    );
+    assert_one_line(&run, &["ONNX Runtime could not be loaded"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Temporary files the command left in `dir`.
+fn leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sam2tmp"))
+        .collect()
+}
+
+/// `segment`'s outputs are written to temporaries and renamed into place: a symbolic link
+/// planted at an output path is replaced, its target untouched; a FIFO there is replaced, never
+/// opened (before, the write blocked for ever); a reader holding an old output open keeps the
+/// whole old file (before, it was truncated in place).
+#[cfg(unix)]
+#[test]
+fn outputs_replace_a_planted_link_or_fifo_and_never_write_in_place() {
+    let dir = scratch("outputs");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let m = model_arg();
+    let victim = dir.join("victim.txt");
+    std::fs::write(&victim, b"not yours to overwrite").unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("o.mask.png")).unwrap();
+    std::os::unix::fs::symlink(&victim, dir.join("o.json")).unwrap();
+    mkfifo(&dir.join("o.overlay.png"));
+    let old_json = "{\"old\": true}\n".repeat(20_000);
+    let held = dir.join("held.json");
+    std::fs::write(&held, &old_json).unwrap();
+    let mut reader = std::fs::File::open(&held).unwrap();
+    for prefix in ["o", "held"] {
+        let out = dir.join(prefix);
+        let run = run_within(
+            &[
+                "segment",
+                png.to_str().unwrap(),
+                "--model",
+                &m,
+                "--point",
+                "100,112",
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            None,
+            120,
+        );
+        assert_eq!(code(&run), 0, "{prefix}: {}", stderr(&run));
+    }
+    assert_eq!(
+        std::fs::read_to_string(&victim).unwrap(),
+        "not yours to overwrite",
+        "the link's target is untouched"
+    );
+    for name in ["o.mask.png", "o.overlay.png", "o.json"] {
+        let meta = std::fs::symlink_metadata(dir.join(name)).unwrap();
+        assert!(meta.file_type().is_file(), "{name} is now a regular file");
+    }
+    let mask = read_mask(&dir.join("o.mask.png"));
+    assert!(iou(&mask, &truth("red_disc")) >= 0.9);
+    check_json(&dir.join("o.json"), &mask, 512, 384);
+    let mut still = String::new();
+    std::io::Read::read_to_string(&mut reader, &mut still).unwrap();
+    assert!(
+        still == old_json,
+        "the old file, whole, for whoever holds it: {} bytes",
+        still.len()
+    );
+    check_json(
+        &dir.join("held.json"),
+        &read_mask(&dir.join("held.mask.png")),
+        512,
+        384,
+    );
+    assert_eq!(leftovers(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// All or nothing: when the JSON cannot be written (its path is a directory), exit 6 and no
+/// fresh PNG is left (before, the masks and overlay were written first and stayed); existing
+/// outputs keep their old contents, and no temporary file remains.
+#[cfg(unix)]
+#[test]
+fn a_failed_output_leaves_no_fresh_file_and_the_old_ones_whole() {
+    let dir = scratch("all-or-nothing");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let m = model_arg();
+    std::fs::create_dir(dir.join("new.json")).unwrap();
+    std::fs::create_dir(dir.join("old.json")).unwrap();
+    std::fs::write(dir.join("old.mask.png"), b"old mask").unwrap();
+    for prefix in ["new", "old"] {
+        let out = dir.join(prefix);
+        let run = sam2(&[
+            "segment",
+            png.to_str().unwrap(),
+            "--model",
+            &m,
+            "--point",
+            "100,112",
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&run), 6, "{prefix}: {}", stderr(&run));
+        assert_one_line(&run, &[&format!("{prefix}.json"), "directory"]);
+    }
+    assert!(!dir.join("new.mask.png").exists(), "no fresh mask");
+    assert!(!dir.join("new.overlay.png").exists(), "no fresh overlay");
+    assert!(!dir.join("old.overlay.png").exists(), "no fresh overlay");
+    assert_eq!(
+        std::fs::read(dir.join("old.mask.png")).unwrap(),
+        b"old mask"
+    );
+    assert_eq!(leftovers(&dir), Vec::<String>::new());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Inputs that are not regular files are refused by name before anything reads them, in one
+/// line: a FIFO as the image (exit 3; before, the command hung), a FIFO or /dev/zero as the
+/// encoder whose fingerprint `--embedding` checks (exit 4; before, a hang, and a read until
+/// memory ran out), and a FIFO as the embedding (exit 3).
+#[cfg(unix)]
+#[test]
+fn a_fifo_or_device_given_as_an_input_is_refused_at_once() {
+    let dir = scratch("inputs");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let p = png.to_str().unwrap();
+    let m = model_arg();
+    let emb = dir.join("shapes.sam2emb");
+    let run = sam2(&["encode", p, "--model", &m, "-o", emb.to_str().unwrap()]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let e = emb.to_str().unwrap();
+    let fifo = dir.join("pipe.png");
+    mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    let decoder = models().join("tiny_a_decoder.onnx");
+    let d = decoder.to_str().unwrap();
+    assert!(decoder.is_file(), "{d}");
+    let o = dir.join("o");
+    let o = o.to_str().unwrap();
+    let point = ["--point", "1,1"];
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["segment", f, "--model", &m, "-o", o], 3, "FIFO"),
+        (vec!["encode", f, "--model", &m, "-o", o], 3, "FIFO"),
+        (
+            vec![
+                "segment",
+                p,
+                "--encoder",
+                f,
+                "--decoder",
+                d,
+                "--embedding",
+                e,
+                "-o",
+                o,
+            ],
+            4,
+            "FIFO",
+        ),
+        (
+            vec![
+                "segment",
+                p,
+                "--encoder",
+                "/dev/zero",
+                "--decoder",
+                d,
+                "--embedding",
+                e,
+                "-o",
+                o,
+            ],
+            4,
+            "character device",
+        ),
+        (
+            vec![
+                "segment",
+                p,
+                "--encoder",
+                "/dev/zero",
+                "--decoder",
+                d,
+                "-o",
+                o,
+            ],
+            4,
+            "character device",
+        ),
+        (
+            vec!["segment", p, "--model", &m, "--embedding", f, "-o", o],
+            3,
+            "FIFO",
+        ),
+    ];
+    for (mut args, expected, fragment) in cases {
+        if args[0] == "segment" {
+            args.extend(point);
+        }
+        let run = run_within(&args, None, 60);
+        assert_eq!(
+            code(&run),
+            expected,
+            "sam2 {}: {}",
+            args.join(" "),
+            stderr(&run)
+        );
+        assert_one_line(&run, &[fragment]);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// An argument that is not UTF-8 is a usage error (exit 2, one line naming it), not a panic.
+#[cfg(unix)]
+#[test]
+fn a_non_utf8_argument_is_a_usage_error() {
+    use std::os::unix::ffi::OsStrExt;
+    let image = std::ffi::OsStr::from_bytes(b"caf\xe9.png");
+    let model = model_arg();
+    let args: Vec<&std::ffi::OsStr> = vec![
+        "segment".as_ref(),
+        image,
+        "--model".as_ref(),
+        model.as_ref(),
+        "--point".as_ref(),
+        "1,1".as_ref(),
+        "-o".as_ref(),
+        "o".as_ref(),
+    ];
+    let run = sam2_within(&args, None, 60);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    assert_one_line(&run, &["argument 2", "not valid UTF-8"]);
+}
+
+/// `-o DIR` for an existing directory (or a path ending in `/`, created) writes
+/// `DIR/<image stem>.mask.png` and so on, `-o .` writes them in the current directory under the
+/// image's name (before: hidden `.mask.png` files), and `-o ""` is a usage error.
+#[test]
+fn an_output_directory_receives_files_named_after_the_image() {
+    let dir = scratch("out-dir");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let p = png.to_str().unwrap();
+    let m = model_arg();
+    std::fs::create_dir(dir.join("existing")).unwrap();
+    let existing = dir.join("existing");
+    let fresh = format!("{}/fresh/", dir.display());
+    for out in [existing.to_str().unwrap(), fresh.as_str(), "."] {
+        let run = run_within(
+            &["segment", p, "--model", &m, "--point", "100,112", "-o", out],
+            Some(&dir),
+            120,
+        );
+        assert_eq!(code(&run), 0, "-o {out}: {}", stderr(&run));
+    }
+    for folder in [dir.join("existing"), dir.join("fresh"), dir.clone()] {
+        for name in ["shapes.mask.png", "shapes.overlay.png", "shapes.json"] {
+            assert!(
+                folder.join(name).is_file(),
+                "{}",
+                folder.join(name).display()
+            );
+        }
+        assert!(!folder.join(".mask.png").exists());
+        let mask = read_mask(&folder.join("shapes.mask.png"));
+        check_json(&folder.join("shapes.json"), &mask, 512, 384);
+    }
+    assert!(!dir.join("existing.mask.png").exists());
+    let emb_dir = dir.join("embeddings");
+    std::fs::create_dir(&emb_dir).unwrap();
+    let run = sam2(&["encode", p, "--model", &m, "-o", emb_dir.to_str().unwrap()]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(emb_dir.join("shapes.sam2emb").is_file());
+    let run = sam2(&["segment", p, "--model", &m, "--point", "1,1", "-o", ""]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    assert_one_line(&run, &["-o needs a path"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
