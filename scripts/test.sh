@@ -15,6 +15,9 @@ cd "$ROOT"
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
 . tools/setup-real.sh
+# The WebGPU device rig (Mesa's llvmpipe Vulkan driver, ONNX Runtime 1.30 with WebGPU): the device
+# path runs on a real device in every run; where it is set up, a device test that cannot run fails.
+. tools/setup-webgpu.sh
 
 # The figures of the reliability report, written by the tests that measure them.
 export SAM2_REPORT_DIR="$ROOT/target/reliability"
@@ -40,6 +43,9 @@ cargo test --release
 printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/video_real.rs; every frame in %s):\n' \
     "$SAM2_REPORT_DIR/video_parity.txt"
 tail -n 1 "$SAM2_REPORT_DIR/video_parity.txt"
+printf 'the device path on WebGPU (tests/webgpu.rs, on llvmpipe when the rig is set up):\n'
+cat "$SAM2_REPORT_DIR/webgpu_weights.txt" 2>/dev/null || echo "no WebGPU device: the device tests were skipped"
+echo
 cargo test --release -p sam2-cli
 bash scripts/sam2.sh --version
 
