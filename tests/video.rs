@@ -208,3 +208,63 @@ fn an_image_pair_is_refused_as_a_video_model_naming_what_it_lacks() {
         "{text}"
     );
 }
+
+/// The faulty and foreign module variants of tools/track_module_variants.py, written once per
+/// test run under the target directory.
+fn variant(name: &str) -> std::path::PathBuf {
+    static WRITTEN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = WRITTEN.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("track_variants");
+        let python = std::env::var_os("SAM2_PYTHON")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root().join(".venv/bin/python"));
+        let status = std::process::Command::new(&python)
+            .arg(root().join("tools/track_module_variants.py"))
+            .arg("--track")
+            .arg(model("track"))
+            .arg("--out")
+            .arg(&dir)
+            .status()
+            .unwrap_or_else(|e| panic!("{}: {e} (run tools/setup.sh)", python.display()));
+        assert!(status.success(), "tools/track_module_variants.py failed");
+        dir
+    });
+    dir.join(name)
+}
+
+/// Issue 28: modules of different exports were accepted (the real memory attention with the
+/// generated modules: every object absent, no error).
+#[test]
+fn modules_of_different_exports_are_refused_naming_both_and_what_differs() {
+    init_runtime();
+    let track = VideoModelPaths::in_dir(model("track"), "");
+    let paths = VideoModelPaths {
+        memory_encoder: variant("memory_encoder_mem32.onnx"),
+        ..track.clone()
+    };
+    let err = Tracker::new(&paths, &TrackerOptions::default()).unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::ModelMismatch(_)), "{err:?}");
+    for needle in [
+        "memory_encoder_mem32.onnx",
+        "memory_attention.onnx",
+        "maskmem_features",
+        "memory_1",
+        "[1, 32, 64, 64]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from: {text}");
+    }
+    let paths = VideoModelPaths {
+        memory_attention: variant("memory_attention_unmarked.onnx"),
+        ..track
+    };
+    let err = Tracker::new(&paths, &TrackerOptions::default()).unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::ModelMismatch(_)), "{err:?}");
+    assert!(
+        text.contains("memory_attention_unmarked.onnx") && text.contains("sam2.synthetic"),
+        "{text}"
+    );
+}
