@@ -90,7 +90,7 @@ pub(crate) struct Module {
     role: &'static str,
     inputs: Vec<String>,
     outputs: Vec<String>,
-    /// Declared shapes of the float tensors among the inputs and outputs (−1: free).
+    /// Declared shapes of the tensors among the inputs and outputs (−1: a free dimension).
     input_shapes: HashMap<String, Vec<i64>>,
     output_shapes: HashMap<String, Vec<i64>>,
     /// The generated test models' marker (`sam2.synthetic`), when the module has one.
