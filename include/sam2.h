@@ -1516,8 +1516,9 @@ sam2_status sam2_tracker_options_init(struct sam2_tracker_options *options, size
  *
  * Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out`
  * receives a new tracker owned by the caller. Errors: those of `sam2_encoder_new`
- * (`SAM2_ERR_MODEL` names the module and the tensors it lacks), and
- * `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
+ * (`SAM2_ERR_MODEL` names the module and the tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for
+ * modules of different exports (naming both modules and the tensor whose dimensions differ),
+ * and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
  */
 sam2_status sam2_tracker_new(const char *image_encoder_path,
                              const char *memory_attention_path,
@@ -1537,9 +1538,12 @@ void sam2_tracker_free(struct sam2_tracker *tracker);
  * the frame's pixels; `mask_input` must be NULL) and writes the object's mask on that frame
  * to `*out` (a result holding that one object). The pixel arguments are those of
  * `sam2_encode`. A new id starts a new object; prompts on a frame replace that object's
- * earlier prompts there. A prompt on a frame already tracked is a correction. Errors:
- * `SAM2_ERR_INVALID_ARGUMENT` (a prompt outside the frame, a frame outside `num_frames`), and
- * those of `sam2_encode`.
+ * earlier prompts there. A prompt on a frame already tracked is a correction. The frame's
+ * memory is encoded with the prompt (about 1 MiB for SAM2, counted by
+ * `sam2_tracker_memory_frames`). A picture is encoded once for several prompts on it: the
+ * same frame index with other pixels is encoded afresh. Errors: `SAM2_ERR_INVALID_ARGUMENT`
+ * (a prompt outside the frame, a frame outside `num_frames`), `SAM2_ERR_MODEL` (a module's
+ * output of the wrong shape, named), and those of `sam2_encode`.
  */
 sam2_status sam2_tracker_add_prompt(const struct sam2_tracker *tracker,
                                     uint32_t frame_index,
@@ -1585,10 +1589,20 @@ sam2_status sam2_tracker_remove_object(const struct sam2_tracker *tracker,
 sam2_status sam2_tracker_reset(const struct sam2_tracker *tracker);
 
 /**
- * Writes how many frames of memory the tracker holds, summed over objects (prompted frames
- * and the tracked frames kept, at most `memory_frames` of those per object).
+ * Writes how many frame memories the tracker holds, summed over objects: prompted frames
+ * (from the prompt on; a frame that held a memory and is prompted again holds both, and counts
+ * twice, until the next track)
+ * and the tracked frames kept, at most `memory_frames` of those per object. Thread-safe.
  */
 sam2_status sam2_tracker_memory_frames(const struct sam2_tracker *tracker, size_t *out_frames);
+
+/**
+ * Writes the bytes of the tensors the tracker holds: frame memories, object pointers and
+ * logits, and the last frame's features (kept for prompts on that same picture), in the
+ * sessions' memory (device memory on a GPU) and on the host. The modules' own memory (weights,
+ * ONNX Runtime's arenas) is not included. Thread-safe; `*out_bytes` is written only on success.
+ */
+sam2_status sam2_tracker_memory_bytes(const struct sam2_tracker *tracker, uint64_t *out_bytes);
 
 /**
  * Writes what the tracker's modules effectively run on (see `sam2_encoder_device`).

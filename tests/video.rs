@@ -208,3 +208,210 @@ fn an_image_pair_is_refused_as_a_video_model_naming_what_it_lacks() {
         "{text}"
     );
 }
+
+fn view(rgb: &[u8]) -> ImageView<'_> {
+    ImageView::packed(rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap()
+}
+
+/// The faulty and foreign module variants of tools/track_module_variants.py, written once per
+/// test run under the target directory.
+fn variant(name: &str) -> std::path::PathBuf {
+    static WRITTEN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let dir = WRITTEN.get_or_init(|| {
+        let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("track_variants");
+        let python = std::env::var_os("SAM2_PYTHON")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| root().join(".venv/bin/python"));
+        let status = std::process::Command::new(&python)
+            .arg(root().join("tools/track_module_variants.py"))
+            .arg("--track")
+            .arg(model("track"))
+            .arg("--out")
+            .arg(&dir)
+            .status()
+            .unwrap_or_else(|e| panic!("{}: {e} (run tools/setup.sh)", python.display()));
+        assert!(status.success(), "tools/track_module_variants.py failed");
+        dir
+    });
+    dir.join(name)
+}
+
+/// Issue 28: the tracker reused the last encode whenever the frame index and size matched, so a
+/// second picture under an index got the first one's result.
+#[test]
+fn a_different_picture_under_the_same_frame_index_is_encoded_afresh() {
+    let (rgb0, _, _) = frame(0);
+    let (cx, cy) = target_centre(0);
+    let start = || {
+        let t = tracker(&TrackerOptions::default());
+        t.add_prompt(0, &view(&rgb0), 1, &click(cx, cy)).unwrap();
+        t
+    };
+    // A: the clip's frame 1; B: the picture of frame 12, where the disc is behind the bar.
+    let (a, _, _) = frame(1);
+    let (b, _, _) = frame(12);
+    let alone = start().track(1, &view(&b), Direction::Forward).unwrap();
+    assert!(!alone.objects[0].present, "B alone should show no disc");
+    let both = start();
+    let first = both.track(1, &view(&a), Direction::Forward).unwrap();
+    assert!(first.objects[0].present, "A shows the disc");
+    let again = both.track(1, &view(&b), Direction::Forward).unwrap();
+    let (got, want) = (&again.objects[0], &alone.objects[0]);
+    assert_eq!(
+        (got.present, got.score),
+        (want.present, want.score),
+        "frame 1 tracked with A then with B must give B's own result"
+    );
+    assert!(got.mask == want.mask && got.low_res == want.low_res);
+
+    // A prompt for another object on frame 0 with another picture (frame 5's) is decoded on
+    // that picture, as it is on a tracker that never saw picture 0.
+    let (rgb5, disc5, _) = frame(5);
+    let (x5, y5) = target_centre(5);
+    let fresh = tracker(&TrackerOptions::default())
+        .add_prompt(0, &view(&rgb5), 2, &click(x5, y5))
+        .unwrap();
+    assert!(iou(&fresh.mask, &disc5) >= 0.9);
+    let second = start()
+        .add_prompt(0, &view(&rgb5), 2, &click(x5, y5))
+        .unwrap();
+    assert_eq!(second.score, fresh.score);
+    assert!(
+        second.mask == fresh.mask,
+        "object 2 was decoded on picture 0"
+    );
+}
+
+/// Issue 28: a prompted frame kept its whole encoder output (~28 MiB) until the next track, and
+/// the memory count said 0. Prompts on 20 frames must hold about 1 MiB each, be counted, and
+/// tracking after them must work.
+#[test]
+fn prompts_on_many_frames_hold_about_a_megabyte_each_and_are_counted() {
+    let tracker = tracker(&TrackerOptions::default());
+    let prompted = 20u32;
+    let mut after_first = 0;
+    for t in 0..prompted {
+        let (rgb, _, square) = frame(t);
+        let r = tracker
+            .add_prompt(
+                t,
+                &view(&rgb),
+                1,
+                &click(distractor_left(t as i64) + 20, 40),
+            )
+            .unwrap();
+        assert!(iou(&r.mask, &square) >= 0.9, "frame {t}");
+        if t == 0 {
+            after_first = tracker.memory_bytes();
+        }
+    }
+    let held = tracker.memory_bytes();
+    let per_frame = (held - after_first) as f64 / f64::from(prompted - 1) / 1048576.0;
+    println!(
+        "{prompted} prompted frames: {:.1} MiB held, {per_frame:.2} MiB a frame",
+        held as f64 / 1048576.0
+    );
+    assert!(
+        per_frame <= 1.5,
+        "a prompted frame holds {per_frame:.2} MiB (about 1 MiB documented)"
+    );
+    assert_eq!(tracker.memory_frames(), prompted as usize);
+    for t in prompted..FRAMES {
+        let (rgb, _, square) = frame(t);
+        let r = tracker.track(t, &view(&rgb), Direction::Forward).unwrap();
+        assert!(iou(&r.objects[0].mask, &square) >= 0.9, "frame {t}");
+    }
+    assert_eq!(tracker.memory_frames(), FRAMES as usize);
+}
+
+/// Issue 28: prompts were taken out of the tracker before their memory was encoded, so a failure
+/// there lost them and the next track said "prompt it first". A memory encoder that fails (its
+/// temporal code has rows of 63 values) must fail the call that encodes the prompt's memory,
+/// naming the module and the output, and leave nothing half-made.
+#[test]
+fn a_memory_encoder_that_fails_is_reported_at_the_prompt_and_loses_nothing() {
+    init_runtime();
+    let paths = VideoModelPaths {
+        memory_encoder: variant("memory_encoder_bad_code.onnx"),
+        ..VideoModelPaths::in_dir(model("track"), "")
+    };
+    let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
+    let (rgb, _, _) = frame(0);
+    let (cx, cy) = target_centre(0);
+    let err = tracker
+        .add_prompt(0, &view(&rgb), 1, &click(cx, cy))
+        .unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::Model { .. }), "{err:?}");
+    assert!(
+        text.contains("temporal_code") && text.contains("memory_encoder_bad_code.onnx"),
+        "{text}"
+    );
+    assert!(
+        tracker.objects().is_empty(),
+        "a failed prompt left an object"
+    );
+    assert_eq!(tracker.memory_frames(), 0);
+}
+
+/// Issue 28: a decoder whose `object_score_logits` is empty made `add_prompt` panic.
+#[test]
+fn a_decoder_with_an_empty_object_score_is_a_model_error_naming_the_output() {
+    init_runtime();
+    let paths = VideoModelPaths {
+        image_decoder: variant("image_decoder_empty_score.onnx"),
+        ..VideoModelPaths::in_dir(model("track"), "")
+    };
+    let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
+    let (rgb, _, _) = frame(0);
+    let (cx, cy) = target_centre(0);
+    let err = tracker
+        .add_prompt(0, &view(&rgb), 1, &click(cx, cy))
+        .unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::Model { .. }), "{err:?}");
+    assert!(
+        text.contains("object_score_logits") && text.contains("image_decoder_empty_score.onnx"),
+        "{text}"
+    );
+    assert!(tracker.objects().is_empty());
+}
+
+/// Issue 28: modules of different exports were accepted (the real memory attention with the
+/// generated modules: every object absent, no error).
+#[test]
+fn modules_of_different_exports_are_refused_naming_both_and_what_differs() {
+    init_runtime();
+    let track = VideoModelPaths::in_dir(model("track"), "");
+    let paths = VideoModelPaths {
+        memory_encoder: variant("memory_encoder_mem32.onnx"),
+        ..track.clone()
+    };
+    let err = Tracker::new(&paths, &TrackerOptions::default()).unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::ModelMismatch(_)), "{err:?}");
+    for needle in [
+        "memory_encoder_mem32.onnx",
+        "memory_attention.onnx",
+        "maskmem_features",
+        "memory_1",
+        "[1, 32, 64, 64]",
+    ] {
+        assert!(text.contains(needle), "{needle:?} missing from: {text}");
+    }
+    let paths = VideoModelPaths {
+        memory_attention: variant("memory_attention_unmarked.onnx"),
+        ..track
+    };
+    let err = Tracker::new(&paths, &TrackerOptions::default()).unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::ModelMismatch(_)), "{err:?}");
+    assert!(
+        text.contains("memory_attention_unmarked.onnx") && text.contains("sam2.synthetic"),
+        "{text}"
+    );
+}

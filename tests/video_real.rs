@@ -421,3 +421,31 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         failures.len()
     );
 }
+
+/// Issue 28: the tracker took modules of different exports (the real memory attention with the
+/// generated modules ran and reported every object absent). The real export's four modules load
+/// together; the real memory attention with the generated modules, whose shapes are all SAM2's,
+/// is refused by the generated models' marker, naming the module.
+#[test]
+fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused() {
+    init_runtime();
+    let dir = PathBuf::from(
+        std::env::var_os("SAM2_VIDEO_MODELS")
+            .expect("SAM2_VIDEO_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"),
+    );
+    let real = VideoModelPaths::in_dir(&dir, "");
+    Tracker::new(&real, &TrackerOptions::default()).expect("the real export's four modules");
+    let mixed = VideoModelPaths {
+        memory_attention: real.memory_attention.clone(),
+        ..VideoModelPaths::in_dir(common::model("track"), "")
+    };
+    let err = Tracker::new(&mixed, &TrackerOptions::default()).unwrap_err();
+    let text = err.to_string();
+    println!("{text}");
+    assert!(matches!(err, sam2::Error::ModelMismatch(_)), "{err:?}");
+    assert!(
+        text.contains(&real.memory_attention.display().to_string())
+            && text.contains("sam2.synthetic"),
+        "{text}"
+    );
+}

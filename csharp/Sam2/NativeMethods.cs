@@ -484,6 +484,9 @@ namespace Sam2
         internal static extern Sam2Status sam2_tracker_memory_frames(TrackerHandle tracker, out UIntPtr out_frames);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_memory_bytes(TrackerHandle tracker, out ulong out_bytes);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_tracker_device(TrackerHandle tracker, out uint out_provider, out int out_device_id, out int out_fell_back);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]

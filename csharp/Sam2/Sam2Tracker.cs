@@ -320,7 +320,7 @@ namespace Sam2
             get { return SessionDevice.Device(Handle, NativeMethods.sam2_tracker_device); }
         }
 
-        /// <summary>Frames of memory held, summed over objects (prompted frames, and at most MemoryFrames tracked frames per object).</summary>
+        /// <summary>Frame memories held, summed over objects (prompted frames from the prompt on, and at most MemoryFrames tracked frames per object).</summary>
         public long MemoryFrames
         {
             get
@@ -328,6 +328,17 @@ namespace Sam2
                 UIntPtr frames;
                 Sam2Error.Check(NativeMethods.sam2_tracker_memory_frames(Handle, out frames));
                 return checked((long)frames.ToUInt64());
+            }
+        }
+
+        /// <summary>Bytes of the tensors the tracker holds (memories, pointers, logits, the last frame's features), on the device and the host; not the modules' own memory.</summary>
+        public long MemoryBytes
+        {
+            get
+            {
+                ulong bytes;
+                Sam2Error.Check(NativeMethods.sam2_tracker_memory_bytes(Handle, out bytes));
+                return checked((long)bytes);
             }
         }
 

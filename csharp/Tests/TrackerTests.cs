@@ -133,7 +133,9 @@ namespace Sam2.Tests
                 Sam2TrackedObject s0 = tracker.AddPrompt(0, first, 2, Clip.SquareClick(0), lowRes: true);
                 Check(s0, square, "prompted square");
                 Assert.Equal(256 * 256, s0.LowRes.Length, "low-res logits asked for");
-                Assert.Equal(0L, tracker.MemoryFrames, "prompts are encoded into memory by the next track");
+                Assert.Equal(2L, tracker.MemoryFrames, "each prompt's memory is encoded with it");
+                Assert.True(tracker.MemoryBytes > 2L * 1024 * 1024 && tracker.MemoryBytes < 28L * 1024 * 1024,
+                            "two prompted frames (1.25 MiB each) and the last frame's features: " + tracker.MemoryBytes);
 
                 // Lazy: each frame is made when the enumeration reaches it.
                 int made = 0;
@@ -285,6 +287,7 @@ namespace Sam2.Tests
             Assert.Throws<ObjectDisposedException>(() => tracker.Track(1, Clip.Image(1)), "Track after Dispose");
             Assert.Throws<ObjectDisposedException>(() => tracker.Reset(), "Reset after Dispose");
             Assert.Throws<ObjectDisposedException>(() => { long n = tracker.MemoryFrames; }, "MemoryFrames after Dispose");
+            Assert.Throws<ObjectDisposedException>(() => { long n = tracker.MemoryBytes; }, "MemoryBytes after Dispose");
             Assert.Throws<ObjectDisposedException>(() => tracker.Track(new Sam2VideoFrame[0]), "a new enumeration after Dispose");
             byte[] disc, square;
             Clip.Frame(0, out disc, out square);

@@ -160,8 +160,9 @@ fn publish_result(inner: TrackedFrame) -> *mut sam2_track_result {
 ///
 /// Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out`
 /// receives a new tracker owned by the caller. Errors: those of `sam2_encoder_new`
-/// (`SAM2_ERR_MODEL` names the module and the tensors it lacks), and
-/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
+/// (`SAM2_ERR_MODEL` names the module and the tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for
+/// modules of different exports (naming both modules and the tensor whose dimensions differ),
+/// and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_new(
     image_encoder_path: *const c_char,
@@ -200,9 +201,12 @@ pub extern "C" fn sam2_tracker_free(tracker: *mut sam2_tracker) {
 /// the frame's pixels; `mask_input` must be NULL) and writes the object's mask on that frame
 /// to `*out` (a result holding that one object). The pixel arguments are those of
 /// `sam2_encode`. A new id starts a new object; prompts on a frame replace that object's
-/// earlier prompts there. A prompt on a frame already tracked is a correction. Errors:
-/// `SAM2_ERR_INVALID_ARGUMENT` (a prompt outside the frame, a frame outside `num_frames`), and
-/// those of `sam2_encode`.
+/// earlier prompts there. A prompt on a frame already tracked is a correction. The frame's
+/// memory is encoded with the prompt (about 1 MiB for SAM2, counted by
+/// `sam2_tracker_memory_frames`). A picture is encoded once for several prompts on it: the
+/// same frame index with other pixels is encoded afresh. Errors: `SAM2_ERR_INVALID_ARGUMENT`
+/// (a prompt outside the frame, a frame outside `num_frames`), `SAM2_ERR_MODEL` (a module's
+/// output of the wrong shape, named), and those of `sam2_encode`.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_add_prompt(
     tracker: *const sam2_tracker,
@@ -312,8 +316,10 @@ pub extern "C" fn sam2_tracker_reset(tracker: *const sam2_tracker) -> sam2_statu
     })
 }
 
-/// Writes how many frames of memory the tracker holds, summed over objects (prompted frames
-/// and the tracked frames kept, at most `memory_frames` of those per object).
+/// Writes how many frame memories the tracker holds, summed over objects: prompted frames
+/// (from the prompt on; a frame that held a memory and is prompted again holds both, and counts
+/// twice, until the next track)
+/// and the tracked frames kept, at most `memory_frames` of those per object. Thread-safe.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_memory_frames(
     tracker: *const sam2_tracker,
@@ -322,6 +328,22 @@ pub extern "C" fn sam2_tracker_memory_frames(
     guard(|| {
         let tracker = &handle_ref(tracker, "tracker")?.inner;
         arg_out(out_frames, "out_frames")?.set(tracker.memory_frames());
+        Ok(())
+    })
+}
+
+/// Writes the bytes of the tensors the tracker holds: frame memories, object pointers and
+/// logits, and the last frame's features (kept for prompts on that same picture), in the
+/// sessions' memory (device memory on a GPU) and on the host. The modules' own memory (weights,
+/// ONNX Runtime's arenas) is not included. Thread-safe; `*out_bytes` is written only on success.
+#[no_mangle]
+pub extern "C" fn sam2_tracker_memory_bytes(
+    tracker: *const sam2_tracker,
+    out_bytes: *mut u64,
+) -> sam2_status {
+    guard(|| {
+        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        arg_out(out_bytes, "out_bytes")?.set(tracker.memory_bytes() as u64);
         Ok(())
     })
 }

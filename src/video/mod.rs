@@ -14,10 +14,11 @@ mod bank;
 mod modules;
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use ort::memory::MemoryInfo;
-use ort::value::{DynValue, Tensor};
+use ort::value::{DynValue, Tensor, TensorElementType, ValueType};
 
 use crate::device::{self, EffectiveDevice};
 use crate::error::{Error, Result};
@@ -98,6 +99,8 @@ pub struct TrackedFrame {
 /// The encoder's outputs for one frame.
 struct Features {
     frame: u32,
+    /// [`crate::pixel_hash`] of the picture (its size and format included).
+    pixels: u128,
     width: usize,
     height: usize,
     pix_feat: DynValue,
@@ -107,28 +110,22 @@ struct Features {
     vision_pos: DynValue,
 }
 
-/// One object's output on one frame, and its memory once encoded.
+/// One object's output on one frame, and its memory.
 struct Output {
     low_res: Vec<f32>,
     score: f32,
     pointer: DynValue,
-    /// `maskmem_features`; `None` for a prompted frame until the next track encodes it.
+    /// `maskmem_features` (1 MiB for SAM2); `None` once a tracked frame is too far to be
+    /// attended to (pointers reach further than memories).
     memory: Option<DynValue>,
-    /// Kept until the memory is encoded.
-    pending: Option<Pending>,
-}
-
-struct Pending {
-    mask_for_mem: DynValue,
-    features: Arc<Features>,
 }
 
 #[derive(Default)]
 struct ObjectState {
     conditioning: BTreeMap<i64, Output>,
     tracked: BTreeMap<i64, Output>,
-    /// Prompted frames not yet turned into memory (SAM2's temporary outputs), and whether each
-    /// becomes a conditioning frame.
+    /// Prompted frames since the last track (SAM2's temporary outputs), their memory encoded
+    /// with the prompt, and whether each becomes a conditioning frame.
     prompted: BTreeMap<i64, (bool, Output)>,
     /// Frames tracked so far, and in which direction (SAM2's `frames_tracked_per_obj`).
     directions: BTreeMap<i64, bool>,
@@ -136,7 +133,7 @@ struct ObjectState {
 
 #[derive(Default)]
 struct State {
-    /// The last frame encoded: prompts for several objects on one frame encode it once.
+    /// The last frame encoded: prompts for several objects on one picture encode it once.
     frame: Option<Arc<Features>>,
     objects: BTreeMap<u32, ObjectState>,
     /// `maskmem_pos_enc` ([4096 × 64]): a sine encoding of the memory map's positions, the same
@@ -204,15 +201,53 @@ impl Tracker {
         self.lock().objects.keys().copied().collect()
     }
 
-    /// Frames each object holds memory for (conditioning and tracked), summed over objects.
+    /// Frame memories held (prompted, conditioning and tracked frames), summed over objects.
+    /// A frame that held a memory and is prompted again (a correction) holds the new one beside
+    /// the old one until the next track, and counts twice until then.
     pub fn memory_frames(&self) -> usize {
         self.lock()
             .objects
             .values()
             .map(|o| {
-                o.conditioning.len() + o.tracked.values().filter(|t| t.memory.is_some()).count()
+                o.prompted.len()
+                    + o.conditioning.len()
+                    + o.tracked.values().filter(|t| t.memory.is_some()).count()
             })
             .sum()
+    }
+
+    /// Bytes of the tensors the tracker holds (memories, pointers, logits, the features of
+    /// frames kept for later, the last frame's features), in the sessions' memory and on the
+    /// host; the modules' own memory (weights, arenas) is not included.
+    pub fn memory_bytes(&self) -> usize {
+        let state = self.lock();
+        let mut total = state.frame.as_ref().map_or(0, |f| {
+            [
+                &f.pix_feat,
+                &f.high_res_0,
+                &f.high_res_1,
+                &f.vision_feats,
+                &f.vision_pos,
+            ]
+            .into_iter()
+            .map(value_bytes)
+            .sum()
+        });
+        let floats = |v: &Option<Vec<f32>>| v.as_ref().map_or(0, |v| v.len() * 4);
+        total += floats(&state.memory_pos) + floats(&state.temporal_code);
+        for object in state.objects.values() {
+            let outputs = object
+                .conditioning
+                .values()
+                .chain(object.tracked.values())
+                .chain(object.prompted.values().map(|(_, o)| o));
+            for o in outputs {
+                total += o.low_res.len() * 4
+                    + value_bytes(&o.pointer)
+                    + o.memory.as_ref().map_or(0, value_bytes);
+            }
+        }
+        total
     }
 
     /// The object pointer SAM2 keeps for `object_id` on frame `frame` (256 values), copied to the
@@ -288,12 +323,16 @@ impl Tracker {
         } else {
             Some(self.attend(&state, object, &features, t, reverse)?)
         };
-        let output = self.decode(
+        let (mut output, mask_for_mem) = self.decode(
             &features,
             embed.as_ref(),
             (n, coords, labels),
             previous.as_deref(),
         )?;
+        // The frame's memory is encoded now, from the mask as SAM2 encodes a prompted frame's
+        // when propagation starts, so only it (not the frame's features) is kept.
+        output.memory =
+            Some(self.encode_memory(&mut state, &mask_for_mem, &features, output.score, true)?);
         let result = self.result(object_id, &output, &features)?;
         state
             .objects
@@ -320,7 +359,7 @@ impl Tracker {
                 "no object to track: prompt one first (add_prompt)",
             ));
         }
-        self.encode_prompted_memories(&mut state)?;
+        self.file_prompted_frames(&mut state);
         let features = self.features(&mut state, frame, image)?;
         let t = frame as i64;
         let reverse = direction == Direction::Backward;
@@ -336,18 +375,9 @@ impl Tracker {
             }
             let embed = self.attend(&state, object, &features, t, reverse)?;
             let padding = (1, vec![0.0, 0.0], vec![-1.0]);
-            let mut output = self.decode(&features, Some(&embed), padding, None)?;
-            let memory = self.encode_memory(
-                &mut state,
-                &output
-                    .pending
-                    .take()
-                    .expect("decode keeps the mask")
-                    .mask_for_mem,
-                &features,
-                output.score,
-                false,
-            )?;
+            let (mut output, mask_for_mem) = self.decode(&features, Some(&embed), padding, None)?;
+            let memory =
+                self.encode_memory(&mut state, &mask_for_mem, &features, output.score, false)?;
             output.memory = Some(memory);
             objects.push(self.result(id, &output, &features)?);
             let object = state.objects.get_mut(&id).expect("listed");
@@ -385,21 +415,24 @@ impl Tracker {
         }
     }
 
-    /// The frame's features: the last encoded frame when it is the same index and size, else a
-    /// new encode.
+    /// The frame's features: the last encoded frame's when it is the same index and the same
+    /// picture (the same pixels, size and format: [`crate::pixel_hash`]), else a new encode.
     fn features(
         &self,
         state: &mut State,
         frame: u32,
         image: &ImageView<'_>,
     ) -> Result<Arc<Features>> {
+        let pixels = crate::pixel_hash(image);
         if let Some(f) = &state.frame {
-            if f.frame == frame && f.width == image.width && f.height == image.height {
+            if f.frame == frame && f.pixels == pixels {
                 return Ok(f.clone());
             }
         }
-        let pixels = preprocess::preprocess(image, MODEL_SIDE);
-        let input = Tensor::from_array(([1usize, 3, MODEL_SIDE, MODEL_SIDE], pixels))?.into_dyn();
+        // The previous frame's features are no longer needed: let them go before the encode.
+        state.frame = None;
+        let input = preprocess::preprocess(image, MODEL_SIDE);
+        let input = Tensor::from_array(([1usize, 3, MODEL_SIDE, MODEL_SIDE], input))?.into_dyn();
         let mem = &self.device_memory;
         let mut out = self.modules.encoder.run(
             &[(IMAGE, &input)],
@@ -411,16 +444,22 @@ impl Tracker {
                 (VISION_POS, mem),
             ],
         )?;
-        let mut take = |name: &str| out.remove(name).expect("bound above");
+        let encoder = &self.modules.encoder;
+        let mut take = |name: &str| -> Result<DynValue> {
+            let value = out.remove(name).expect("bound above");
+            float_shape(&value, encoder.path(), name)?;
+            Ok(value)
+        };
         let features = Arc::new(Features {
             frame,
+            pixels,
             width: image.width,
             height: image.height,
-            pix_feat: take(PIX_FEAT),
-            high_res_0: take(HIGH_RES_0),
-            high_res_1: take(HIGH_RES_1),
-            vision_feats: take(VISION_FEATS),
-            vision_pos: take(VISION_POS),
+            pix_feat: take(PIX_FEAT)?,
+            high_res_0: take(HIGH_RES_0)?,
+            high_res_1: take(HIGH_RES_1)?,
+            vision_feats: take(VISION_FEATS)?,
+            vision_pos: take(VISION_POS)?,
         });
         state.frame = Some(features.clone());
         Ok(features)
@@ -505,7 +544,7 @@ impl Tracker {
         }
         let pos = Tensor::from_array(([m * tokens + 4 * n, 1, MEM_DIM], pos))?.into_dyn();
         let memory_1 = self.concat(&memories, &[m as i64, MEM_DIM as i64, 64, 64])?;
-        let memory_0 = self.concat(&pointers, &[n as i64, 256])?;
+        let memory_0 = self.concat(&pointers, &[n as i64, POINTER_DIM as i64])?;
         let offsets: Vec<f32> = selection
             .pointers
             .iter()
@@ -522,21 +561,22 @@ impl Tracker {
         if self.modules.attention.has_input(POINTER_TPOS) {
             inputs.push((POINTER_TPOS, &offsets));
         }
-        let mut out = self
-            .modules
-            .attention
-            .run(&inputs, &[(IMAGE_EMBED, &self.device_memory)])?;
-        Ok(out.remove(IMAGE_EMBED).expect("bound above"))
+        let attention = &self.modules.attention;
+        let mut out = attention.run(&inputs, &[(IMAGE_EMBED, &self.device_memory)])?;
+        let embed = out.remove(IMAGE_EMBED).expect("bound above");
+        float_shape(&embed, attention.path(), IMAGE_EMBED)?;
+        Ok(embed)
     }
 
-    /// The decoder on `embed` (the frame's own features on an initial conditioning frame).
+    /// The decoder on `embed` (the frame's own features on an initial conditioning frame): the
+    /// output, and the mask for the memory encoder.
     fn decode(
         &self,
         features: &Arc<Features>,
         embed: Option<&DynValue>,
         (n, coords, labels): (usize, Vec<f32>, Vec<f32>),
         previous: Option<&[f32]>,
-    ) -> Result<Output> {
+    ) -> Result<(Output, DynValue)> {
         let decoder = &self.modules.decoder;
         let coords = Tensor::from_array(([1, n, 2], coords))?.into_dyn();
         let real_points = labels.iter().filter(|&&l| l >= 0.0).count();
@@ -578,16 +618,20 @@ impl Tracker {
             outputs.push((OBJECT_SCORE, &self.host_memory));
         }
         let mut out = decoder.run(&inputs, &outputs)?;
-        let (shape, logits) = out[PRED_MASK].try_extract_tensor::<f32>()?;
-        if shape.iter().product::<i64>() != (LOW_RES * LOW_RES) as i64 {
-            return Err(Error::OnnxRuntime(format!(
-                "{} returned pred_mask of shape {shape:?}, expected [1, 1, {LOW_RES}, {LOW_RES}]",
-                decoder.path().display()
-            )));
-        }
-        let low_res = logits.to_vec();
+        let path = decoder.path();
+        let low_res = host_floats(
+            &out[PRED_MASK],
+            path,
+            PRED_MASK,
+            LOW_RES * LOW_RES,
+            "[1, 1, 256, 256]",
+        )?;
+        let pointer = out.remove(OBJ_PTR).expect("bound above");
+        expect_floats(&pointer, path, OBJ_PTR, POINTER_DIM, "[1, 256]")?;
+        let mask_for_mem = out.remove(MASK_FOR_MEM).expect("bound above");
+        float_shape(&mask_for_mem, path, MASK_FOR_MEM)?;
         let score = if has_score {
-            out[OBJECT_SCORE].try_extract_tensor::<f32>()?.1[0]
+            host_floats(&out[OBJECT_SCORE], path, OBJECT_SCORE, 1, "[1, 1]")?[0]
         } else if low_res.iter().all(|&v| v <= NO_OBJECT_LOGIT) {
             // The lineage's exports do not return the score; SAM2 marks an absent object by
             // setting every logit to NO_OBJ_SCORE.
@@ -595,16 +639,15 @@ impl Tracker {
         } else {
             1.0
         };
-        Ok(Output {
-            low_res,
-            score,
-            pointer: out.remove(OBJ_PTR).expect("bound above"),
-            memory: None,
-            pending: Some(Pending {
-                mask_for_mem: out.remove(MASK_FOR_MEM).expect("bound above"),
-                features: features.clone(),
-            }),
-        })
+        Ok((
+            Output {
+                low_res,
+                score,
+                pointer,
+                memory: None,
+            },
+            mask_for_mem,
+        ))
     }
 
     /// The memory encoder on a decoded mask; reads the position encoding and temporal code the
@@ -643,9 +686,17 @@ impl Tracker {
                 (TEMPORAL_CODE, pos_memory),
             ],
         )?;
+        let memory = out.remove(MASKMEM_FEATURES).expect("bound above");
+        expect_floats(
+            &memory,
+            module.path(),
+            MASKMEM_FEATURES,
+            MEM_DIM * 64 * 64,
+            "[1, 64, 64, 64]",
+        )?;
         if first {
-            let pos = out[MASKMEM_POS].try_extract_tensor::<f32>()?.1.to_vec();
-            let code = out[TEMPORAL_CODE].try_extract_tensor::<f32>()?.1.to_vec();
+            let pos = host_floats(&out[MASKMEM_POS], module.path(), MASKMEM_POS, 0, "")?;
+            let code = host_floats(&out[TEMPORAL_CODE], module.path(), TEMPORAL_CODE, 0, "")?;
             if pos.is_empty()
                 || pos.len() % MEM_DIM != 0
                 || code.is_empty()
@@ -664,7 +715,7 @@ impl Tracker {
             state.memory_pos = Some(pos);
             state.temporal_code = Some(code);
         }
-        Ok(out.remove(MASKMEM_FEATURES).expect("bound above"))
+        Ok(memory)
     }
 
     /// SAM2's `num_maskmem`: the rows of the temporal code.
@@ -676,25 +727,12 @@ impl Tracker {
         Ok(code.len() / MEM_DIM)
     }
 
-    /// Turns prompted outputs into memory (SAM2's `propagate_in_video_preflight`): the masks from
-    /// clicks are encoded as such, and a frame that becomes a conditioning one leaves the
-    /// tracked ones.
-    fn encode_prompted_memories(&self, state: &mut State) -> Result<()> {
-        let ids: Vec<u32> = state.objects.keys().copied().collect();
-        for id in ids {
-            let prompted =
-                std::mem::take(&mut state.objects.get_mut(&id).expect("listed").prompted);
-            for (t, (conditioning, mut output)) in prompted {
-                if let Some(p) = output.pending.take() {
-                    output.memory = Some(self.encode_memory(
-                        state,
-                        &p.mask_for_mem,
-                        &p.features,
-                        output.score,
-                        true,
-                    )?);
-                }
-                let object = state.objects.get_mut(&id).expect("listed");
+    /// Files the outputs prompted since the last track (SAM2's `propagate_in_video_preflight`;
+    /// their memory was encoded with the prompt): a frame that becomes a conditioning one leaves
+    /// the tracked ones. Nothing here can fail, so a track that fails later loses no prompt.
+    fn file_prompted_frames(&self, state: &mut State) {
+        for object in state.objects.values_mut() {
+            for (t, (conditioning, output)) in std::mem::take(&mut object.prompted) {
                 if conditioning {
                     object.tracked.remove(&t);
                     object.conditioning.insert(t, output);
@@ -703,7 +741,6 @@ impl Tracker {
                 }
             }
         }
-        Ok(())
     }
 
     /// Drops tracked outputs no later frame near `t` will attend to: the memories of all but the
@@ -797,8 +834,78 @@ impl Tracker {
                 .copy_into(view)?;
             offset += bytes;
         }
+        // Every part was checked at its module's output, so they fill `out` exactly; a shortfall
+        // would leave uninitialised memory in it.
+        if offset != shape.iter().product::<i64>() as usize * 4 {
+            return Err(Error::OnnxRuntime(format!(
+                "memory tensors hold {offset} bytes, expected {shape:?}"
+            )));
+        }
         Ok(out.into_dyn())
     }
+}
+
+/// Bytes of a float tensor's values (0 for a value that is not a tensor: never kept).
+fn value_bytes(value: &DynValue) -> usize {
+    match value.dtype() {
+        ValueType::Tensor { shape, .. } => shape.num_elements() * std::mem::size_of::<f32>(),
+        _ => 0,
+    }
+}
+
+/// The shape of a module's output, which must be a float tensor (`Error::Model` naming it).
+fn float_shape(value: &DynValue, module: &Path, name: &str) -> Result<Vec<i64>> {
+    match value.dtype() {
+        ValueType::Tensor {
+            ty: TensorElementType::Float32,
+            shape,
+            ..
+        } => Ok(shape.iter().copied().collect()),
+        other => Err(Error::model(
+            module,
+            format!("output `{name}` is {other}, expected a float32 tensor (docs/video.md)"),
+        )),
+    }
+}
+
+/// Checks that a module's output holds `count` floats (`Error::Model` naming it and `shape`,
+/// the contract's).
+fn expect_floats(
+    value: &DynValue,
+    module: &Path,
+    name: &str,
+    count: usize,
+    shape: &str,
+) -> Result<()> {
+    let got = float_shape(value, module, name)?;
+    if got.iter().product::<i64>() != count as i64 {
+        return Err(Error::model(
+            module,
+            format!("output `{name}` has shape {got:?}, expected {shape} (docs/video.md)"),
+        ));
+    }
+    Ok(())
+}
+
+/// A host output's values, checked to be `count` floats (any non-zero number when `count` is 0).
+fn host_floats(
+    value: &DynValue,
+    module: &Path,
+    name: &str,
+    count: usize,
+    shape: &str,
+) -> Result<Vec<f32>> {
+    if count > 0 {
+        expect_floats(value, module, name, count, shape)?;
+    }
+    let values = value.try_extract_tensor::<f32>()?.1.to_vec();
+    if values.is_empty() {
+        return Err(Error::model(
+            module,
+            format!("output `{name}` is empty (docs/video.md)"),
+        ));
+    }
+    Ok(values)
 }
 
 /// A tensor's values on the host (copied from the device when they live there).
@@ -816,6 +923,8 @@ fn to_host(value: &DynValue) -> Result<Vec<f32>> {
 
 /// Channels of a memory token (SAM2's `mem_dim`).
 const MEM_DIM: usize = 64;
+/// Values of an object pointer (SAM2's `hidden_dim`).
+const POINTER_DIM: usize = 256;
 
 #[allow(dead_code)]
 fn _assert_send_sync() {

@@ -80,12 +80,21 @@ pub(crate) mod names {
 
 use names::*;
 
+/// The custom metadata key tools/gen_track_models.py marks its generated modules with.
+const GENERATED_MARKER: &str = "sam2.synthetic";
+
 /// One loaded module.
 pub(crate) struct Module {
     session: Mutex<Session>,
     path: PathBuf,
+    role: &'static str,
     inputs: Vec<String>,
     outputs: Vec<String>,
+    /// Declared shapes of the tensors among the inputs and outputs (−1: a free dimension).
+    input_shapes: HashMap<String, Vec<i64>>,
+    output_shapes: HashMap<String, Vec<i64>>,
+    /// The generated test models' marker (`sam2.synthetic`), when the module has one.
+    marker: Option<String>,
     /// Keeps the shared weights alive while the session uses them.
     _weights: Arc<ModelWeights>,
 }
@@ -127,12 +136,28 @@ impl Module {
                 ),
             ));
         }
+        let shapes = |outlets: &[ort::value::Outlet]| -> HashMap<String, Vec<i64>> {
+            outlets
+                .iter()
+                .filter_map(|o| {
+                    crate::export::tensor_info(std::slice::from_ref(o), o.name())
+                        .map(|(_, shape)| (o.name().to_string(), shape))
+                })
+                .collect()
+        };
+        let input_shapes = shapes(session.inputs());
+        let output_shapes = shapes(session.outputs());
+        let marker = session.metadata()?.custom(GENERATED_MARKER);
         Ok((
             Module {
                 session: Mutex::new(session),
                 path: path.to_path_buf(),
+                role,
                 inputs: have_in,
                 outputs: have_out,
+                input_shapes,
+                output_shapes,
+                marker,
                 _weights: weights,
             },
             device,
@@ -182,6 +207,17 @@ impl Module {
         &self.path
     }
 }
+
+/// A tensor one module hands another: the module, its output, the module, its input, how many
+/// trailing dimensions must agree (all when `None`), and what the tensor is.
+type Link<'a> = (
+    &'a Module,
+    &'static str,
+    &'a Module,
+    &'static str,
+    Option<usize>,
+    &'static str,
+);
 
 /// The four modules, and which of the optional tensors they have.
 #[derive(Debug)]
@@ -241,12 +277,195 @@ impl Modules {
                 )));
             }
         }
-        Ok(Modules {
+        let modules = Modules {
             encoder,
             attention,
             decoder,
             memory_encoder,
             device,
-        })
+        };
+        modules.check_one_export()?;
+        Ok(modules)
+    }
+
+    /// Refuses modules of different exports (`Error::ModelMismatch`): every tensor one module
+    /// hands another must have the same declared dimensions on both sides (free dimensions
+    /// agree with anything), and the generated test models' marker must be on all four or on
+    /// none. Then refuses, as `Error::Model`, memories and pointers of another size than the
+    /// tracker assembles (64 channels of 64 × 64, 256 values).
+    fn check_one_export(&self) -> Result<()> {
+        let (enc, attn, dec, mem) = (
+            &self.encoder,
+            &self.attention,
+            &self.decoder,
+            &self.memory_encoder,
+        );
+        let links: [Link<'_>; 12] = [
+            (
+                enc,
+                VISION_FEATS,
+                attn,
+                CURRENT_FEAT,
+                None,
+                "the frame's features",
+            ),
+            (
+                enc,
+                VISION_POS,
+                attn,
+                CURRENT_POS,
+                None,
+                "their position encoding",
+            ),
+            (
+                enc,
+                VISION_FEATS,
+                dec,
+                IMAGE_EMBED,
+                None,
+                "the frame's features",
+            ),
+            (
+                attn,
+                IMAGE_EMBED,
+                dec,
+                IMAGE_EMBED,
+                None,
+                "the features with memory",
+            ),
+            (
+                enc,
+                HIGH_RES_0,
+                dec,
+                DEC_HIGH_RES_0,
+                None,
+                "high-resolution features",
+            ),
+            (
+                enc,
+                HIGH_RES_1,
+                dec,
+                DEC_HIGH_RES_1,
+                None,
+                "high-resolution features",
+            ),
+            (enc, PIX_FEAT, mem, PIX_FEAT, None, "the pixel features"),
+            (
+                dec,
+                MASK_FOR_MEM,
+                mem,
+                MASK_FOR_MEM,
+                None,
+                "the mask to remember",
+            ),
+            (
+                dec,
+                OBJECT_SCORE,
+                mem,
+                OBJECT_SCORE,
+                None,
+                "the object score",
+            ),
+            (
+                dec,
+                OBJ_PTR,
+                attn,
+                POINTERS,
+                Some(1),
+                "an object pointer: the hidden dimension",
+            ),
+            (
+                mem,
+                MASKMEM_FEATURES,
+                attn,
+                MEMORIES,
+                Some(3),
+                "a frame's memory: channels × map",
+            ),
+            (
+                mem,
+                MASKMEM_POS,
+                attn,
+                MEMORY_POS,
+                Some(1),
+                "memory positions: the channels",
+            ),
+        ];
+        for (from, output, to, input, trailing, what) in links {
+            let (Some(a), Some(b)) = (from.output_shapes.get(output), to.input_shapes.get(input))
+            else {
+                continue;
+            };
+            let n = trailing.unwrap_or(a.len().max(b.len()));
+            let agree = a.len() >= n
+                && b.len() >= n
+                && (trailing.is_some() || a.len() == b.len())
+                && a[a.len() - n..]
+                    .iter()
+                    .zip(&b[b.len() - n..])
+                    .all(|(&x, &y)| x < 0 || y < 0 || x == y);
+            if !agree {
+                return Err(Error::ModelMismatch(format!(
+                    "{} and {} are not modules of one export: the {}'s `{output}` is {a:?} but \
+                     the {}'s `{input}` takes {b:?} ({what}; -1 is a free dimension); use the \
+                     four modules of one export",
+                    from.path.display(),
+                    to.path.display(),
+                    from.role,
+                    to.role,
+                )));
+            }
+        }
+        let all = [enc, attn, dec, mem];
+        if all.iter().any(|m| m.marker != enc.marker) {
+            let list: Vec<String> = all
+                .iter()
+                .map(|m| {
+                    format!(
+                        "{} {}: {}",
+                        m.role,
+                        m.path.display(),
+                        m.marker
+                            .as_ref()
+                            .map_or("no marker".to_string(), |v| format!("{v:?}"))
+                    )
+                })
+                .collect();
+            return Err(Error::ModelMismatch(format!(
+                "the modules are not of one export: the generated test models' marker \
+                 (metadata `{GENERATED_MARKER}`) is on some and not on others ({}); use the four \
+                 modules of one export",
+                list.join("; ")
+            )));
+        }
+        // What the tracker assembles itself (`Tracker::attend`).
+        for (input, want, what) in [
+            (
+                MEMORIES,
+                &[64i64, 64, 64][..],
+                "memories of 64 channels on a 64 × 64 map",
+            ),
+            (MEMORY_POS, &[64][..], "memory positions of 64 channels"),
+            (POINTERS, &[256][..], "object pointers of 256 values"),
+        ] {
+            let Some(shape) = attn.input_shapes.get(input) else {
+                continue;
+            };
+            let fits = shape.len() > want.len()
+                && shape[shape.len() - want.len()..]
+                    .iter()
+                    .zip(want)
+                    .all(|(&d, &w)| d < 0 || d == w);
+            if !fits {
+                return Err(Error::model(
+                    &attn.path,
+                    format!(
+                        "`{input}` is declared {shape:?}; the tracker gives memory attention \
+                         {what} (SAM2's layout, docs/video.md)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 }

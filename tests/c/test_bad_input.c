@@ -1526,6 +1526,9 @@ static void tracker_calls(void) {
     size_t held = 777;
     FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_memory_frames", sam2_tracker_memory_frames(b.ptr, &held),
                                b.want, "`tracker`", held == 777);
+    uint64_t held_bytes = 777;
+    FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_memory_bytes", sam2_tracker_memory_bytes(b.ptr, &held_bytes),
+                               b.want, "`tracker`", held_bytes == 777);
     uint32_t provider = 777;
     int32_t device = 777, fell_back = 777;
     FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_device",

@@ -562,6 +562,10 @@ static sam2_track_result *tracker_calls(sam2_tracker *tracker) {
     size_t frames = 777;
     TRY_IF(E, sam2_tracker_memory_frames(NULL, &frames), NULL_ARG, "`tracker`", frames == 777);
     TRY(E, sam2_tracker_memory_frames(tracker, NULL), NULL_ARG, "`out_frames`");
+    E = "sam2_tracker_memory_bytes";
+    uint64_t bytes = 777;
+    TRY_IF(E, sam2_tracker_memory_bytes(NULL, &bytes), NULL_ARG, "`tracker`", bytes == 777);
+    TRY(E, sam2_tracker_memory_bytes(tracker, NULL), NULL_ARG, "`out_bytes`");
 
     E = "sam2_tracker_device";
     uint32_t provider = 777;
