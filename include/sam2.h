@@ -96,6 +96,12 @@
 #define SAM2_PROVIDER_COREML 4
 
 /**
+ * Execution provider: WebGPU (AMD, Intel, NVIDIA and Apple GPUs through Vulkan, Metal or D3D12;
+ * needs an ONNX Runtime build with the WebGPU provider).
+ */
+#define SAM2_PROVIDER_WEBGPU 5
+
+/**
  * Device mismatch resolution: warn through the log callback and continue on the device that
  * works (the next requested provider, or the CPU). The default.
  */
@@ -1471,7 +1477,7 @@ sam2_status sam2_last_error_message(char *buf,
 /**
  * Loads ONNX Runtime and creates the library's environment.
  *
- * `onnxruntime_path`: full path of `libonnxruntime.so` (1.31 or newer), or NULL to search:
+ * `onnxruntime_path`: full path of `libonnxruntime.so` (1.30 or newer), or NULL to search:
  * the `SAM2_ONNXRUNTIME_PATH` environment variable, then `ORT_DYLIB_PATH`, then the directory
  * of `libsam2.so`, then the system's library search. Optional: every other function
  * initialises by searching on first use. A process holds one ONNX Runtime: once loaded,

@@ -178,9 +178,10 @@ fn provider(text: &str) -> Result<Provider, Usage> {
         "tensorrt" => Provider::TensorRt,
         "directml" => Provider::DirectMl,
         "coreml" => Provider::CoreMl,
+        "webgpu" => Provider::WebGpu,
         _ => {
             return usage(format!(
-                "--device {text}: expected cpu, cuda, tensorrt, directml or coreml"
+                "--device {text}: expected cpu, cuda, tensorrt, directml, coreml or webgpu"
             ))
         }
     })

@@ -68,7 +68,7 @@ Generator (everything; SAM2's defaults in brackets):
   --min-mask-region-area N   fill holes and remove specks up to N low-res pixels [0]
   --tolerance PX        as for segment
 Options:
-  --device cpu|cuda|tensorrt|directml|coreml   where to run (default cpu)
+  --device cpu|cuda|tensorrt|directml|coreml|webgpu   where to run (default cpu)
   --on-mismatch fallback|fail   a GPU that cannot be had: warn and use the CPU, or fail
   --onnxruntime LIB     the ONNX Runtime library (default: SAM2_ONNXRUNTIME_PATH, then the
                         system's)

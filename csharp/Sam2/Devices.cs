@@ -16,6 +16,8 @@ namespace Sam2
         DirectML = NativeMethods.SAM2_PROVIDER_DIRECTML,
         /// <summary>CoreML (Apple).</summary>
         CoreML = NativeMethods.SAM2_PROVIDER_COREML,
+        /// <summary>WebGPU (AMD, Intel, NVIDIA and Apple GPUs through Vulkan, Metal or D3D12).</summary>
+        WebGpu = NativeMethods.SAM2_PROVIDER_WEBGPU,
     }
 
     /// <summary>What to do when a requested GPU provider is not what the session got (SAM2_ON_MISMATCH_*).</summary>

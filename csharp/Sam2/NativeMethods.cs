@@ -31,6 +31,7 @@ namespace Sam2
         internal const uint SAM2_PROVIDER_TENSORRT = 2;
         internal const uint SAM2_PROVIDER_DIRECTML = 3;
         internal const uint SAM2_PROVIDER_COREML = 4;
+        internal const uint SAM2_PROVIDER_WEBGPU = 5;
         internal const uint SAM2_ON_MISMATCH_FALLBACK = 0;
         internal const uint SAM2_ON_MISMATCH_FAIL = 1;
         internal const uint SAM2_WEIGHTS_SHARED = 0;

@@ -791,7 +791,7 @@ static void options(void) {
     eo.provider_count = SIZE_MAX;
     encoder_fails(enc_path, &eo, SAM2_ERR_INVALID_ARGUMENT, "provider_count");
     struct { uint32_t provider; int32_t device; uint32_t arena; const char *needle; } reqs[] = {
-        {SAM2_PROVIDER_COREML + 1, 0, 0, "provider"},
+        {SAM2_PROVIDER_WEBGPU + 1, 0, 0, "provider"},
         {0xFFFFFFFFu, 0, 0, "provider"},
         {SAM2_PROVIDER_CUDA, -1, 0, "device_id"},
         {SAM2_PROVIDER_CUDA, INT32_MIN, 0, "device_id"},
@@ -1411,7 +1411,7 @@ static void tracker_options_and_models(void) {
         TRACKER_BAD(memory_frames, memory[i], "`options.memory_frames`");
     }
     CHECK_OK(sam2_tracker_options_init(&o, sizeof o));
-    sam2_provider bad_provider = {SAM2_PROVIDER_COREML + 1, 0, 0, 0};
+    sam2_provider bad_provider = {SAM2_PROVIDER_WEBGPU + 1, 0, 0, 0};
     o.providers = &bad_provider;
     o.provider_count = 1;
     tracker_new_fails(good, &o, SAM2_ERR_INVALID_ARGUMENT, "provider");
