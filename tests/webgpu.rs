@@ -41,7 +41,7 @@ fn rig() -> Option<&'static Path> {
     let lib = unsafe { (*std::ptr::addr_of!(LIB)).as_deref() };
     if lib.is_none() {
         assert!(
-            std::env::var_os("SAM2_WEBGPU_REQUIRED").is_none_or(|v| v != "1"),
+            std::env::var_os("SAM2_WEBGPU_REQUIRED").map_or(true, |v| v != "1"),
             "SAM2_WEBGPU_REQUIRED=1 but SAM2_WEBGPU_ONNXRUNTIME is not set: the WebGPU rig \
              (tools/setup-webgpu.sh) should have been set up"
         );
