@@ -64,8 +64,14 @@ pub(crate) fn build(
     if !weights.values.is_empty() {
         // The external-data entries name an empty file that ONNX Runtime checks exists and never
         // reads (every such initializer was given above).
-        let (dir, _) = crate::platform::empty_file()
-            .map_err(|e| Error::io("preparing the empty file shared weights point to", e))?;
+        let dir = match &weights.weights_file {
+            Some(file) => file.dir.as_path(),
+            None => {
+                crate::platform::empty_file()
+                    .map_err(|e| Error::io("preparing the empty file shared weights point to", e))?
+                    .0
+            }
+        };
         builder = builder.with_config_entry(
             "session.model_external_initializers_file_folder_path",
             dir.to_str()

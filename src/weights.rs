@@ -104,6 +104,11 @@ pub(crate) struct Plan {
     /// provider-independent). `Some`: optimised with these providers registered, so that their
     /// own fusions apply (CUDA); the throwaway session registers them as the real ones will.
     providers: Option<DeviceOptions>,
+    /// The sessions may read some shared weights from the model file themselves: WebGPU kernels
+    /// re-lay some weights out while the session is built, from the graph's copy of them. Their
+    /// external-data entries then name a private file holding the optimised model (so every
+    /// reference is true) instead of the empty file.
+    readable_weights: bool,
 }
 
 impl Plan {
@@ -118,10 +123,12 @@ impl Plan {
             None | Some(Provider::Cpu) => Plan {
                 level,
                 providers: None,
+                readable_weights: false,
             },
             Some(Provider::Cuda) => Plan {
                 level,
                 providers: Some(device.clone()),
+                readable_weights: false,
             },
             Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl | Provider::WebGpu) => {
                 Plan {
@@ -131,6 +138,7 @@ impl Plan {
                         Optimization::Basic
                     },
                     providers: None,
+                    readable_weights: first == Some(Provider::WebGpu),
                 }
             }
         }
@@ -163,6 +171,9 @@ pub(crate) struct ModelWeights {
     device_values: Mutex<Vec<((String, i32), Vec<(String, Arc<DynValue>)>)>>,
     /// The device copies that `device_values` are views of (declared after them, so dropped after).
     device_owners: Mutex<Vec<ort::value::DynTensor>>,
+    /// The private file the external-data entries name when sessions may read weights
+    /// ([`Plan`]'s `readable_weights`); removed with the weights.
+    pub weights_file: Option<WeightsFile>,
 }
 
 // SAFETY: every field is immutable after construction; the ONNX Runtime values and the
@@ -303,7 +314,16 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     })?;
     let (_, empty) = platform::empty_file()
         .map_err(|e| Error::io("preparing the empty file shared weights point to", e))?;
-    let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, empty)
+    let weights_file = if plan.readable_weights {
+        Some(WeightsFile::write(&optimized)?)
+    } else {
+        None
+    };
+    let location = match &weights_file {
+        Some(file) => file.name.as_str(),
+        None => empty,
+    };
+    let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, location)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
     let mut values = Vec::with_capacity(split.initializers.len());
     let mut weight_bytes = 0;
@@ -329,6 +349,7 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         weight_bytes,
         device_values: Mutex::new(Vec::new()),
         device_owners: Mutex::new(Vec::new()),
+        weights_file,
     })
 }
 
@@ -400,6 +421,41 @@ impl ModelWeights {
                 self.values.clone()
             }
         }
+    }
+}
+
+/// A private file in the temporary directory holding an optimised model, for sessions that read
+/// some weights from their external-data entries; deleted when dropped.
+#[derive(Debug)]
+pub(crate) struct WeightsFile {
+    pub dir: PathBuf,
+    pub name: String,
+}
+
+impl WeightsFile {
+    fn write(model: &[u8]) -> Result<Self> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir();
+        let name = format!(
+            "sam2-weights-{}-{}.onnx",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(&name))
+            .map_err(|e| Error::io("writing the weights file WebGPU sessions read", e))?;
+        std::io::Write::write_all(&mut file, model)
+            .map_err(|e| Error::io("writing the weights file WebGPU sessions read", e))?;
+        Ok(WeightsFile { dir, name })
+    }
+}
+
+impl Drop for WeightsFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(self.dir.join(&self.name));
     }
 }
 
