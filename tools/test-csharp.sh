@@ -78,4 +78,17 @@ echo "[test-csharp] tests" >&2
 tests_status=0
 mono --debug "$OUT/Sam2.Tests.exe" || tests_status=$?
 
-[ "$sample_status" -eq 0 ] && [ "$tests_status" -eq 0 ]
+# The WebGPU tests once more on the device (tools/setup-webgpu.sh), with its ONNX Runtime build.
+webgpu_status=0
+if [ -n "${SAM2_WEBGPU_ONNXRUNTIME:-}" ]; then
+    echo "[test-csharp] WebGPU tests on the device (ONNX Runtime with WebGPU, llvmpipe)" >&2
+    SAM2_ONNXRUNTIME_PATH="$SAM2_WEBGPU_ONNXRUNTIME" SAM2_CSHARP_WEBGPU=1 \
+        mono --debug "$OUT/Sam2.Tests.exe" WebGpuTests || webgpu_status=$?
+elif [ "${SAM2_WEBGPU_REQUIRED:-0}" = 1 ]; then
+    echo "[test-csharp] SAM2_WEBGPU_REQUIRED=1 but SAM2_WEBGPU_ONNXRUNTIME is not set" >&2
+    webgpu_status=1
+else
+    echo "[test-csharp] WebGPU tests on the device: skipped: no WebGPU device" >&2
+fi
+
+[ "$sample_status" -eq 0 ] && [ "$tests_status" -eq 0 ] && [ "$webgpu_status" -eq 0 ]
