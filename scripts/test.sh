@@ -8,9 +8,56 @@
 # Does its own set-up (tools/setup.sh) and is safe to run again: nothing is downloaded twice.
 # Every suite is run with `bash path`, never behind an `if [ -x … ]`: a suite whose file lost its
 # run bit still runs, and a missing one fails the run instead of being skipped.
+# Ends with the timing table (tools/timing.py: every stage, every set-up step and whether it was
+# cached, every test binary or program over 30 s), printed on failure too and written to
+# target/reliability/timing.txt.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+
+# The figures of the reliability report, written by the tests that measure them, and the timing.
+export SAM2_REPORT_DIR="$ROOT/target/reliability"
+rm -rf "$SAM2_REPORT_DIR"
+TIMING="$SAM2_REPORT_DIR/timing"
+mkdir -p "$TIMING"
+cp /proc/loadavg "$TIMING/load.txt" 2>/dev/null || true
+export SAM2_SETUP_TIMES="$TIMING/setup.tsv"
+export SAM2_KILL_TRIALS="${SAM2_KILL_TRIALS:-200}"
+
+# `step "name (what it runs)"` starts a stage and ends the one before; each stage's seconds and
+# outcome go to $TIMING/stages.tsv (named by the text before " (").
+stage=""
+stage_start=0
+end_stage() {
+    [ -n "$stage" ] || return 0
+    local us=$((${EPOCHREALTIME/[.,]/} - stage_start))
+    printf '%s\t%d.%d\t%s\n' "$stage" $((us / 1000000)) $((us % 1000000 / 100000)) "$1" >>"$TIMING/stages.tsv"
+    stage=""
+}
+step() {
+    end_stage ok
+    stage="${1%% (*}"
+    stage_start="${EPOCHREALTIME/[.,]/}"
+    printf '\n==> %s\n' "$*"
+}
+# On exit, passed or failed (set -e stops at the failing command, whose status the run keeps).
+finish() {
+    local rc=$?
+    if [ "$rc" -eq 0 ]; then end_stage ok; else end_stage "FAILED (exit status $rc)"; fi
+    printf '\n'
+    python3 "$ROOT/tools/timing.py" "$TIMING" | tee "$SAM2_REPORT_DIR/timing.txt" || true
+    exit "$rc"
+}
+trap finish EXIT
+# Runs a suite with its output also in $TIMING/NAME.log, which the timing table reads (the
+# seconds of each test binary or program).
+logged_suite() {
+    local name="$1"
+    shift
+    "$@" 2>&1 | tee -a "$TIMING/$name.log"
+}
+
+step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh and tools/setup-webgpu.sh; each step cached)"
 . tools/setup.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
@@ -18,14 +65,6 @@ cd "$ROOT"
 # The WebGPU device rig (Mesa's llvmpipe Vulkan driver, ONNX Runtime 1.30 with WebGPU): the device
 # path runs on a real device in every run; where it is set up, a device test that cannot run fails.
 . tools/setup-webgpu.sh
-
-# The figures of the reliability report, written by the tests that measure them.
-export SAM2_REPORT_DIR="$ROOT/target/reliability"
-rm -rf "$SAM2_REPORT_DIR"
-mkdir -p "$SAM2_REPORT_DIR"
-export SAM2_KILL_TRIALS="${SAM2_KILL_TRIALS:-200}"
-
-step() { printf '\n==> %s\n' "$*"; }
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -39,19 +78,19 @@ cargo clippy --release --all-targets -- -D warnings
 cargo clippy --release -p sam2-cli --all-targets -- -D warnings
 
 step "cargo test (unit, integration, header check; then the sam2 command)"
-cargo test --release
+logged_suite cargo-test cargo test --release
 printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/video_real.rs; every frame in %s):\n' \
     "$SAM2_REPORT_DIR/video_parity.txt"
 tail -n 1 "$SAM2_REPORT_DIR/video_parity.txt"
 printf 'the device path on WebGPU (tests/webgpu.rs, on llvmpipe when the rig is set up):\n'
 cat "$SAM2_REPORT_DIR/webgpu_weights.txt" 2>/dev/null || echo "no WebGPU device: the device tests were skipped"
 echo
-cargo test --release -p sam2-cli
+logged_suite cargo-test cargo test --release -p sam2-cli
 bash scripts/sam2.sh --version
 
 step "soak on the real SAM2.1 tiny pair, short (scripts/reliability.sh runs it longer)"
 SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
-    SAM2_SOAK_REPORT=soak-real.tsv cargo test --release --test soak -- --nocapture
+    SAM2_SOAK_REPORT=soak-real.tsv logged_suite cargo-test cargo test --release --test soak -- --nocapture
 
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
@@ -65,10 +104,10 @@ step "mask formats against pycocotools (RLE strings and counts, polygons rasteri
 step "C tests under ctest"
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
 cmake --build build/c -j 2 >/dev/null
-(cd build/c && ctest --output-on-failure -j 2)
+(cd build/c && logged_suite ctest ctest --output-on-failure -j 2)
 
 step "C tests under valgrind"
-bash tools/test-valgrind.sh
+logged_suite valgrind bash tools/test-valgrind.sh
 
 step "fuzzing, 10 s a target (scripts/fuzz.sh; longer: scripts/reliability.sh)"
 bash scripts/fuzz.sh 10
@@ -85,4 +124,5 @@ bash tools/test-packaging.sh
 step "reliability report"
 bash scripts/reliability.sh --print
 
-step "all tests passed"
+end_stage ok
+printf '\n==> all tests passed\n'

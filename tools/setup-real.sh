@@ -19,6 +19,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
 REAL_VENV="$CACHE/real-venv"
 say() { printf '[setup-real] %s\n' "$*" >&2; }
+. "$ROOT/tools/setup-times.sh"
 # Runs a step with its (chatty: tracer warnings, ONNX Runtime warnings) output in a log, showing
 # only its progress lines; on failure, the end of the log.
 logged() {
@@ -34,6 +35,7 @@ logged() {
 export ORT_DISABLE_TELEMETRY=1
 
 # 1. The exporters' venv.
+setup_begin "real exporters' venv (torch, sam-2-uni, samexporter)"
 real_req_hash="$(sha256sum "$ROOT/tools/real-requirements.txt" | cut -c1-16)"
 if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
     say "creating $REAL_VENV: torch 2.10.0, sam-2-uni 1.0, samexporter 0.5.0, onnxruntime 1.31.1"
@@ -44,9 +46,13 @@ if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
     "$REAL_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off \
         -r "$ROOT/tools/real-requirements.txt"
     touch "$REAL_VENV/.sam2-req-$real_req_hash"
+    setup_end ran
+else
+    setup_end cached
 fi
 
 # 2. The exports, then the reference masks (each regenerated only when its inputs change).
+setup_begin "real SAM2 exports (tools/export_real.py)"
 export_hash="$(cat "$ROOT/tools/export_real.py" "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
 REAL_MODELS="$CACHE/real-models/$export_hash"
 if [ ! -f "$REAL_MODELS/.sam2-exported" ]; then
@@ -56,7 +62,11 @@ if [ ! -f "$REAL_MODELS/.sam2-exported" ]; then
     touch "$REAL_MODELS/.sam2-exported"
     # Exports of older versions of the script are not needed any more.
     find "$CACHE/real-models" -mindepth 1 -maxdepth 1 -type d ! -name "$export_hash" -exec rm -rf {} +
+    setup_end ran
+else
+    setup_end cached
 fi
+setup_begin "reference masks of the real exports (tools/real_reference.py)"
 ref_hash="$(cat "$ROOT/tools/real_reference.py" "$ROOT/testdata/demo.ppm" | sha256sum | cut -c1-16)"
 if [ ! -f "$REAL_MODELS/.sam2-reference-$ref_hash" ]; then
     say "computing the reference masks (Python pipeline and Meta's PyTorch predictor)"
@@ -64,6 +74,9 @@ if [ ! -f "$REAL_MODELS/.sam2-reference-$ref_hash" ]; then
         --models "$REAL_MODELS" --image "$ROOT/testdata/demo.ppm"
     rm -f "$REAL_MODELS"/.sam2-reference-*
     touch "$REAL_MODELS/.sam2-reference-$ref_hash"
+    setup_end ran
+else
+    setup_end cached
 fi
 export SAM2_REAL_MODELS="$REAL_MODELS"
 export SAM2_REAL_PYTHON="$REAL_VENV/bin/python"

@@ -8,11 +8,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="$ROOT/.venv"
 MODELS="$ROOT/models"
 say() { printf '[setup] %s\n' "$*" >&2; }
+. "$ROOT/tools/setup-times.sh"
 
 # ONNX Runtime 1.31 keeps telemetry ids under ~/.cache unless told not to; keep the user's home clean.
 export ORT_DISABLE_TELEMETRY=1
 
 # 1. System packages (cmake for the C tests, Mono for the C# tests, pkg-config for the packaging test).
+setup_begin "system packages (cmake, pkg-config, Mono)"
 need_apt=()
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
@@ -24,9 +26,13 @@ if ((${#need_apt[@]})); then
     say "installing ${need_apt[*]} from Debian"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    setup_end ran
+else
+    setup_end cached
 fi
 
 # 2. Python venv with the pinned wheels (the ONNX Runtime shared library comes from its wheel).
+setup_begin "Python venv .venv (onnxruntime 1.31.1)"
 req_hash="$(sha256sum "$ROOT/tools/requirements.txt" | cut -c1-16)"
 if [ ! -f "$VENV/.sam2-req-$req_hash" ]; then
     say "creating $VENV with $(grep -v '^#' "$ROOT/tools/requirements.txt" | tr '\n' ' ')"
@@ -34,6 +40,9 @@ if [ ! -f "$VENV/.sam2-req-$req_hash" ]; then
     python3 -m venv "$VENV"
     "$VENV/bin/pip" install -q --disable-pip-version-check -r "$ROOT/tools/requirements.txt"
     touch "$VENV/.sam2-req-$req_hash"
+    setup_end ran
+else
+    setup_end cached
 fi
 ORT_LIB="$(ls "$VENV"/lib/python3*/site-packages/onnxruntime/capi/libonnxruntime.so.1.31.1 2>/dev/null | head -n1)"
 if [ -z "$ORT_LIB" ]; then
@@ -44,6 +53,7 @@ export SAM2_ONNXRUNTIME_PATH="$ORT_LIB"
 export SAM2_PYTHON="$VENV/bin/python"
 
 # 3. Generated models (deterministic; regenerated only when the generator changes).
+setup_begin "generated models (models/), their Python reference and the tracker check"
 gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/gen_track_models.py" "$ROOT/tools/reference_check.py" \
     "$ROOT/tools/track_clip.py" "$ROOT/tools/track_check.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
@@ -59,6 +69,9 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
         exit 1
     fi
     touch "$MODELS/.sam2-gen-$gen_hash"
+    setup_end ran
+else
+    setup_end cached
 fi
 export SAM2_MODELS="$MODELS"
 export SAM2_TESTDATA="$ROOT/testdata"
