@@ -218,7 +218,7 @@ vg = rows("valgrind.tsv")
 if vg:
     r = vg[0]
     line(f"{'Valgrind memcheck (tools/test-valgrind.sh)':<60}", f"{'programs':>10}", f"{'clean':>10}")
-    line(f"  {'the whole C suite: no invalid access, no leak':<58}", f"{r['programs']:>10}", f"{r['clean']:>10}",
+    line(f"  {'generated-model C programs: no invalid access, no leak':<58}", f"{r['programs']:>10}", f"{r['clean']:>10}",
          "" if r["programs"] == r["clean"] else "   NOT MET")
     if r["programs"] != r["clean"]:
         failed.append("valgrind")

@@ -291,11 +291,16 @@ static void borrowed_pointers_live_as_long_as_their_owner(const test_image *imag
     sam2_masks_free(ma);
 }
 
-/* Many short-lived objects: under valgrind, any leak per cycle shows up as definite. */
+/* Many short-lived objects: under valgrind, any leak per cycle shows up as definite. The last
+ * cycle is of another model. Under valgrind, where a cycle costs about 10 s, two cycles (tiny_a,
+ * then tiny_c once tiny_a's objects are freed; the sections above already reopen tiny_a after
+ * freeing it); three otherwise. */
 static void repeated_cycles(const test_image *image) {
-    for (int cycle = 0; cycle < 3; cycle++) {
-        sam2_encoder *encoder = test_open_encoder(cycle == 2 ? "tiny_c" : "tiny_a");
-        sam2_predictor *predictor = test_open_predictor(encoder, cycle == 2 ? "tiny_c" : "tiny_a");
+    int cycles = test_under_valgrind() ? 2 : 3;
+    for (int cycle = 0; cycle < cycles; cycle++) {
+        const char *pair = cycle == cycles - 1 ? "tiny_c" : "tiny_a";
+        sam2_encoder *encoder = test_open_encoder(pair);
+        sam2_predictor *predictor = test_open_predictor(encoder, pair);
         sam2_embedding *embedding = test_encode(encoder, image);
         sam2_masks *m = click(predictor, embedding, cycle);
         sam2_masks_free(m);
