@@ -21,6 +21,7 @@ mod mask_formats;
 mod model_pair;
 mod onnx_split;
 mod ort_raw;
+mod panics;
 mod platform;
 mod polygon;
 mod postprocess;
