@@ -287,7 +287,9 @@ pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
 }
 
 /// The crops of every layer, `([x0, y0, x1, y1], layer)`: the whole image, then per layer `i ≥ 1`
-/// a `2^i × 2^i` set of overlapping crops, columns outer (SAM2's `generate_crop_boxes`).
+/// a `2^i × 2^i` set of overlapping crops, columns outer (SAM2's `generate_crop_boxes`). Every
+/// crop is inside the image and holds at least one pixel: on tiny images the crops that would
+/// start beyond the edge are left out, so a layer may have fewer than `2^i × 2^i`.
 pub fn crop_boxes(
     width: usize,
     height: usize,
@@ -308,6 +310,12 @@ pub fn crop_boxes(
         let y0s: Vec<usize> = (0..n).map(|i| (crop_h - overlap) * i).collect();
         for &x0 in &x0s {
             for &y0 in &y0s {
+                // On an image a few pixels across, the last crops of a layer can start at or
+                // past its edge (7×5 with two layers: crops of 2×2 starting at 6): SAM2 would
+                // encode an empty image there. They hold no pixel, so they are left out.
+                if x0 >= width || y0 >= height {
+                    continue;
+                }
                 boxes.push((
                     [
                         x0 as u32,

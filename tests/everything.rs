@@ -12,8 +12,8 @@ mod common;
 
 use common::*;
 use sam2::{
-    segment_everything, segment_everything_embedding, Everything, EverythingOptions, ImageView,
-    PixelFormat,
+    crop_boxes, segment_everything, segment_everything_embedding, Everything, EverythingOptions,
+    ImageView, PixelFormat,
 };
 
 const FOUND_IOU: f64 = 0.9;
@@ -211,4 +211,49 @@ fn removing_small_regions_keeps_every_shape_found_once() {
     let result = segment_everything(&view, &encoder, &predictor, &options).unwrap();
     check_every_shape_found_once("min_mask_region_area", &result);
     assert_eq!(result.masks.len(), 5);
+}
+
+/// Tiny images with crop layers: the crops of layer 2 and beyond can fall outside an image a few
+/// pixels across (7×5 with two layers panicked slicing the pixels; other sizes failed after
+/// encoding the earlier crops, blaming `height`). Every crop made is now inside the image and
+/// not empty, and every size segments with every layer count.
+#[test]
+fn tiny_images_segment_with_every_crop_layer_count() {
+    let (encoder, predictor) = open_pair("tiny_a");
+    for (w, h) in [
+        (1, 1),
+        (2, 1),
+        (1, 3),
+        (7, 5),
+        (5, 7),
+        (3, 16),
+        (16, 3),
+        (9, 9),
+    ] {
+        let pixels: Vec<u8> = (0..w * h * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let view = ImageView::packed(&pixels, w, h, PixelFormat::Rgb).unwrap();
+        for layers in 0..=3 {
+            for b in crop_boxes(w, h, layers, 512.0 / 1500.0) {
+                let [x0, y0, x1, y1] = b.0;
+                assert!(
+                    x0 < x1 && y0 < y1 && x1 as usize <= w && y1 as usize <= h,
+                    "{w}×{h}, {layers} layers: crop {:?}",
+                    b
+                );
+            }
+            let options = EverythingOptions {
+                points_per_side: 2,
+                crop_n_layers: layers,
+                pred_iou_thresh: 0.0,
+                stability_score_thresh: 0.0,
+                ..Default::default()
+            };
+            let result = segment_everything(&view, &encoder, &predictor, &options)
+                .unwrap_or_else(|e| panic!("{w}×{h} with {layers} crop layers: {e}"));
+            assert_eq!((result.width, result.height), (w, h));
+            for m in &result.masks {
+                assert_eq!((m.rle.width, m.rle.height), (w, h));
+            }
+        }
+    }
 }
