@@ -63,7 +63,7 @@ impl sam2_status {
             Error::OnnxRuntime(_) => SAM2_ERR_ONNXRUNTIME,
             Error::Panic(_) => SAM2_ERR_PANIC,
             Error::Timeout { .. } => SAM2_ERR_TIMEOUT,
-            Error::Cancelled => SAM2_ERR_CANCELLED,
+            Error::Cancelled | Error::Interrupted { .. } => SAM2_ERR_CANCELLED,
             Error::QueueFull { .. } => SAM2_ERR_QUEUE_FULL,
             Error::OutOfMemory { .. } => SAM2_ERR_OUT_OF_MEMORY,
         }
