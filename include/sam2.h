@@ -539,6 +539,13 @@ typedef struct sam2_encoder_options {
 } sam2_encoder_options;
 
 /**
+ * A progress callback: `done` of `total` units of work (clicks, for segment everything) are
+ * finished; return 0 to go on, non-zero to cancel. Runs on the thread that made the call; it
+ * may read its own state and set flags, but must not free what the call is using.
+ */
+typedef int32_t (*sam2_progress_fn)(void *user, uint64_t done, uint64_t total);
+
+/**
  * Options of `sam2_segment_everything`: SAM2's `SAM2AutomaticMaskGenerator` parameters, with its
  * defaults. Initialise with `sam2_everything_options_init`.
  */
@@ -608,6 +615,31 @@ typedef struct sam2_everything_options {
    * 1 (default): every candidate of each click; 0: only its best one.
    */
   uint32_t multimask;
+  /**
+   * The work budget: most clicks run through the decoder, every crop together (default
+   * 1048576). A request over it is refused before anything runs with
+   * `SAM2_ERR_INVALID_ARGUMENT` naming `max_clicks` and the request's figure. Added in the
+   * second version of this struct (older callers get the default).
+   */
+  uint64_t max_clicks;
+  /**
+   * The memory budget in bytes (default 4 GiB): what one batch needs at once (the decoder's
+   * outputs, a crop-sized mask per worker thread) is checked before anything runs, and that
+   * plus the candidate masks held is checked after each batch; over it the call returns
+   * `SAM2_ERR_INVALID_ARGUMENT` naming `max_memory_bytes` and the figure. Second version.
+   */
+  uint64_t max_memory_bytes;
+  /**
+   * NULL, or called on the calling thread before each crop is encoded and after each batch
+   * of clicks with the clicks done and the clicks in all; returning non-zero cancels the call,
+   * which then returns `SAM2_ERR_CANCELLED` (nothing is written to `*out`). To cancel from
+   * another thread, have it set a flag this callback returns. Second version.
+   */
+  sam2_progress_fn progress;
+  /**
+   * Passed back unchanged to `progress`.
+   */
+  void *progress_user;
 } sam2_everything_options;
 
 /**
@@ -1153,9 +1185,11 @@ sam2_status sam2_everything_options_init(struct sam2_everything_options *options
  *
  * The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On
  * success `*out` receives a new result owned by the caller (release with
- * `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, naming
- * it), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder), and those of `sam2_encode`
- * and `sam2_predict`. Thread-safe.
+ * `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
+ * request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress
+ * callback asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could
+ * not be had; nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder),
+ * and those of `sam2_encode` and `sam2_predict`. Thread-safe.
  */
 sam2_status sam2_segment_everything(const struct sam2_encoder *encoder,
                                     const struct sam2_predictor *predictor,

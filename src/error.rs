@@ -63,6 +63,15 @@ pub enum Error {
     #[error("the encode was cancelled before it finished")]
     Cancelled,
 
+    /// A long call was stopped by its progress callback (segment everything).
+    #[error("{what} was cancelled by its progress callback after {done} of {total} {unit}")]
+    Interrupted {
+        what: &'static str,
+        done: u64,
+        total: u64,
+        unit: &'static str,
+    },
+
     /// A wait ended before the work did; the work goes on.
     #[error(
         "the encode did not finish within {waited_ms} ms; it goes on (wait again, or cancel it)"
@@ -116,17 +125,60 @@ impl<T> From<ort::Error<T>> for Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The error of a reservation of `count` values of `T` that failed.
+fn out_of_memory<T>(count: usize, what: &str) -> Error {
+    Error::OutOfMemory {
+        what: what.to_string(),
+        bytes: count.saturating_mul(std::mem::size_of::<T>()),
+    }
+}
+
 /// A vector of `len` default values, or [`Error::OutOfMemory`] naming `what` when the memory
 /// cannot be had (instead of aborting the process, as `vec!` does).
 pub(crate) fn try_zeroed<T: Clone + Default>(len: usize, what: &str) -> Result<Vec<T>> {
-    let bytes = len.saturating_mul(std::mem::size_of::<T>());
+    try_filled(len, T::default(), what)
+}
+
+/// A vector of `len` copies of `value`, or [`Error::OutOfMemory`] naming `what`.
+pub(crate) fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
     let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| Error::OutOfMemory {
-        what: what.to_string(),
-        bytes,
-    })?;
-    v.resize(len, T::default());
+    try_resize(&mut v, len, value, what)?;
     Ok(v)
+}
+
+/// An empty vector with room for `capacity` values, or [`Error::OutOfMemory`] naming `what`.
+pub(crate) fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(capacity)
+        .map_err(|_| out_of_memory::<T>(capacity, what))?;
+    Ok(v)
+}
+
+/// `Vec::resize`, reserving exactly what it needs fallibly first.
+pub(crate) fn try_resize<T: Clone>(v: &mut Vec<T>, len: usize, value: T, what: &str) -> Result<()> {
+    if len > v.len() {
+        v.try_reserve_exact(len - v.len())
+            .map_err(|_| out_of_memory::<T>(len, what))?;
+    }
+    v.resize(len, value);
+    Ok(())
+}
+
+/// `Vec::push`, growing fallibly (amortised doubling, as `push` does).
+#[inline]
+pub(crate) fn try_push<T>(v: &mut Vec<T>, value: T, what: &str) -> Result<()> {
+    if v.len() == v.capacity() {
+        v.try_reserve(1)
+            .map_err(|_| out_of_memory::<T>(v.len().saturating_mul(2).max(1), what))?;
+    }
+    v.push(value);
+    Ok(())
+}
+
+/// Room for `additional` more values (amortised), or [`Error::OutOfMemory`] naming `what`.
+pub(crate) fn try_reserve<T>(v: &mut Vec<T>, additional: usize, what: &str) -> Result<()> {
+    v.try_reserve(additional)
+        .map_err(|_| out_of_memory::<T>(v.len().saturating_add(additional), what))
 }
 
 #[cfg(test)]

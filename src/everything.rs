@@ -17,7 +17,10 @@ use rayon::prelude::*;
 
 use crate::embedding::Embedding;
 use crate::encoder::Encoder;
-use crate::error::{Error, Result};
+use crate::error::{
+    try_filled, try_push, try_reserve, try_resize, try_with_capacity, Error, Result,
+};
+use crate::export::DecoderExport;
 use crate::image::ImageView;
 use crate::postprocess;
 use crate::predictor::{Point, PredictOptions, Predictor, Prompt, MAX_OBJECTS};
@@ -60,7 +63,28 @@ pub struct EverythingOptions {
     pub min_mask_region_area: u32,
     /// All the decoder's candidates per click (true), or only its best one.
     pub multimask: bool,
+    /// The work budget: most clicks the request may run through the decoder, every crop of every
+    /// layer together (default [`DEFAULT_MAX_CLICKS`]). A request over it is refused before
+    /// anything runs, naming the figure.
+    pub max_clicks: u64,
+    /// The memory budget, in bytes (default [`DEFAULT_MAX_MEMORY_BYTES`]): what one batch of
+    /// clicks needs at once (the decoder's outputs, and per worker thread a crop-sized mask and
+    /// its resampled rows) is checked against it before anything runs, and that plus the
+    /// candidate masks held (run-length encoded) is checked after every batch; over it, the call
+    /// fails with `InvalidArgument` naming the figure.
+    pub max_memory_bytes: u64,
 }
+
+/// Default [`EverythingOptions::max_clicks`]: 1,048,576 clicks (1024 points per side on the whole
+/// image, or SAM2's default 32 × 32 grid on a thousand crops). The generated test decoders take
+/// about 13 ms a click on 2 cores, SAM2's own decoders more: this is hours of work on a CPU.
+///
+/// cbindgen:ignore
+pub const DEFAULT_MAX_CLICKS: u64 = 1 << 20;
+/// Default [`EverythingOptions::max_memory_bytes`]: 4 GiB, what one predict may return.
+///
+/// cbindgen:ignore
+pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 << 30;
 
 impl Default for EverythingOptions {
     fn default() -> Self {
@@ -79,6 +103,8 @@ impl Default for EverythingOptions {
             crop_n_points_downscale_factor: 1,
             min_mask_region_area: 0,
             multimask: true,
+            max_clicks: DEFAULT_MAX_CLICKS,
+            max_memory_bytes: DEFAULT_MAX_MEMORY_BYTES,
         }
     }
 }
@@ -169,6 +195,12 @@ impl EverythingOptions {
                     self.crop_n_layers
                 ),
             ));
+        }
+        if self.max_clicks == 0 {
+            return Err(Error::invalid("max_clicks", "must be at least 1"));
+        }
+        if self.max_memory_bytes == 0 {
+            return Err(Error::invalid("max_memory_bytes", "must be at least 1"));
         }
         if self.crop_n_points_downscale_factor == 0 {
             return Err(Error::invalid(
@@ -287,7 +319,9 @@ pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
 }
 
 /// The crops of every layer, `([x0, y0, x1, y1], layer)`: the whole image, then per layer `i ≥ 1`
-/// a `2^i × 2^i` set of overlapping crops, columns outer (SAM2's `generate_crop_boxes`).
+/// a `2^i × 2^i` set of overlapping crops, columns outer (SAM2's `generate_crop_boxes`). Every
+/// crop is inside the image and holds at least one pixel: on tiny images the crops that would
+/// start beyond the edge are left out, so a layer may have fewer than `2^i × 2^i`.
 pub fn crop_boxes(
     width: usize,
     height: usize,
@@ -308,6 +342,12 @@ pub fn crop_boxes(
         let y0s: Vec<usize> = (0..n).map(|i| (crop_h - overlap) * i).collect();
         for &x0 in &x0s {
             for &y0 in &y0s {
+                // On an image a few pixels across, the last crops of a layer can start at or
+                // past its edge (7×5 with two layers: crops of 2×2 starting at 6): SAM2 would
+                // encode an empty image there. They hold no pixel, so they are left out.
+                if x0 >= width || y0 >= height {
+                    continue;
+                }
                 boxes.push((
                     [
                         x0 as u32,
@@ -323,6 +363,147 @@ pub fn crop_boxes(
     boxes
 }
 
+/// A progress callback of segment everything: called with `(clicks done, clicks in all)` before
+/// each crop is encoded and after each batch of clicks; returning `false` cancels the call, which
+/// then fails with [`Error::Interrupted`]. Runs on the calling thread.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) -> bool + Sync);
+
+/// What a request costs, as checked against the budgets before anything runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EverythingCost {
+    /// Crops encoded (1 without crop layers).
+    pub crops: usize,
+    /// Clicks run through the decoder, every crop together (against `max_clicks`).
+    pub clicks: u64,
+    /// Bytes one batch needs at once before any candidate is held (against `max_memory_bytes`).
+    pub batch_bytes: u64,
+}
+
+/// A byte count for a message: exact, then in MiB below a GiB or in GiB above.
+fn human(bytes: u64) -> String {
+    if bytes < 1 << 30 {
+        format!(
+            "{bytes} bytes ({:.1} MiB)",
+            bytes as f64 / (1u64 << 20) as f64
+        )
+    } else {
+        format!(
+            "{bytes} bytes ({:.1} GiB)",
+            bytes as f64 / (1u64 << 30) as f64
+        )
+    }
+}
+
+impl EverythingOptions {
+    /// Points of crop layer `layer`, without making them.
+    fn layer_points(&self, layer: u32) -> u64 {
+        match &self.point_grids {
+            Some(grids) => grids[layer as usize].len() as u64,
+            None => (self.layer_points_per_side(self.points_per_side, layer) as u64).pow(2),
+        }
+    }
+
+    /// [`validate`](Self::validate), then the request's work and memory on an image of
+    /// `width × height` decoded by `predictor`, refused when over `max_clicks` or
+    /// `max_memory_bytes` (an `InvalidArgument` naming the budget, the figure and what to do).
+    pub fn validate_for(
+        &self,
+        width: usize,
+        height: usize,
+        predictor: &Predictor,
+    ) -> Result<EverythingCost> {
+        self.validate()?;
+        let crops = crop_boxes(width, height, self.crop_n_layers, self.crop_overlap_ratio);
+        let clicks: u64 = crops.iter().map(|&(_, l)| self.layer_points(l)).sum();
+        if clicks > self.max_clicks {
+            return Err(Error::invalid(
+                "max_clicks",
+                format!(
+                    "the request runs {clicks} clicks through the decoder ({} crop{}), over the \
+                     budget of {} (max_clicks); use fewer points per side, fewer crop layers or a \
+                     larger crop_n_points_downscale_factor, or raise max_clicks",
+                    crops.len(),
+                    if crops.len() == 1 { "" } else { "s" },
+                    self.max_clicks
+                ),
+            ));
+        }
+        let batch_bytes = self.batch_bytes(width, height, &crops, predictor);
+        if batch_bytes > self.max_memory_bytes {
+            return Err(Error::invalid(
+                "max_memory_bytes",
+                format!(
+                    "segmenting everything on {width}×{height} needs {} at once for one batch of \
+                     {} clicks (the decoder's outputs, and a mask of the crop's size per worker \
+                     thread), over the budget of {} (max_memory_bytes); lower points_per_batch, \
+                     segment a smaller image, or raise max_memory_bytes",
+                    human(batch_bytes),
+                    self.points_per_batch,
+                    human(self.max_memory_bytes)
+                ),
+            ));
+        }
+        Ok(EverythingCost {
+            crops: crops.len(),
+            clicks,
+            batch_bytes,
+        })
+    }
+
+    /// Bytes one batch of clicks needs at once: the decoder's outputs and their copy, and per
+    /// worker thread a mask of the largest crop, its resampled rows and (with crops) a mask of
+    /// the image.
+    fn batch_bytes(
+        &self,
+        width: usize,
+        height: usize,
+        crops: &[([u32; 4], u32)],
+        predictor: &Predictor,
+    ) -> u64 {
+        let (mut crop_w, mut crop_pixels) = (0u64, 0u64);
+        for &([x0, y0, x1, y1], _) in crops {
+            let (w, h) = ((x1 - x0) as u64, (y1 - y0) as u64);
+            crop_w = crop_w.max(w);
+            crop_pixels = crop_pixels.max(w * h);
+        }
+        let most_points = crops
+            .iter()
+            .map(|&(_, l)| self.layer_points(l))
+            .max()
+            .unwrap_or(0);
+        let batch = (self.points_per_batch as u64).min(most_points).max(1);
+        let lr = predictor.spec().low_res_size as u64;
+        // The decoders of the three exports give three candidates a click; what they return
+        // besides the low-res logits: nothing, boolean masks, or float logits at the image size.
+        let model_candidates = 3u64;
+        let per_pixel = match predictor.export() {
+            DecoderExport::SamExporter => 0,
+            DecoderExport::OnnxRuntime => 1,
+            DecoderExport::OnnxSam2 => 4,
+        };
+        let kept_candidates = if self.multimask { model_candidates } else { 1 };
+        let decoder = batch * model_candidates * (lr * lr * 4 + crop_pixels * per_pixel);
+        let copy = batch * kept_candidates * lr * lr * 4;
+        let full = if crops.len() > 1 {
+            (width * height) as u64
+        } else {
+            0
+        };
+        let cleaning = if self.min_mask_region_area > 0 {
+            lr * lr * 6
+        } else {
+            0
+        };
+        let per_thread = crop_pixels + lr * crop_w * 4 + full + cleaning;
+        let threads = (rayon::current_num_threads() as u64)
+            .min(batch * kept_candidates)
+            .max(1);
+        decoder
+            .saturating_add(copy)
+            .saturating_add(threads.saturating_mul(per_thread))
+    }
+}
+
 /// Segments everything in `image`: encodes the image (and each crop) with `encoder`, then runs
 /// the generator. The one call a command line or a host needs.
 pub fn segment_everything(
@@ -331,24 +512,34 @@ pub fn segment_everything(
     predictor: &Predictor,
     options: &EverythingOptions,
 ) -> Result<Everything> {
-    options.validate()?;
-    predictor.check_encoder(encoder)?;
+    segment_everything_with_progress(image, encoder, predictor, options, None)
+}
+
+/// [`segment_everything`] with a progress callback that can cancel it (see [`Progress`]).
+pub fn segment_everything_with_progress(
+    image: &ImageView<'_>,
+    encoder: &Encoder,
+    predictor: &Predictor,
+    options: &EverythingOptions,
+    progress: Option<Progress<'_>>,
+) -> Result<Everything> {
     let (w, h) = (image.width, image.height);
+    let cost = options.validate_for(w, h, predictor)?;
+    predictor.check_encoder(encoder)?;
     let crops = crop_boxes(w, h, options.crop_n_layers, options.crop_overlap_ratio);
+    let mut run = Run::new(options, cost, progress);
     let mut found = Vec::new();
     for &(crop, layer) in &crops {
+        run.tick()?;
         let view = crop_view(image, crop)?;
         let embedding = encoder.encode(&view)?;
-        found.extend(process_crop(
-            &embedding,
-            predictor,
-            options,
-            crop,
-            layer,
-            (w, h),
-        )?);
+        let masks = process_crop(&embedding, predictor, &mut run, crop, layer, (w, h))?;
+        try_reserve(&mut found, masks.len(), "the masks found")?;
+        run.held_before += masks.iter().map(|m| held(&m.rle)).sum::<u64>();
+        found.extend(masks);
     }
-    Ok(finish(found, crops.len(), (w, h), options))
+    run.tick()?;
+    finish(found, crops.len(), (w, h), options)
 }
 
 /// Segments everything on an image already encoded (no crops: `crop_n_layers` must be 0, since
@@ -357,6 +548,17 @@ pub fn segment_everything_embedding(
     embedding: &Embedding,
     predictor: &Predictor,
     options: &EverythingOptions,
+) -> Result<Everything> {
+    segment_everything_embedding_with_progress(embedding, predictor, options, None)
+}
+
+/// [`segment_everything_embedding`] with a progress callback that can cancel it (see
+/// [`Progress`]).
+pub fn segment_everything_embedding_with_progress(
+    embedding: &Embedding,
+    predictor: &Predictor,
+    options: &EverythingOptions,
+    progress: Option<Progress<'_>>,
 ) -> Result<Everything> {
     options.validate()?;
     if options.crop_n_layers != 0 {
@@ -367,9 +569,83 @@ pub fn segment_everything_embedding(
     }
     let (w, h) = embedding.image_size();
     let (w, h) = (w as usize, h as usize);
+    let cost = options.validate_for(w, h, predictor)?;
+    let mut run = Run::new(options, cost, progress);
+    run.tick()?;
     let crop = [0, 0, w as u32, h as u32];
-    let found = process_crop(embedding, predictor, options, crop, 0, (w, h))?;
-    Ok(finish(found, 1, (w, h), options))
+    let found = process_crop(embedding, predictor, &mut run, crop, 0, (w, h))?;
+    run.tick()?;
+    finish(found, 1, (w, h), options)
+}
+
+/// Bytes a kept mask holds, for the memory budget.
+fn held(rle: &Rle) -> u64 {
+    (rle.held_bytes() + std::mem::size_of::<EverythingMask>()) as u64
+}
+
+/// One call's progress and budgets.
+struct Run<'a> {
+    options: &'a EverythingOptions,
+    cost: EverythingCost,
+    progress: Option<Progress<'a>>,
+    /// Clicks run so far.
+    done: u64,
+    /// Bytes of the masks kept from the crops finished.
+    held_before: u64,
+}
+
+impl<'a> Run<'a> {
+    fn new(
+        options: &'a EverythingOptions,
+        cost: EverythingCost,
+        progress: Option<Progress<'a>>,
+    ) -> Self {
+        Run {
+            options,
+            cost,
+            progress,
+            done: 0,
+            held_before: 0,
+        }
+    }
+
+    /// Reports progress; the callback's `false` cancels.
+    fn tick(&self) -> Result<()> {
+        match self.progress {
+            Some(progress) if !progress(self.done, self.cost.clicks) => Err(Error::Interrupted {
+                what: "segment everything",
+                done: self.done,
+                total: self.cost.clicks,
+                unit: "clicks",
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    /// Refuses to go on when the candidates held (`held_now` bytes in this crop, and the masks of
+    /// earlier crops) and one batch's needs pass the memory budget.
+    fn check_memory(&self, held_now: u64, candidates: usize) -> Result<()> {
+        let total = self.cost.batch_bytes + self.held_before + held_now;
+        if total > self.options.max_memory_bytes {
+            return Err(Error::invalid(
+                "max_memory_bytes",
+                format!(
+                    "after {} of {} clicks segment everything holds {} ({candidates} candidate \
+                     masks of this crop, {} from earlier crops, {} for a batch), over the budget \
+                     of {} (max_memory_bytes); raise pred_iou_thresh or stability_score_thresh \
+                     so that fewer candidates are kept, use fewer points, or raise \
+                     max_memory_bytes",
+                    self.done,
+                    self.cost.clicks,
+                    human(total),
+                    human(self.held_before),
+                    human(self.cost.batch_bytes),
+                    human(self.options.max_memory_bytes)
+                ),
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The pixels of `crop` as an image view over the same buffer (same stride).
@@ -394,7 +670,7 @@ fn finish(
     crops: usize,
     (width, height): (usize, usize),
     options: &EverythingOptions,
-) -> Everything {
+) -> Result<Everything> {
     if crops > 1 && !found.is_empty() {
         let scores: Vec<f32> = found
             .iter()
@@ -404,18 +680,18 @@ fn finish(
             })
             .collect();
         let boxes: Vec<[u32; 4]> = found.iter().map(|m| m.bbox).collect();
-        let keep = nms(&boxes, &scores, options.crop_nms_thresh);
+        let keep = nms(&boxes, &scores, options.crop_nms_thresh)?;
         let mut slots: Vec<Option<EverythingMask>> = found.into_iter().map(Some).collect();
         found = keep
             .iter()
             .map(|&i| slots[i].take().expect("kept once"))
             .collect();
     }
-    Everything {
+    Ok(Everything {
         width,
         height,
         masks: found,
-    }
+    })
 }
 
 /// A candidate that passed the filters, in crop coordinates.
@@ -456,11 +732,12 @@ struct Geometry {
 fn process_crop(
     embedding: &Embedding,
     predictor: &Predictor,
-    options: &EverythingOptions,
+    run: &mut Run<'_>,
     crop: [u32; 4],
     layer: u32,
     (image_w, image_h): (usize, usize),
 ) -> Result<Vec<EverythingMask>> {
+    let options = run.options;
     let (crop_w, crop_h) = embedding.image_size();
     let (crop_w, crop_h) = (crop_w as usize, crop_h as usize);
     let low_res = predictor.spec().low_res_size;
@@ -484,6 +761,7 @@ fn process_crop(
         multimask: options.multimask,
     };
     let mut kept: Vec<Kept> = Vec::new();
+    let mut held_now = 0u64;
     for batch in points.chunks(options.points_per_batch) {
         let prompts: Vec<Prompt> = batch
             .iter()
@@ -516,37 +794,46 @@ fn process_crop(
                     scratch,
                 )
             })
-            .collect();
-        kept.extend(made.into_iter().flatten());
+            .collect::<Result<_>>()?;
+        drop(prediction);
+        let made = made.into_iter().flatten();
+        try_reserve(&mut kept, survivors.len(), "the candidate masks")?;
+        for m in made {
+            held_now += (m.rle.held_bytes() + std::mem::size_of::<Kept>()) as u64;
+            kept.push(m);
+        }
+        run.done += batch.len() as u64;
+        run.check_memory(held_now, kept.len())?;
+        run.tick()?;
     }
 
     // Duplicates within the crop, the best predicted IoU first.
     let boxes: Vec<[u32; 4]> = kept.iter().map(|m| m.bbox).collect();
     let scores: Vec<f32> = kept.iter().map(|m| m.predicted_iou).collect();
-    let keep = nms(&boxes, &scores, options.box_nms_thresh);
+    let keep = nms(&boxes, &scores, options.box_nms_thresh)?;
     let mut slots: Vec<Option<Kept>> = kept.into_iter().map(Some).collect();
     let [x0, y0, _, _] = crop;
-    Ok(keep
-        .iter()
-        .map(|&i| {
-            let m = slots[i].take().expect("kept once");
-            let [bx0, by0, bx1, by1] = m.bbox;
-            EverythingMask {
-                rle: m.rle,
-                bbox: [bx0 + x0, by0 + y0, bx1 + x0, by1 + y0],
-                area: m.area,
-                predicted_iou: m.predicted_iou,
-                stability_score: m.stability_score,
-                point: [m.point[0] + x0 as f32, m.point[1] + y0 as f32],
-                crop_box: crop,
-            }
-        })
-        .collect())
+    let mut out = try_with_capacity(keep.len(), "the masks found")?;
+    out.extend(keep.iter().map(|&i| {
+        let m = slots[i].take().expect("kept once");
+        let [bx0, by0, bx1, by1] = m.bbox;
+        EverythingMask {
+            rle: m.rle,
+            bbox: [bx0 + x0, by0 + y0, bx1 + x0, by1 + y0],
+            area: m.area,
+            predicted_iou: m.predicted_iou,
+            stability_score: m.stability_score,
+            point: [m.point[0] + x0 as f32, m.point[1] + y0 as f32],
+            crop_box: crop,
+        }
+    }));
+    Ok(out)
 }
 
 /// One candidate's mask, or `None` when a filter drops it: optional hole and speck removal on the
 /// low-res logits, upsampling to the crop with the stability counts taken on the way, the box,
-/// the crop-edge filter, and the run-length encoding at the image's size.
+/// the crop-edge filter, and the run-length encoding at the image's size. Every buffer the sizes
+/// call for is reserved fallibly: memory that cannot be had is [`Error::OutOfMemory`].
 fn make_mask(
     logits: &[f32],
     predicted_iou: f32,
@@ -554,9 +841,10 @@ fn make_mask(
     g: &Geometry,
     options: &EverythingOptions,
     scratch: &mut Scratch,
-) -> Option<Kept> {
+) -> Result<Option<Kept>> {
     let logits = if options.min_mask_region_area > 0 {
         scratch.cleaned.clear();
+        try_reserve(&mut scratch.cleaned, logits.len(), "the cleaned logits")?;
         scratch.cleaned.extend_from_slice(logits);
         remove_small_regions(
             &mut scratch.cleaned,
@@ -568,7 +856,18 @@ fn make_mask(
     } else {
         logits
     };
-    scratch.mask.resize(g.crop_w * g.crop_h, 0);
+    try_resize(
+        &mut scratch.mask,
+        g.crop_w * g.crop_h,
+        0,
+        "a candidate mask at the crop's size",
+    )?;
+    try_resize(
+        &mut scratch.rows,
+        g.low_res * g.crop_w,
+        0.0,
+        "the resampled rows of a candidate mask",
+    )?;
     let (high, low) = upsample_with_stability(
         logits,
         g,
@@ -585,32 +884,37 @@ fn make_mask(
         high as f32 / low as f32
     };
     if options.stability_score_thresh > 0.0 && stability_score < options.stability_score_thresh {
-        return None;
+        return Ok(None);
     }
     let (bbox, area) = postprocess::box_and_area(&scratch.mask, g.crop_w);
     if touches_crop_edge(bbox, g) {
-        return None;
+        return Ok(None);
     }
     let rle = if (g.crop_w, g.crop_h) == (g.image_w, g.image_h) {
-        Rle::encode(&scratch.mask, g.crop_w, g.crop_h)
+        Rle::try_encode(&scratch.mask, g.crop_w, g.crop_h)?
     } else {
         scratch.full.clear();
-        scratch.full.resize(g.image_w * g.image_h, 0);
+        try_resize(
+            &mut scratch.full,
+            g.image_w * g.image_h,
+            0,
+            "a candidate mask at the image's size",
+        )?;
         let [x0, y0, _, _] = g.crop.map(|v| v as usize);
         for (y, row) in scratch.mask.chunks(g.crop_w).enumerate() {
             let at = (y0 + y) * g.image_w + x0;
             scratch.full[at..at + g.crop_w].copy_from_slice(row);
         }
-        Rle::encode(&scratch.full, g.image_w, g.image_h)
+        Rle::try_encode(&scratch.full, g.image_w, g.image_h)?
     };
-    Some(Kept {
+    Ok(Some(Kept {
         rle,
         bbox,
         area,
         predicted_iou,
         stability_score,
         point,
-    })
+    }))
 }
 
 /// Bilinear (half-pixel) upsampling of one low-res logit map to the crop, the same arithmetic as
@@ -673,18 +977,21 @@ fn touches_crop_edge(bbox: [u32; 4], g: &Geometry) -> bool {
 /// Greedy non-maximum suppression on inclusive boxes, as torchvision's `nms` computes it (areas
 /// `(x1 - x0)·(y1 - y0)`, a box dropped when its IoU with a kept one is above `threshold`, ties
 /// in score kept in input order). Returns the kept indices, best score first.
-pub(crate) fn nms(boxes: &[[u32; 4]], scores: &[f32], threshold: f32) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..boxes.len()).collect();
+pub(crate) fn nms(boxes: &[[u32; 4]], scores: &[f32], threshold: f32) -> Result<Vec<usize>> {
+    let what = "the non-maximum suppression";
+    let mut order: Vec<usize> = try_with_capacity(boxes.len(), what)?;
+    order.extend(0..boxes.len());
     order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]));
-    let fb: Vec<[f32; 4]> = boxes.iter().map(|b| b.map(|v| v as f32)).collect();
+    let mut fb: Vec<[f32; 4]> = try_with_capacity(boxes.len(), what)?;
+    fb.extend(boxes.iter().map(|b| b.map(|v| v as f32)));
     let area = |b: &[f32; 4]| (b[2] - b[0]) * (b[3] - b[1]);
-    let mut suppressed = vec![false; boxes.len()];
+    let mut suppressed = try_filled(boxes.len(), false, what)?;
     let mut keep = Vec::new();
     for (n, &i) in order.iter().enumerate() {
         if suppressed[i] {
             continue;
         }
-        keep.push(i);
+        try_push(&mut keep, i, what)?;
         let a = &fb[i];
         for &j in &order[n + 1..] {
             if suppressed[j] {
@@ -700,7 +1007,7 @@ pub(crate) fn nms(boxes: &[[u32; 4]], scores: &[f32], threshold: f32) -> Vec<usi
             }
         }
     }
-    keep
+    Ok(keep)
 }
 
 /// SAM2's predictor clean-up with `max_hole_area = max_sprinkle_area = max_area` on one
@@ -795,16 +1102,16 @@ mod tests {
             [20, 20, 30, 30],
             [0, 0, 10, 10],
         ];
-        assert_eq!(nms(&boxes, &[0.5, 0.9, 0.1, 0.9], 0.7), vec![1, 2]);
+        assert_eq!(nms(&boxes, &[0.5, 0.9, 0.1, 0.9], 0.7).unwrap(), vec![1, 2]);
         // Equal scores: the earlier box wins.
-        assert_eq!(nms(&boxes[..1], &[1.0], 0.7), vec![0]);
+        assert_eq!(nms(&boxes[..1], &[1.0], 0.7).unwrap(), vec![0]);
         assert_eq!(
-            nms(&[[0, 0, 10, 10], [0, 0, 10, 10]], &[1.0, 1.0], 0.7),
+            nms(&[[0, 0, 10, 10], [0, 0, 10, 10]], &[1.0, 1.0], 0.7).unwrap(),
             vec![0]
         );
         // An IoU exactly at the threshold is kept (torchvision drops only above it).
         assert_eq!(
-            nms(&[[0, 0, 10, 10], [0, 0, 10, 5]], &[1.0, 0.5], 0.5),
+            nms(&[[0, 0, 10, 10], [0, 0, 10, 5]], &[1.0, 0.5], 0.5).unwrap(),
             vec![0, 1]
         );
     }

@@ -24,6 +24,7 @@ mod mask_formats;
 mod model_pair;
 mod onnx_split;
 mod ort_raw;
+mod panics;
 mod platform;
 mod polygon;
 mod postprocess;
@@ -52,8 +53,10 @@ pub use embedding::{live_bytes as live_embedding_bytes, Embedding, EmbeddingTens
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};
 pub use everything::{
-    crop_boxes, point_grid, segment_everything, segment_everything_embedding, Everything,
-    EverythingMask, EverythingOptions,
+    crop_boxes, point_grid, segment_everything, segment_everything_embedding,
+    segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
+    EverythingCost, EverythingMask, EverythingOptions, Progress, DEFAULT_MAX_CLICKS,
+    DEFAULT_MAX_MEMORY_BYTES,
 };
 pub use export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec, InputType};
 pub use fingerprint::Fingerprint;

@@ -7,14 +7,22 @@ use crate::predictor::Prediction;
 use crate::rle::Rle;
 
 impl Prediction {
-    /// Mask `k` as COCO run lengths.
+    /// Mask `k` as COCO run lengths. Panics when the memory cannot be had; [`Prediction::try_rle`]
+    /// returns the error instead.
     pub fn rle(&self, k: usize) -> Rle {
         Rle::encode(self.mask(k), self.width, self.height)
     }
 
-    /// Mask `k` as polygons with holes, simplified with `tolerance` pixels (see [`Polygon`]).
-    pub fn polygons(&self, k: usize, tolerance: f32) -> Vec<Polygon> {
-        polygon::polygons(self.mask(k), self.width, self.height, tolerance)
+    /// Mask `k` as COCO run lengths, or [`Error::OutOfMemory`].
+    pub fn try_rle(&self, k: usize) -> Result<Rle> {
+        Rle::try_encode(self.mask(k), self.width, self.height)
+    }
+
+    /// Mask `k` as polygons with holes, simplified with `tolerance` pixels (see [`Polygon`]), or
+    /// [`Error::OutOfMemory`] when the tracer's memory (about three bytes a pixel, and more for
+    /// ragged masks) cannot be had.
+    pub fn polygons(&self, k: usize, tolerance: f32) -> Result<Vec<Polygon>> {
+        polygon::try_polygons(self.mask(k), self.width, self.height, tolerance)
     }
 
     /// Copies mask `k` into `out`, which must hold at least `width × height` bytes.

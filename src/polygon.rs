@@ -13,6 +13,8 @@
 //! vertices closer than that to the simplified outline, and rings that collapse to fewer than
 //! three vertices are dropped.
 
+use crate::error::{try_filled, try_push, try_with_capacity, try_zeroed, Result};
+
 /// One connected component of a mask: its outer ring and the rings of its holes. Vertices are
 /// `[x, y]` pixel-corner coordinates; no ring repeats its first vertex at the end.
 #[derive(Debug, Clone, PartialEq)]
@@ -32,15 +34,15 @@ struct Grid {
 }
 
 impl Grid {
-    fn new(mask: &[u8], width: usize, height: usize) -> Self {
-        let mut cells = vec![0u8; (width + 2) * (height + 2)];
+    fn new(mask: &[u8], width: usize, height: usize) -> Result<Self> {
+        let mut cells = try_zeroed((width + 2) * (height + 2), "the polygon tracer's grid")?;
         for (y, row) in mask.chunks_exact(width).enumerate() {
             let out = &mut cells[(y + 1) * (width + 2) + 1..][..width];
             for (o, &v) in out.iter_mut().zip(row) {
                 *o = (v != 0) as u8;
             }
         }
-        Grid { cells, width }
+        Ok(Grid { cells, width })
     }
 
     /// Pixel `(x, y)`, for `x` in `-1..=width` and `y` in `-1..=height` (outside is background).
@@ -77,21 +79,39 @@ impl Grid {
 
 /// Traces every ring of a row-major `height × width` mask (non-zero = foreground) and groups the
 /// holes with their outer rings, simplified with `tolerance` pixels (0 keeps every corner).
-/// Components come in raster order of their top-left pixel.
+/// Components come in raster order of their top-left pixel. Panics when the memory cannot be
+/// had; [`try_polygons`] returns the error instead.
 pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec<Polygon> {
+    try_polygons(mask, width, height, tolerance).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`polygons`], or [`Error::OutOfMemory`] when the tracer's memory (two bytes a pixel of the
+/// mask, and more for masks of many runs) or the rings' cannot be had.
+///
+/// [`Error::OutOfMemory`]: crate::Error::OutOfMemory
+pub fn try_polygons(
+    mask: &[u8],
+    width: usize,
+    height: usize,
+    tolerance: f32,
+) -> Result<Vec<Polygon>> {
     assert_eq!(mask.len(), width * height, "mask size");
     // Only the corners of the foreground's box can carry edges.
     let Some([bx0, by0, bx1, by1]) = foreground_box(mask, width, height) else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
-    let grid = Grid::new(mask, width, height);
-    let components = Components::new(&grid, by0, by1);
+    let grid = Grid::new(mask, width, height)?;
+    let components = Components::new(&grid, by0, by1)?;
     let mut polygons: Vec<Polygon> = Vec::new();
     // The polygon of each component (by its root run).
-    let mut slot_of_component = vec![usize::MAX; components.parent.len()];
+    let mut slot_of_component = try_filled(
+        components.parent.len(),
+        usize::MAX,
+        "the polygon tracer's components",
+    )?;
     // Four bits per corner: the edges already walked.
     let corners_w = width + 1;
-    let mut walked = vec![0u8; corners_w * (height + 1)];
+    let mut walked = try_zeroed(corners_w * (height + 1), "the polygon tracer's edges")?;
     for y in by0 as i64..=by1 as i64 + 1 {
         for x in bx0 as i64..=bx1 as i64 + 1 {
             // A corner whose four pixels agree has no edge: most corners, skipped cheaply.
@@ -104,7 +124,7 @@ pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec
                 if walked[at] & (1 << d) != 0 || !grid.has_edge(x, y, d) {
                     continue;
                 }
-                let ring = trace(&grid, &mut walked, x, y, d);
+                let ring = trace(&grid, &mut walked, x, y, d)?;
                 // The foreground pixel on the right of the first edge names the component.
                 let (px, py) = match d {
                     0 => (x, y),
@@ -113,25 +133,27 @@ pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec
                     _ => (x, y - 1),
                 };
                 let component = components.of(px as usize, py as usize);
-                let simplified = simplify(&ring, tolerance);
+                let simplified = simplify(&ring, tolerance)?;
                 let is_hole = signed_area(&ring) < 0.0;
                 if slot_of_component[component] == usize::MAX {
                     slot_of_component[component] = polygons.len();
-                    polygons.push(Polygon {
-                        outer: Vec::new(),
-                        holes: Vec::new(),
-                    });
+                    try_push(
+                        &mut polygons,
+                        Polygon {
+                            outer: Vec::new(),
+                            holes: Vec::new(),
+                        },
+                        "the polygons of a mask",
+                    )?;
                 }
                 let polygon = &mut polygons[slot_of_component[component]];
                 if simplified.len() < 3 {
                     continue;
                 }
-                let points = simplified
-                    .iter()
-                    .map(|&(x, y)| [x as f32, y as f32])
-                    .collect();
+                let mut points = try_with_capacity(simplified.len(), "the rings of a mask")?;
+                points.extend(simplified.iter().map(|&(x, y)| [x as f32, y as f32]));
                 if is_hole {
-                    polygon.holes.push(points);
+                    try_push(&mut polygon.holes, points, "the rings of a mask")?;
                 } else {
                     polygon.outer = points;
                 }
@@ -140,12 +162,12 @@ pub fn polygons(mask: &[u8], width: usize, height: usize, tolerance: f32) -> Vec
     }
     // A component whose outer ring simplified away is dropped with its holes.
     polygons.retain(|p| !p.outer.is_empty());
-    polygons
+    Ok(polygons)
 }
 
 /// Walks one ring from the edge leaving `(x0, y0)` in direction `d0`, marking its edges, and
 /// returns its corners (the vertices where the direction changes).
-fn trace(grid: &Grid, walked: &mut [u8], x0: i64, y0: i64, d0: usize) -> Vec<(i64, i64)> {
+fn trace(grid: &Grid, walked: &mut [u8], x0: i64, y0: i64, d0: usize) -> Result<Vec<(i64, i64)>> {
     let corners_w = grid.width + 1;
     let mut ring = Vec::new();
     let (mut x, mut y, mut d) = (x0, y0, d0);
@@ -155,14 +177,14 @@ fn trace(grid: &Grid, walked: &mut [u8], x0: i64, y0: i64, d0: usize) -> Vec<(i6
         y += STEP[d].1;
         let next = grid.next(x, y, d);
         if next != d {
-            ring.push((x, y));
+            try_push(&mut ring, (x, y), "the rings of a mask")?;
         }
         if (x, y, next) == (x0, y0, d0) {
             break;
         }
         d = next;
     }
-    ring
+    Ok(ring)
 }
 
 /// Twice the signed area (shoelace); positive for outer rings (clockwise on screen).
@@ -204,9 +226,10 @@ struct Components {
 }
 
 impl Components {
-    fn new(grid: &Grid, y0: usize, y1: usize) -> Self {
+    fn new(grid: &Grid, y0: usize, y1: usize) -> Result<Self> {
+        let what = "the polygon tracer's runs";
         let mut c = Components {
-            row_start: Vec::with_capacity(y1 - y0 + 2),
+            row_start: try_with_capacity(y1 - y0 + 2, what)?,
             y0,
             runs: Vec::new(),
             parent: Vec::new(),
@@ -224,8 +247,8 @@ impl Components {
                 while row[x] != 0 {
                     x += 1;
                 }
-                c.parent.push(c.runs.len());
-                c.runs.push((first - 1, x - 2));
+                try_push(&mut c.parent, c.runs.len(), what)?;
+                try_push(&mut c.runs, (first - 1, x - 2), what)?;
             }
         }
         c.row_start.push(c.runs.len());
@@ -249,7 +272,7 @@ impl Components {
                 }
             }
         }
-        c
+        Ok(c)
     }
 
     fn find(&self, mut r: usize) -> usize {
@@ -288,31 +311,41 @@ impl Components {
 
 /// Douglas–Peucker on a closed ring: the ring is split at its first vertex and the vertex
 /// farthest from it, and each half is simplified as an open line.
-fn simplify(ring: &[(i64, i64)], tolerance: f32) -> Vec<(i64, i64)> {
+fn simplify(ring: &[(i64, i64)], tolerance: f32) -> Result<Vec<(i64, i64)>> {
+    let what = "the simplification of a ring";
     if tolerance <= 0.0 || ring.len() <= 3 {
-        return ring.to_vec();
+        let mut copy = try_with_capacity(ring.len(), what)?;
+        copy.extend_from_slice(ring);
+        return Ok(copy);
     }
     let dist2 = |a: (i64, i64), b: (i64, i64)| ((a.0 - b.0).pow(2) + (a.1 - b.1).pow(2)) as f64;
     let far = (1..ring.len())
         .max_by(|&i, &j| dist2(ring[0], ring[i]).total_cmp(&dist2(ring[0], ring[j])))
         .unwrap_or(0);
-    let mut keep = vec![false; ring.len()];
+    let mut keep = try_filled(ring.len(), false, what)?;
     keep[0] = true;
     keep[far] = true;
-    let closed: Vec<(i64, i64)> = ring.iter().copied().chain([ring[0]]).collect();
+    let mut closed = try_with_capacity(ring.len() + 1, what)?;
+    closed.extend(ring.iter().copied().chain([ring[0]]));
     let tol = tolerance as f64;
-    mark(&closed, 0, far, tol, &mut keep);
-    mark(&closed, far, ring.len(), tol, &mut keep);
-    ring.iter()
-        .zip(&keep)
-        .filter(|(_, &k)| k)
-        .map(|(&p, _)| p)
-        .collect()
+    mark(&closed, 0, far, tol, &mut keep)?;
+    mark(&closed, far, ring.len(), tol, &mut keep)?;
+    let mut kept = try_with_capacity(keep.iter().filter(|&&k| k).count(), what)?;
+    kept.extend(ring.iter().zip(&keep).filter(|(_, &k)| k).map(|(&p, _)| p));
+    Ok(kept)
 }
 
 /// Marks the vertices strictly between `first` and `last` that the simplified line keeps.
-fn mark(points: &[(i64, i64)], first: usize, last: usize, tol: f64, keep: &mut [bool]) {
-    let mut stack = vec![(first, last)];
+fn mark(
+    points: &[(i64, i64)],
+    first: usize,
+    last: usize,
+    tol: f64,
+    keep: &mut [bool],
+) -> Result<()> {
+    let what = "the simplification of a ring";
+    let mut stack = try_with_capacity(64, what)?;
+    stack.push((first, last));
     while let Some((a, b)) = stack.pop() {
         if b <= a + 1 {
             continue;
@@ -334,10 +367,11 @@ fn mark(points: &[(i64, i64)], first: usize, last: usize, tol: f64, keep: &mut [
             .unwrap_or((a, 0.0));
         if d > tol {
             keep[far % keep.len()] = true;
-            stack.push((a, far));
-            stack.push((far, b));
+            try_push(&mut stack, (a, far), what)?;
+            try_push(&mut stack, (far, b), what)?;
         }
     }
+    Ok(())
 }
 
 /// Fills a row-major `height × width` mask from polygons: a pixel is set when its centre lies

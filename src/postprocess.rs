@@ -2,12 +2,14 @@
 
 use rayon::prelude::*;
 
+use crate::error::{try_zeroed, Result};
 use crate::preprocess::{taps, worker_threads, Tap};
 
 /// Bilinear (half-pixel) upsampling of one `src_h × src_w` logit map to `dst_w × dst_h`,
 /// thresholded at 0 into `out` (1 = foreground). Separable: the source rows a band of output rows
 /// needs are resampled horizontally once, then each output row blends two of them. Very large
-/// outputs are split into one band per worker thread.
+/// outputs are split into one band per worker thread. Panics when the resampled rows' memory
+/// cannot be had; [`try_upsample_threshold`] returns the error instead.
 pub fn upsample_threshold(
     logits: &[f32],
     src_w: usize,
@@ -16,10 +18,26 @@ pub fn upsample_threshold(
     dst_h: usize,
     out: &mut [u8],
 ) {
+    try_upsample_threshold(logits, src_w, src_h, dst_w, dst_h, out)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`upsample_threshold`], or [`Error::OutOfMemory`] when the resampled source rows of a band
+/// (`src_h × dst_w` floats at most) cannot be had.
+///
+/// [`Error::OutOfMemory`]: crate::Error::OutOfMemory
+pub fn try_upsample_threshold(
+    logits: &[f32],
+    src_w: usize,
+    src_h: usize,
+    dst_w: usize,
+    dst_h: usize,
+    out: &mut [u8],
+) -> Result<()> {
     assert_eq!(logits.len(), src_w * src_h);
     assert_eq!(out.len(), dst_w * dst_h);
     if out.is_empty() {
-        return;
+        return Ok(());
     }
     let xt = taps(src_w, dst_w);
     let yt = taps(src_h, dst_h);
@@ -34,13 +52,12 @@ pub fn upsample_threshold(
     let band = dst_h.div_ceil(threads);
     let (xt, yt) = (&xt, &yt);
     if threads == 1 {
-        upsample_band(logits, src_w, xt, yt, 0, out);
-        return;
+        return upsample_band(logits, src_w, xt, yt, 0, out);
     }
     // Bands of output rows on the persistent pool (no thread is started per call).
     out.par_chunks_mut(band * dst_w)
         .enumerate()
-        .for_each(|(i, chunk)| upsample_band(logits, src_w, xt, yt, i * band, chunk));
+        .try_for_each(|(i, chunk)| upsample_band(logits, src_w, xt, yt, i * band, chunk))
 }
 
 /// Output rows `first_row..` of an upsampling (as many as `out` holds).
@@ -51,12 +68,12 @@ fn upsample_band(
     yt: &[Tap],
     first_row: usize,
     out: &mut [u8],
-) {
+) -> Result<()> {
     let dst_w = xt.len();
     let rows_out = out.len() / dst_w;
     let lo = yt[first_row].i0;
     let hi = yt[first_row + rows_out - 1].i1;
-    let mut rows = vec![0.0f32; (hi - lo + 1) * dst_w];
+    let mut rows = try_zeroed::<f32>((hi - lo + 1) * dst_w, "the resampled rows of a mask")?;
     for (k, dst) in rows.chunks_mut(dst_w).enumerate() {
         let src = &logits[(lo + k) * src_w..(lo + k + 1) * src_w];
         for (d, t) in dst.iter_mut().zip(xt) {
@@ -72,6 +89,7 @@ fn upsample_band(
             *d = (w0 * a + w1 * b > 0.0) as u8;
         }
     }
+    Ok(())
 }
 
 /// Bilinear (half-pixel) resampling of a logit map, used to derive low-res logits from a

@@ -8,7 +8,7 @@
 //! groups, least significant first, each group offset by 48 (`'0'`) with bit 5 set when another
 //! group follows and bit 4 carrying the sign in the last group.
 
-use crate::error::{Error, Result};
+use crate::error::{try_push, try_reserve, try_with_capacity, try_zeroed, Error, Result};
 
 /// A binary mask as COCO run lengths.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,8 +20,15 @@ pub struct Rle {
 }
 
 impl Rle {
-    /// Encodes a row-major `height × width` mask (any non-zero byte is foreground).
+    /// Encodes a row-major `height × width` mask (any non-zero byte is foreground). Panics when
+    /// the counts' memory cannot be had; [`Rle::try_encode`] returns the error instead.
     pub fn encode(mask: &[u8], width: usize, height: usize) -> Rle {
+        Self::try_encode(mask, width, height).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Encodes a row-major `height × width` mask (any non-zero byte is foreground), or
+    /// [`Error::OutOfMemory`] when the counts (up to one per pixel) cannot be held.
+    pub fn try_encode(mask: &[u8], width: usize, height: usize) -> Result<Rle> {
         assert_eq!(mask.len(), width * height, "mask size");
         let mut counts = Vec::new();
         let mut current = 0u8;
@@ -30,19 +37,31 @@ impl Rle {
             for y in 0..height {
                 let value = (mask[y * width + x] != 0) as u8;
                 if value != current {
-                    counts.push(run);
+                    try_push(&mut counts, run, "the run lengths of a mask")?;
                     run = 0;
                     current = value;
                 }
                 run += 1;
             }
         }
-        counts.push(run);
-        Rle {
+        try_push(&mut counts, run, "the run lengths of a mask")?;
+        // Kept masks are held by the thousand (segment everything): no doubling slack. A copy
+        // rather than `shrink_to_fit`, whose reallocation aborts when it fails.
+        if counts.capacity() > counts.len() + counts.len() / 4 + 16 {
+            let mut exact = try_with_capacity(counts.len(), "the run lengths of a mask")?;
+            exact.extend_from_slice(&counts);
+            counts = exact;
+        }
+        Ok(Rle {
             width,
             height,
             counts,
-        }
+        })
+    }
+
+    /// Bytes this mask holds (its counts), for memory budgets.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.counts.capacity() * std::mem::size_of::<u32>() + std::mem::size_of::<Rle>()
     }
 
     /// Writes the mask row-major into `out` (`height × width` bytes, 1 = foreground).
@@ -79,7 +98,7 @@ impl Rle {
 
     /// The dense row-major mask.
     pub fn decode(&self) -> Result<Vec<u8>> {
-        let mut out = vec![0u8; self.width * self.height];
+        let mut out = try_zeroed(self.width * self.height, "a decoded mask")?;
         self.decode_into(&mut out)?;
         Ok(out)
     }
@@ -147,14 +166,22 @@ impl Rle {
         }
     }
 
-    /// pycocotools' compressed string form of the counts.
+    /// pycocotools' compressed string form of the counts. Panics when its memory cannot be had;
+    /// [`Rle::try_to_coco_string`] returns the error instead.
     pub fn to_coco_string(&self) -> String {
-        let mut out = String::new();
+        self.try_to_coco_string().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// pycocotools' compressed string form of the counts, or [`Error::OutOfMemory`].
+    pub fn try_to_coco_string(&self) -> Result<String> {
+        let mut out = Vec::new();
         for (i, &count) in self.counts.iter().enumerate() {
             let mut x = count as i64;
             if i > 2 {
                 x -= self.counts[i - 2] as i64;
             }
+            // At most 7 characters (5 bits each) per count.
+            try_reserve(&mut out, 8, "the compressed run lengths of a mask")?;
             loop {
                 let mut c = (x & 0x1f) as u8;
                 x >>= 5;
@@ -162,13 +189,14 @@ impl Rle {
                 if more {
                     c |= 0x20;
                 }
-                out.push((c + 48) as char);
+                out.push(c + 48);
                 if !more {
                     break;
                 }
             }
         }
-        out
+        // Every byte is in 48..112: ASCII.
+        Ok(String::from_utf8(out).unwrap_or_else(|_| unreachable!("ASCII")))
     }
 
     /// Parses pycocotools' compressed string for a `height × width` mask.
@@ -201,7 +229,8 @@ impl Rle {
             if m > 2 {
                 x += counts[m - 2] as i64;
             }
-            counts.push(u32::try_from(x).map_err(|_| bad("a negative or huge run"))?);
+            let count = u32::try_from(x).map_err(|_| bad("a negative or huge run"))?;
+            try_push(&mut counts, count, "the run lengths of a mask")?;
         }
         let total: u64 = counts.iter().map(|&c| c as u64).sum();
         if total != (width * height) as u64 {

@@ -12,8 +12,8 @@ mod common;
 
 use common::*;
 use sam2::{
-    segment_everything, segment_everything_embedding, Everything, EverythingOptions, ImageView,
-    PixelFormat,
+    crop_boxes, segment_everything, segment_everything_embedding, segment_everything_with_progress,
+    Everything, EverythingOptions, ImageView, PixelFormat,
 };
 
 const FOUND_IOU: f64 = 0.9;
@@ -211,4 +211,217 @@ fn removing_small_regions_keeps_every_shape_found_once() {
     let result = segment_everything(&view, &encoder, &predictor, &options).unwrap();
     check_every_shape_found_once("min_mask_region_area", &result);
     assert_eq!(result.masks.len(), 5);
+}
+
+/// Tiny images with crop layers: the crops of layer 2 and beyond can fall outside an image a few
+/// pixels across (7×5 with two layers panicked slicing the pixels; other sizes failed after
+/// encoding the earlier crops, blaming `height`). Every crop made is now inside the image and
+/// not empty, and every size segments with every layer count.
+#[test]
+fn tiny_images_segment_with_every_crop_layer_count() {
+    let (encoder, predictor) = open_pair("tiny_a");
+    for (w, h) in [
+        (1, 1),
+        (2, 1),
+        (1, 3),
+        (7, 5),
+        (5, 7),
+        (3, 16),
+        (16, 3),
+        (9, 9),
+    ] {
+        let pixels: Vec<u8> = (0..w * h * 3).map(|i| (i * 37 % 251) as u8).collect();
+        let view = ImageView::packed(&pixels, w, h, PixelFormat::Rgb).unwrap();
+        for layers in 0..=3 {
+            for b in crop_boxes(w, h, layers, 512.0 / 1500.0) {
+                let [x0, y0, x1, y1] = b.0;
+                assert!(
+                    x0 < x1 && y0 < y1 && x1 as usize <= w && y1 as usize <= h,
+                    "{w}×{h}, {layers} layers: crop {:?}",
+                    b
+                );
+            }
+            let options = EverythingOptions {
+                points_per_side: 2,
+                crop_n_layers: layers,
+                pred_iou_thresh: 0.0,
+                stability_score_thresh: 0.0,
+                ..Default::default()
+            };
+            let result = segment_everything(&view, &encoder, &predictor, &options)
+                .unwrap_or_else(|e| panic!("{w}×{h} with {layers} crop layers: {e}"));
+            assert_eq!((result.width, result.height), (w, h));
+            for m in &result.masks {
+                assert_eq!((m.rle.width, m.rle.height), (w, h));
+            }
+        }
+    }
+}
+
+/// The documented maxima (1024 points per side, 4 crop layers) meant hours to weeks of work, and
+/// a 65536² image was accepted: requests over the work or memory budget are refused before
+/// anything runs, naming the budget and the figure, and a raised budget lets them through.
+#[test]
+fn requests_over_the_work_or_memory_budget_are_refused_up_front() {
+    let (encoder, predictor) = open_pair("tiny_a");
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let refused = |o: &EverythingOptions, w: usize, h: usize| match o.validate_for(w, h, &predictor)
+    {
+        Err(sam2::Error::InvalidArgument { name, reason }) => (name, reason),
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    // SAM2's documented maxima: 1024² clicks on each of 341 crops.
+    let most = EverythingOptions {
+        points_per_side: 1024,
+        crop_n_layers: 4,
+        ..Default::default()
+    };
+    let (name, reason) = refused(&most, 1920, 1080);
+    println!("{reason}");
+    assert_eq!(name, "max_clicks");
+    assert!(
+        reason.contains("357564416 clicks") && reason.contains("341 crops"),
+        "{reason}"
+    );
+    // The same request through the call: refused before the first crop is encoded.
+    let started = std::time::Instant::now();
+    match segment_everything(&view, &encoder, &predictor, &most) {
+        Err(sam2::Error::InvalidArgument { name, .. }) => assert_eq!(name, "max_clicks"),
+        other => panic!("expected a refusal, got {:?}", other.map(|e| e.masks.len())),
+    }
+    assert!(started.elapsed().as_secs_f64() < 1.0);
+    // A 65536² image: a crop-sized mask per worker thread alone is 4 GiB.
+    let (name, reason) = refused(&EverythingOptions::default(), 65536, 65536);
+    println!("{reason}");
+    assert_eq!(name, "max_memory_bytes");
+    assert!(
+        reason.contains("65536×65536") && reason.contains("4.0 GiB"),
+        "{reason}"
+    );
+    // Raised budgets let a request through.
+    let raised = EverythingOptions {
+        max_clicks: 1 << 40,
+        ..most
+    };
+    let cost = raised.validate_for(1920, 1080, &predictor).unwrap();
+    assert_eq!((cost.crops, cost.clicks), (341, 357_564_416));
+    assert!(EverythingOptions::default()
+        .validate_for(1920, 1080, &predictor)
+        .is_ok());
+}
+
+/// With the thresholds at 0 every candidate is held until the crop's de-duplication (a
+/// 65536×16 image at 128 points per side extrapolated to 33 GB): the candidates held are counted
+/// after every batch, and passing the memory budget stops the call with an error naming it.
+#[test]
+fn holding_more_candidates_than_the_memory_budget_stops_the_call() {
+    let (encoder, predictor) = open_pair("tiny_a");
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let embedding = encoder.encode(&view).unwrap();
+    let everything = EverythingOptions {
+        points_per_side: 8,
+        points_per_batch: 8,
+        pred_iou_thresh: 0.0,
+        stability_score_thresh: 0.0,
+        box_nms_thresh: 1.0,
+        ..Default::default()
+    };
+    let all = segment_everything_embedding(&embedding, &predictor, &everything).unwrap();
+    let cost = everything
+        .validate_for(img.width, img.height, &predictor)
+        .unwrap();
+    let held: usize = all
+        .masks
+        .iter()
+        .map(|m| m.rle.counts.len() * 4 + std::mem::size_of_val(m))
+        .sum();
+    println!(
+        "{} masks hold {held} bytes; a batch needs {} bytes",
+        all.masks.len(),
+        cost.batch_bytes
+    );
+    // Room for a batch and about a third of the candidates.
+    let tight = EverythingOptions {
+        max_memory_bytes: cost.batch_bytes + held as u64 / 3,
+        ..everything
+    };
+    match segment_everything_embedding(&embedding, &predictor, &tight) {
+        Err(sam2::Error::InvalidArgument { name, reason }) => {
+            println!("{reason}");
+            assert_eq!(name, "max_memory_bytes");
+            assert!(
+                reason.contains("candidate masks") && reason.contains("of 64 clicks"),
+                "{reason}"
+            );
+        }
+        other => panic!(
+            "expected the budget to stop it, got {:?}",
+            other.map(|e| e.masks.len())
+        ),
+    }
+}
+
+/// A progress callback sees every click counted up to the total, and cancels the call when it
+/// returns false: from another thread, through a flag the callback reads.
+#[test]
+fn progress_is_reported_and_another_thread_can_cancel() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Mutex;
+    let (encoder, predictor) = open_pair("tiny_a");
+    let img = shapes_image();
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let options = EverythingOptions {
+        points_per_side: 6,
+        points_per_batch: 8,
+        crop_n_layers: 1,
+        ..Default::default()
+    };
+    let seen = Mutex::new(Vec::new());
+    let record = |done: u64, total: u64| {
+        seen.lock().unwrap().push((done, total));
+        true
+    };
+    segment_everything_with_progress(&view, &encoder, &predictor, &options, Some(&record)).unwrap();
+    let seen = seen.into_inner().unwrap();
+    // 5 crops of 36 clicks in batches of 8: a report before each crop's encode, one after each
+    // of its 5 batches, and one at the end.
+    assert_eq!(seen.first(), Some(&(0, 180)));
+    assert_eq!(seen.last(), Some(&(180, 180)));
+    assert!(seen.windows(2).all(|w| w[0].0 <= w[1].0), "{seen:?}");
+    assert_eq!(seen.len(), 5 * 6 + 1, "{seen:?}");
+
+    // Cancelled from another thread once the first crop is done.
+    let stop = AtomicBool::new(false);
+    let first_crop_done = AtomicBool::new(false);
+    let result = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !first_crop_done.load(Ordering::SeqCst) {
+                std::thread::yield_now();
+            }
+            stop.store(true, Ordering::SeqCst);
+        });
+        let go_on = |done: u64, _total: u64| {
+            if done >= 36 {
+                first_crop_done.store(true, Ordering::SeqCst);
+                // Give the other thread its moment; the next report sees its flag.
+                while !stop.load(Ordering::SeqCst) {
+                    std::thread::yield_now();
+                }
+            }
+            !stop.load(Ordering::SeqCst)
+        };
+        segment_everything_with_progress(&view, &encoder, &predictor, &options, Some(&go_on))
+    });
+    match result {
+        Err(e @ sam2::Error::Interrupted { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("cancelled") && text.contains("36 of 180 clicks"),
+                "{text}"
+            );
+        }
+        other => panic!("expected a cancel, got {:?}", other.map(|e| e.masks.len())),
+    }
 }

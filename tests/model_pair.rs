@@ -97,3 +97,48 @@ fn the_real_exports_are_found_by_name_and_ambiguity_lists_the_candidates() {
     assert_eq!(predictor.export(), DecoderExport::OnnxRuntime);
     std::fs::remove_dir_all(alone).unwrap();
 }
+
+/// A directory of 20,000 models (10,000 encoders, most with a decoder, some alone) is searched
+/// in linear time (each encoder used to scan every name: 11.6-22 s), and the message that lists
+/// them stays short (it used to hold every name: 1 MB on one line).
+#[test]
+fn twenty_thousand_files_are_searched_quickly_and_the_message_is_bounded() {
+    let dir = std::env::temp_dir().join(format!("sam2-pairs-20000-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..10_000 {
+        std::fs::write(dir.join(format!("model{i:05}_encoder.onnx")), b"").unwrap();
+        // Every tenth encoder has no decoder, and every tenth name is of samexporter's naming.
+        let decoder = if i % 10 == 3 {
+            format!("orphan{i:05}.decoder.onnx")
+        } else {
+            format!("model{i:05}_decoder.onnx")
+        };
+        std::fs::write(dir.join(decoder), b"").unwrap();
+    }
+    for (path, what) in [
+        (dir.clone(), "holds 9000 encoder/decoder pairs"),
+        (
+            dir.join("model00003"),
+            "no encoder/decoder pair of that name",
+        ),
+    ] {
+        let started = std::time::Instant::now();
+        let e = find_model_pair(&path).unwrap_err().to_string();
+        let took = started.elapsed();
+        println!(
+            "find_model_pair({}) over 20,000 files: {:.3} s, message {} bytes",
+            name(&path),
+            took.as_secs_f64(),
+            e.len()
+        );
+        assert!(e.contains(what), "{e}");
+        assert!(e.contains("and 8980 more"), "{e}");
+        assert!(e.len() < 4096, "the message is {} bytes", e.len());
+        // A guard, not a benchmark: linear time is milliseconds; quadratic was 11.6-22 s.
+        assert!(took.as_secs_f64() < 3.0, "took {took:?}");
+    }
+    let pair = find_model_pair(dir.join("model09999")).unwrap();
+    assert_eq!(name(&pair.decoder), "model09999_decoder.onnx");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

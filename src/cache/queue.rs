@@ -225,7 +225,7 @@ pub(super) fn work(shared: &Shared) {
         task.set_outcome(Outcome::Running);
         drop(state);
 
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let result = crate::panics::catch(|| {
             let input = task.input.lock().unwrap_or_else(|p| p.into_inner());
             match input.as_ref() {
                 Some(input) => task.encoder.encode_prepared_with(
@@ -236,7 +236,7 @@ pub(super) fn work(shared: &Shared) {
                 ),
                 None => Err(Error::Panic("a queued encode lost its input".into())),
             }
-        }))
+        })
         .unwrap_or_else(|_| {
             Err(Error::Panic(
                 "the encoder panicked in the background".into(),

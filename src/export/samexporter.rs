@@ -46,14 +46,14 @@ pub(super) fn decode(
         let src = &logits[(row * batch.candidates + k) * lr * lr..][..lr * lr];
         out.logits(slot, lr).copy_from_slice(src);
         if let Some(mask) = out.mask(slot, plane) {
-            postprocess::upsample_threshold(
+            postprocess::try_upsample_threshold(
                 src,
                 lr,
                 lr,
                 batch.image_width,
                 batch.image_height,
                 mask,
-            );
+            )?;
         }
     }
     Ok(())

@@ -7,8 +7,10 @@ use super::{arg_out, arg_slice, guard, handle_ref, impl_handle, impl_options, re
 use super::{sam2_status, HandleTag};
 use crate::error::Error;
 use crate::everything::{
-    segment_everything, segment_everything_embedding, Everything, EverythingMask, EverythingOptions,
+    segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
+    EverythingMask, EverythingOptions,
 };
+use std::ffi::c_void;
 
 /// Options of `sam2_segment_everything`: SAM2's `SAM2AutomaticMaskGenerator` parameters, with its
 /// defaults. Initialise with `sam2_everything_options_init`.
@@ -50,10 +52,37 @@ pub struct sam2_everything_options {
     pub min_mask_region_area: u32,
     /// 1 (default): every candidate of each click; 0: only its best one.
     pub multimask: u32,
+    /// The work budget: most clicks run through the decoder, every crop together (default
+    /// 1048576). A request over it is refused before anything runs with
+    /// `SAM2_ERR_INVALID_ARGUMENT` naming `max_clicks` and the request's figure. Added in the
+    /// second version of this struct (older callers get the default).
+    pub max_clicks: u64,
+    /// The memory budget in bytes (default 4 GiB): what one batch needs at once (the decoder's
+    /// outputs, a crop-sized mask per worker thread) is checked before anything runs, and that
+    /// plus the candidate masks held is checked after each batch; over it the call returns
+    /// `SAM2_ERR_INVALID_ARGUMENT` naming `max_memory_bytes` and the figure. Second version.
+    pub max_memory_bytes: u64,
+    /// NULL, or called on the calling thread before each crop is encoded and after each batch
+    /// of clicks with the clicks done and the clicks in all; returning non-zero cancels the call,
+    /// which then returns `SAM2_ERR_CANCELLED` (nothing is written to `*out`). To cancel from
+    /// another thread, have it set a flag this callback returns. Second version.
+    pub progress: sam2_progress_fn,
+    /// Passed back unchanged to `progress`.
+    pub progress_user: *mut c_void,
 }
 
-// Earlier published versions of `sam2_everything_options`: none yet.
-impl_options!(sam2_everything_options, earlier_sizes: []);
+/// A progress callback: `done` of `total` units of work (clicks, for segment everything) are
+/// finished; return 0 to go on, non-zero to cancel. Runs on the thread that made the call; it
+/// may read its own state and set flags, but must not free what the call is using.
+pub type sam2_progress_fn =
+    Option<unsafe extern "C" fn(user: *mut c_void, done: u64, total: u64) -> i32>;
+
+// Earlier published versions of `sam2_everything_options`: the first, without the budgets and the
+// progress callback (it ends where `max_clicks` begins).
+impl_options!(
+    sam2_everything_options,
+    earlier_sizes: [std::mem::offset_of!(sam2_everything_options, max_clicks)]
+);
 
 impl Default for sam2_everything_options {
     fn default() -> Self {
@@ -75,7 +104,28 @@ impl Default for sam2_everything_options {
             crop_n_points_downscale_factor: d.crop_n_points_downscale_factor,
             min_mask_region_area: d.min_mask_region_area,
             multimask: d.multimask as u32,
+            max_clicks: d.max_clicks,
+            max_memory_bytes: d.max_memory_bytes,
+            progress: None,
+            progress_user: std::ptr::null_mut(),
         }
+    }
+}
+
+/// The host's progress callback, as the core takes one.
+struct HostProgress {
+    callback: unsafe extern "C" fn(*mut c_void, u64, u64) -> i32,
+    user: *mut c_void,
+}
+
+// SAFETY: the core calls the progress callback on the calling thread only (documented on
+// `sam2_progress_fn`); `Sync` is what the core's signature asks of it.
+unsafe impl Sync for HostProgress {}
+
+impl HostProgress {
+    fn go_on(&self, done: u64, total: u64) -> bool {
+        // SAFETY: the host's function, called with the pointer it gave, as documented.
+        unsafe { (self.callback)(self.user, done, total) == 0 }
     }
 }
 
@@ -89,9 +139,15 @@ pub extern "C" fn sam2_everything_options_init(
     super::init_options(options, struct_size)
 }
 
-/// The options as the core takes them; the core validates the values.
-fn convert_options(ptr: *const sam2_everything_options) -> Result<EverythingOptions, Error> {
+/// The options as the core takes them (the core validates the values), and the progress callback.
+fn convert_options(
+    ptr: *const sam2_everything_options,
+) -> Result<(EverythingOptions, Option<HostProgress>), Error> {
     let o = read_options(ptr, "options")?;
+    let progress = o.progress.map(|callback| HostProgress {
+        callback,
+        user: o.progress_user,
+    });
     if o.point_count > crate::everything::MAX_GRID_POINTS {
         return Err(Error::invalid(
             "options.point_count",
@@ -126,7 +182,7 @@ fn convert_options(ptr: *const sam2_everything_options) -> Result<EverythingOpti
                 + 1
         ])
     };
-    Ok(EverythingOptions {
+    let options = EverythingOptions {
         points_per_side: o.points_per_side,
         point_grids,
         points_per_batch: o.points_per_batch as usize,
@@ -141,7 +197,10 @@ fn convert_options(ptr: *const sam2_everything_options) -> Result<EverythingOpti
         crop_n_points_downscale_factor: o.crop_n_points_downscale_factor,
         min_mask_region_area: o.min_mask_region_area,
         multimask: super::flag(o.multimask, "options.multimask")?,
-    })
+        max_clicks: o.max_clicks,
+        max_memory_bytes: o.max_memory_bytes,
+    };
+    Ok((options, progress))
 }
 
 /// The masks segment everything found in one image. Opaque and immutable; release with
@@ -167,9 +226,11 @@ fn publish_result(inner: Everything) -> *mut sam2_everything {
 ///
 /// The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On
 /// success `*out` receives a new result owned by the caller (release with
-/// `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, naming
-/// it), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder), and those of `sam2_encode`
-/// and `sam2_predict`. Thread-safe.
+/// `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
+/// request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress
+/// callback asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could
+/// not be had; nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder),
+/// and those of `sam2_encode` and `sam2_predict`. Thread-safe.
 #[no_mangle]
 pub extern "C" fn sam2_segment_everything(
     encoder: *const sam2_encoder,
@@ -191,8 +252,15 @@ pub extern "C" fn sam2_segment_everything(
         }
         let out = arg_out(out, "out")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
-        let options = convert_options(options)?;
-        let result = segment_everything(&image, &encoder.inner, &predictor.inner, &options)?;
+        let (options, progress) = convert_options(options)?;
+        let go_on = |done, total| progress.as_ref().map_or(true, |p| p.go_on(done, total));
+        let result = segment_everything_with_progress(
+            &image,
+            &encoder.inner,
+            &predictor.inner,
+            &options,
+            Some(&go_on),
+        )?;
         out.set(publish_result(result));
         Ok(())
     })
@@ -211,8 +279,14 @@ pub extern "C" fn sam2_segment_everything_embedding(
         let predictor = handle_ref(predictor, "predictor")?;
         let embedding = handle_ref(embedding, "embedding")?;
         let out = arg_out(out, "out")?;
-        let options = convert_options(options)?;
-        let result = segment_everything_embedding(&embedding.inner, &predictor.inner, &options)?;
+        let (options, progress) = convert_options(options)?;
+        let go_on = |done, total| progress.as_ref().map_or(true, |p| p.go_on(done, total));
+        let result = segment_everything_embedding_with_progress(
+            &embedding.inner,
+            &predictor.inner,
+            &options,
+            Some(&go_on),
+        )?;
         out.set(publish_result(result));
         Ok(())
     })

@@ -194,7 +194,8 @@ pub(crate) fn free_handle<T: Handle>(ptr: *mut T, name: &'static str) {
     if ptr.is_null() {
         return;
     }
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    crate::panics::install_hook();
+    let _ = crate::panics::catch(|| {
         if let Some(problem) = handle_problem(ptr as *const T) {
             let error = Error::invalid(name, problem);
             crate::log::emit(
@@ -221,5 +222,5 @@ pub(crate) fn free_handle<T: Handle>(ptr: *mut T, name: &'static str) {
             std::ptr::write_volatile(ptr as *mut u64, FREED_TAG);
             drop(Box::from_raw(ptr));
         }
-    }));
+    });
 }

@@ -108,7 +108,7 @@ pub extern "C" fn sam2_masks_rle(
         arg_out(out_count, "out_count")?;
         check_index(m, index)?;
         let out = arg_buffer(counts, capacity, "counts")?;
-        let rle = m.rle(index);
+        let rle = m.try_rle(index)?;
         need(rle.counts.len(), capacity, out_count)?;
         out[..rle.counts.len()].copy_from_slice(&rle.counts);
         Ok(())
@@ -130,7 +130,12 @@ pub extern "C" fn sam2_masks_rle_string(
     guard(|| {
         let m = &handle_ref(masks, "masks")?.inner;
         check_index(m, index)?;
-        copy_out_str(&m.rle(index).to_coco_string(), buf, len, out_needed)
+        copy_out_str(
+            &m.try_rle(index)?.try_to_coco_string()?,
+            buf,
+            len,
+            out_needed,
+        )
     })
 }
 
@@ -186,7 +191,7 @@ pub extern "C" fn sam2_masks_polygons(
             .ok_or_else(|| Error::invalid("points_capacity", "is impossibly large"))?;
         let point_out = arg_buffer(points, point_floats, "points")?;
         let ring_out = arg_buffer(rings, rings_capacity, "rings")?;
-        let polygons = m.polygons(index, tolerance);
+        let polygons = m.polygons(index, tolerance)?;
         let all_rings = polygons
             .iter()
             .flat_map(|p| std::iter::once((&p.outer, 0)).chain(p.holes.iter().map(|h| (h, 1))));

@@ -63,7 +63,7 @@ impl sam2_status {
             Error::OnnxRuntime(_) => SAM2_ERR_ONNXRUNTIME,
             Error::Panic(_) => SAM2_ERR_PANIC,
             Error::Timeout { .. } => SAM2_ERR_TIMEOUT,
-            Error::Cancelled => SAM2_ERR_CANCELLED,
+            Error::Cancelled | Error::Interrupted { .. } => SAM2_ERR_CANCELLED,
             Error::QueueFull { .. } => SAM2_ERR_QUEUE_FULL,
             Error::OutOfMemory { .. } => SAM2_ERR_OUT_OF_MEMORY,
         }
@@ -92,27 +92,21 @@ c_enum! {
     }
 }
 
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_string()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".to_string()
-    }
-}
-
 /// Runs an export's body: a `Result<(), Error>` becomes a status (recording the message), and a
-/// panic becomes `SAM2_ERR_PANIC` instead of unwinding into C.
+/// panic becomes `SAM2_ERR_PANIC` instead of unwinding into C. The first call installs the panic
+/// hook (`crate::panics`), so the panic's message reaches the last error and the log callback,
+/// not the host's stderr.
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)) {
+    crate::panics::install_hook();
+    match crate::panics::catch(body) {
         Ok(Ok(())) => sam2_status::SAM2_OK,
         Ok(Err(e)) => fail(e),
-        Err(payload) => fail(Error::Panic(panic_message(payload.as_ref()))),
+        Err(payload) => fail(Error::Panic(crate::panics::describe(payload.as_ref()))),
     }
 }
 
 /// Runs an infallible export that returns a value, giving `fallback` if it panics.
 pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(fallback)
+    crate::panics::install_hook();
+    crate::panics::catch(body).unwrap_or(fallback)
 }

@@ -72,3 +72,18 @@ pub extern "C" fn sam2_test_masks_from_bytes(
         Ok(())
     })
 }
+
+/// Panics inside the C boundary with `message` (NUL-terminated UTF-8), so that a test can check
+/// where a caught panic's message goes: `SAM2_ERR_PANIC`, the message in
+/// `sam2_last_error_message` and one `SAM2_LOG_ERROR` line through the log callback, nothing on
+/// stderr. With `on_worker` non-zero the panic happens on a worker of the library's thread pool.
+#[no_mangle]
+pub extern "C" fn sam2_test_panic(message: *const c_char, on_worker: i32) -> sam2_status {
+    guard(|| {
+        let message = arg_str(message, "message")?.to_string();
+        if on_worker != 0 {
+            rayon::scope(|s| s.spawn(|_| panic!("{message}")));
+        }
+        panic!("{message}")
+    })
+}

@@ -40,6 +40,14 @@ sam2_status sam2_test_masks_from_bytes(const uint8_t *mask,
                                        uint32_t height,
                                        sam2_masks **out);
 
+/**
+ * Panics inside the C boundary with `message` (NUL-terminated UTF-8), so that a test can check
+ * where a caught panic's message goes: `SAM2_ERR_PANIC`, the message in
+ * `sam2_last_error_message` and one `SAM2_LOG_ERROR` line through the log callback, nothing on
+ * stderr. With `on_worker` non-zero the panic happens on a worker of the library's thread pool.
+ */
+sam2_status sam2_test_panic(const char *message, int32_t on_worker);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

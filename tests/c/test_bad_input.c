@@ -37,6 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <fcntl.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,8 @@ static size_t image_len;
  * click on the disc there (one object). */
 static sam2_tracker *tracker;
 static sam2_track_result *track_result;
+/* The masks segment everything found on the embedding (a 2 x 2 grid, thresholds at 0). */
+static sam2_everything *everything;
 static uint8_t clip_rgb[CLIP_WIDTH * CLIP_HEIGHT * 3];
 enum { CLIP_LEN = CLIP_WIDTH * CLIP_HEIGHT * 3 };
 
@@ -91,10 +94,13 @@ static int exists(const char *path) {
 
 /* ---- Bad handles ---- */
 
-enum kind { ENCODER, PREDICTOR, EMBEDDING, MASKS, CACHE, JOB, TRACKER, TRACK_RESULT, KINDS };
+enum kind {
+    ENCODER, PREDICTOR, EMBEDDING, MASKS, CACHE, JOB, TRACKER, TRACK_RESULT, EVERYTHING, KINDS
+};
 static const char *const FREE_NAMES[KINDS] = {
     "sam2_encoder_free", "sam2_predictor_free", "sam2_embedding_free",  "sam2_masks_free",
-    "sam2_cache_free",   "sam2_encode_job_free", "sam2_tracker_free", "sam2_track_result_free"};
+    "sam2_cache_free",   "sam2_encode_job_free", "sam2_tracker_free", "sam2_track_result_free",
+    "sam2_everything_free"};
 
 static const void *live(enum kind k) {
     switch (k) {
@@ -105,8 +111,21 @@ static const void *live(enum kind k) {
     case CACHE: return cache;
     case TRACKER: return tracker;
     case TRACK_RESULT: return track_result;
+    case EVERYTHING: return everything;
     default: return job;
     }
+}
+
+/* Segment everything on the embedding with a 2 x 2 grid: a small result. */
+static sam2_everything *small_everything(void) {
+    sam2_everything_options o;
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 2;
+    o.pred_iou_thresh = 0.0f;
+    o.stability_score_thresh = 0.0f;
+    sam2_everything *e = NULL;
+    CHECK_OK(sam2_segment_everything_embedding(predictor, embedding, &o, &e));
+    return e;
 }
 
 /* A handle of kind `k`, made and freed just now: the pointer is dangling, its block not yet
@@ -151,6 +170,11 @@ static const void *freed(enum kind k) {
         sam2_tracker *t = test_open_tracker(NULL);
         sam2_tracker_free(t);
         return t;
+    }
+    case EVERYTHING: {
+        sam2_everything *e = small_everything();
+        sam2_everything_free(e);
+        return e;
     }
     case TRACK_RESULT: {
         sam2_point pt = {34, 96, SAM2_POINT_POSITIVE};
@@ -306,6 +330,21 @@ static void library(void) {
         memset(&to, 0x77, sizeof to);
         TRY_IF("sam2_tracker_options_init", sam2_tracker_options_init(&to, sizes[i]),
                SAM2_ERR_INVALID_ARGUMENT, "struct_size", to.struct_size == 0x77777777u);
+        sam2_everything_options vo;
+        memset(&vo, 0x77, sizeof vo);
+        TRY_IF("sam2_everything_options_init", sam2_everything_options_init(&vo, sizes[i]),
+               SAM2_ERR_INVALID_ARGUMENT, "struct_size", vo.struct_size == 0x77777777u);
+    }
+    {
+        /* Between the first version (ending at max_clicks) and this one, and one past it. */
+        sam2_everything_options vo;
+        const size_t between[] = {offsetof(sam2_everything_options, max_clicks) + 8,
+                                  sizeof vo + 1};
+        for (size_t i = 0; i < 2; i++) {
+            memset(&vo, 0x77, sizeof vo);
+            TRY_IF("sam2_everything_options_init", sam2_everything_options_init(&vo, between[i]),
+                   SAM2_ERR_INVALID_ARGUMENT, "struct_size", vo.struct_size == 0x77777777u);
+        }
     }
     TRY_IF("sam2_encoder_options_init", sam2_encoder_options_init(&eo, sizeof eo + 1),
            SAM2_ERR_INVALID_ARGUMENT, "struct_size", eo.struct_size == 0x77777777u);
@@ -1631,6 +1670,9 @@ static void frees(void) {
               (sam2_track_result_free((sam2_track_result *)tracker),
                ignored_with_warning("sam2_tracker")),
               "`result`");
+    TRY_VALUE("sam2_everything_free",
+              (sam2_everything_free((sam2_everything *)masks), ignored_with_warning("sam2_masks")),
+              "`everything`");
     TRY_VALUE("sam2_embedding_free",
               (sam2_embedding_free((sam2_embedding *)((char *)embedding + 1)),
                ignored_with_warning("sam2_embedding")),
@@ -1657,6 +1699,7 @@ static void frees(void) {
             case CACHE: sam2_cache_free(h); break;
             case TRACKER: sam2_tracker_free(h); break;
             case TRACK_RESULT: sam2_track_result_free(h); break;
+            case EVERYTHING: sam2_everything_free(h); break;
             default: sam2_encode_job_free(h); break;
             }
             sweep_record(FREE_NAMES[k],
@@ -1665,6 +1708,179 @@ static void frees(void) {
         }
     }
     CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_WARNING));
+}
+
+/* ---- Segment everything: handles, pixels, every option, indices, buffers ---- */
+
+static void everything_fails(const void *e, const void *p, const uint8_t *px, size_t len,
+                             uint32_t w, uint32_t h, size_t stride, uint32_t format,
+                             const sam2_everything_options *o, sam2_status want,
+                             const char *needle) {
+    sam2_everything *out = SENTINEL_PTR;
+    TRY_IF("sam2_segment_everything",
+           sam2_segment_everything(e, p, px, len, w, h, stride, format, o, &out), want, needle,
+           out == SENTINEL_PTR);
+}
+
+static void everything_embedding_fails(const void *p, const void *emb,
+                                       const sam2_everything_options *o, sam2_status want,
+                                       const char *needle) {
+    sam2_everything *out = SENTINEL_PTR;
+    TRY_IF("sam2_segment_everything_embedding",
+           sam2_segment_everything_embedding(p, emb, o, &out), want, needle, out == SENTINEL_PTR);
+}
+
+static void everythings(void) {
+    const uint8_t *px = image.data;
+    uint32_t w = image.width, h = image.height;
+    size_t len = image_len, row = (size_t)w * 3;
+    const sam2_status BAD = SAM2_ERR_INVALID_ARGUMENT;
+
+    /* Handles. */
+    FOR_BAD(ENCODER, b) everything_fails(b.ptr, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB, NULL,
+                                         b.want, "`encoder`");
+    FOR_BAD(PREDICTOR, b) everything_fails(encoder, b.ptr, px, len, w, h, 0, SAM2_PIXEL_RGB, NULL,
+                                           b.want, "`predictor`");
+    FOR_BAD(PREDICTOR, b) everything_embedding_fails(b.ptr, embedding, NULL, b.want,
+                                                     "`predictor`");
+    FOR_BAD(EMBEDDING, b) everything_embedding_fails(predictor, b.ptr, NULL, b.want,
+                                                     "`embedding`");
+
+    /* Pixels: those of sam2_encode, checked before any option or encode. */
+    everything_fails(encoder, predictor, px, 0, w, h, 0, SAM2_PIXEL_RGB, NULL, BAD, "pixels");
+    everything_fails(encoder, predictor, px, len - 1, w, h, 0, SAM2_PIXEL_RGB, NULL, BAD, "pixels");
+    everything_fails(encoder, predictor, px, len, 0, h, 0, SAM2_PIXEL_RGB, NULL, BAD, "width");
+    everything_fails(encoder, predictor, px, len, w, 0, 0, SAM2_PIXEL_RGB, NULL, BAD, "height");
+    everything_fails(encoder, predictor, px, len, 65537, h, 0, SAM2_PIXEL_RGB, NULL, BAD, "width");
+    everything_fails(encoder, predictor, px, len, w, 0xFFFFFFFFu, 0, SAM2_PIXEL_RGB, NULL, BAD,
+                     "height");
+    everything_fails(encoder, predictor, px, len, 65536, 65536, 0, SAM2_PIXEL_RGBA, NULL, BAD,
+                     "pixels");
+    everything_fails(encoder, predictor, px, len, w, h, row - 1, SAM2_PIXEL_RGB, NULL, BAD,
+                     "stride");
+    everything_fails(encoder, predictor, px, len, w, h, SIZE_MAX, SAM2_PIXEL_RGB, NULL, BAD,
+                     "`stride`|`pixels`");
+    const uint32_t formats[] = {SAM2_PIXEL_GRAY + 1, 0xFFFFFFFFu};
+    for (size_t i = 0; i < 2; i++)
+        everything_fails(encoder, predictor, px, len, w, h, 0, formats[i], NULL, BAD,
+                         "pixel_format");
+
+    /* Every option, through both entry points (the options are checked before anything runs). */
+    sam2_everything_options o;
+    float inside[4] = {0.25f, 0.25f, 0.75f, 0.75f};
+#define EVR_BAD(field, value, needle)                                                         \
+    do {                                                                                     \
+        CHECK_OK(sam2_everything_options_init(&o, sizeof o));                                \
+        o.points_per_side = 2;                                                               \
+        o.field = value;                                                                     \
+        everything_fails(encoder, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB, &o, BAD,      \
+                         needle);                                                            \
+        everything_embedding_fails(predictor, embedding, &o, BAD, needle);                   \
+    } while (0)
+    EVR_BAD(struct_size, 0, "struct_size");
+    EVR_BAD(struct_size, 8, "struct_size");
+    EVR_BAD(struct_size, (uint32_t)offsetof(sam2_everything_options, max_clicks) + 8,
+            "struct_size");
+    EVR_BAD(struct_size, (uint32_t)sizeof o + 8, "struct_size");
+    EVR_BAD(struct_size, 0xFFFFFFFFu, "struct_size");
+    EVR_BAD(points_per_side, 0, "points_per_side");
+    EVR_BAD(points_per_side, 1025, "points_per_side");
+    EVR_BAD(points_per_side, 0xFFFFFFFFu, "points_per_side");
+    EVR_BAD(points_per_batch, 0, "points_per_batch");
+    EVR_BAD(points_per_batch, 257, "points_per_batch");
+    EVR_BAD(points_per_batch, 0xFFFFFFFFu, "points_per_batch");
+    const float not_unit[] = {NAN, INFINITY, -INFINITY, -0.01f, 1.01f};
+    for (size_t i = 0; i < 5; i++) {
+        EVR_BAD(pred_iou_thresh, not_unit[i], "pred_iou_thresh");
+        EVR_BAD(stability_score_thresh, not_unit[i], "stability_score_thresh");
+        EVR_BAD(box_nms_thresh, not_unit[i], "box_nms_thresh");
+        EVR_BAD(crop_nms_thresh, not_unit[i], "crop_nms_thresh");
+        EVR_BAD(crop_overlap_ratio, not_unit[i], "crop_overlap_ratio");
+    }
+    EVR_BAD(crop_overlap_ratio, 1.0f, "crop_overlap_ratio");
+    EVR_BAD(stability_score_offset, NAN, "stability_score_offset");
+    EVR_BAD(stability_score_offset, INFINITY, "stability_score_offset");
+    EVR_BAD(stability_score_offset, -1.0f, "stability_score_offset");
+    EVR_BAD(mask_threshold, NAN, "mask_threshold");
+    EVR_BAD(mask_threshold, -INFINITY, "mask_threshold");
+    EVR_BAD(crop_n_layers, 5, "crop_n_layers");
+    EVR_BAD(crop_n_layers, 0xFFFFFFFFu, "crop_n_layers");
+    EVR_BAD(crop_n_points_downscale_factor, 0, "crop_n_points_downscale_factor");
+    EVR_BAD(multimask, 2, "multimask");
+    EVR_BAD(multimask, 0xFFFFFFFFu, "multimask");
+    /* The budgets: zero, and below what the request needs (4 clicks, a few MiB). */
+    EVR_BAD(max_clicks, 0, "max_clicks");
+    EVR_BAD(max_clicks, 3, "max_clicks");
+    EVR_BAD(max_memory_bytes, 0, "max_memory_bytes");
+    EVR_BAD(max_memory_bytes, 1000, "max_memory_bytes");
+#undef EVR_BAD
+    /* The caller's points (a count without points is test_null_sweep.c's). */
+#define EVR_POINTS_BAD(count, needle)                                                         \
+    do {                                                                                     \
+        CHECK_OK(sam2_everything_options_init(&o, sizeof o));                                \
+        o.points_per_side = 0;                                                               \
+        o.points = inside;                                                                   \
+        o.point_count = count;                                                               \
+        everything_fails(encoder, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB, &o, BAD,      \
+                         needle);                                                            \
+        everything_embedding_fails(predictor, embedding, &o, BAD, needle);                   \
+    } while (0)
+    EVR_POINTS_BAD(0, "point_count");
+    EVR_POINTS_BAD((size_t)1024 * 1024 + 1, "point_count");
+    EVR_POINTS_BAD(SIZE_MAX, "point_count");
+    const float outside[] = {NAN, INFINITY, -0.5f, 1.5f};
+    for (size_t i = 0; i < 4; i++) {
+        inside[2] = outside[i];
+        EVR_POINTS_BAD(2, "point_grids");
+        inside[2] = 0.75f;
+    }
+#undef EVR_POINTS_BAD
+    /* Crops need encodes of their own: refused on an embedding only. */
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 2;
+    o.crop_n_layers = 1;
+    everything_embedding_fails(predictor, embedding, &o, BAD, "crop_n_layers");
+
+    /* The result's accessors: handles, indices, buffers. */
+    size_t count = 777;
+    uint32_t rw = 777, rh = 777;
+    const char *E = "sam2_everything_count";
+    FOR_BAD(EVERYTHING, b) TRY_IF(E, sam2_everything_count(b.ptr, &count, &rw, &rh), b.want,
+                                  "`everything`", count == 777 && rw == 777 && rh == 777);
+    CHECK_OK(sam2_everything_count(everything, &count, &rw, &rh));
+    CHECK(count > 0);
+    const size_t indices[] = {count, count + 1, 1000000, SIZE_MAX};
+    sam2_everything_info info;
+    memset(&info, 0x77, sizeof info);
+    E = "sam2_everything_mask_info";
+    FOR_BAD(EVERYTHING, b) TRY_IF(E, sam2_everything_mask_info(b.ptr, 0, &info), b.want,
+                                  "`everything`", info.area == 0x7777777777777777ull);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_everything_mask_info(everything, indices[i], &info), BAD, "`index`",
+               info.area == 0x7777777777777777ull);
+    size_t plane = (size_t)rw * rh;
+    uint8_t *buf = malloc(plane);
+    CHECK(buf != NULL);
+    memset(buf, 7, plane);
+    E = "sam2_everything_mask";
+    FOR_BAD(EVERYTHING, b) TRY_IF(E, sam2_everything_mask(b.ptr, 0, buf, plane), b.want,
+                                  "`everything`", buf[0] == 7);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_everything_mask(everything, indices[i], buf, plane), BAD, "`index`",
+               buf[0] == 7);
+    const size_t small[] = {0, 1, plane - 1};
+    for (size_t i = 0; i < 3; i++)
+        TRY_IF(E, sam2_everything_mask(everything, 0, buf, small[i]), SAM2_ERR_BUFFER_TOO_SMALL,
+               NULL, buf[0] == 7 && buf[plane - 1] == 7);
+    free(buf);
+    const uint32_t *counts = SENTINEL_PTR;
+    size_t n = 777;
+    E = "sam2_everything_rle";
+    FOR_BAD(EVERYTHING, b) TRY_IF(E, sam2_everything_rle(b.ptr, 0, &counts, &n), b.want,
+                                  "`everything`", counts == SENTINEL_PTR && n == 777);
+    for (size_t i = 0; i < 4; i++)
+        TRY_IF(E, sam2_everything_rle(everything, indices[i], &counts, &n), BAD, "`index`",
+               counts == SENTINEL_PTR && n == 777);
 }
 
 /* ---- The embedding cache and its jobs ---- */
@@ -1809,6 +2025,7 @@ int main(int argc, char **argv) {
     sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
     sam2_prompt prompt = test_points_prompt(&pt, 1);
     masks = test_predict1(predictor, embedding, &prompt);
+    everything = small_everything();
     CHECK_OK(sam2_cache_new(NULL, &cache));
     CHECK_OK(sam2_cache_encode_async(cache, encoder, image.data, image_len, image.width,
                                      image.height, 0, SAM2_PIXEL_RGB, SAM2_PRIORITY_BACKGROUND,
@@ -1835,6 +2052,7 @@ int main(int argc, char **argv) {
     predict();
     results();
     mask_formats();
+    everythings();
     caches();
     trackers();
     frees();
@@ -1862,6 +2080,7 @@ int main(int argc, char **argv) {
     sam2_track_result_free(tracked);
     sam2_track_result_free(track_result);
     sam2_tracker_free(tracker);
+    sam2_everything_free(everything);
     test_image_free(&image);
     CHECK(rmdir(dir) == 0);
     return sweep_finish("test_bad_input", "bad_input.tsv");

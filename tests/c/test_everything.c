@@ -6,11 +6,16 @@
  *   - each mask's info agrees with its decoded pixels (box, area) and its run lengths;
  *   - the embedding variant gives the same masks, and refuses crops;
  *   - bad input: NULL for each pointer, a wrong struct_size, options out of range (naming the
- *     field), an index out of range, a buffer too small, a handle of another type.
+ *     field), an index out of range, a buffer too small, a handle of another type;
+ *   - the progress callback: every click counted up to the total, and a non-zero return cancels
+ *     with SAM2_ERR_CANCELLED, nothing written; the work and memory budgets refuse a request up
+ *     front naming the figure; the first version of the options struct is still read;
+ *   - tiny images with crop layers (7 x 5 with two layers was SAM2_ERR_PANIC).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +210,100 @@ static void bad_input(sam2_encoder *enc, sam2_predictor *pred, sam2_embedding *e
     sam2_everything_free(NULL); /* a no-op */
 }
 
+/* What the progress callback saw, and when it cancels. */
+typedef struct progress_log {
+    int calls;
+    uint64_t last_done, last_total;
+    int monotone;
+    uint64_t cancel_at; /* cancel once done reaches this (0: never) */
+} progress_log;
+
+static int32_t on_progress(void *user, uint64_t done, uint64_t total) {
+    progress_log *p = user;
+    if (p->calls > 0 && done < p->last_done) p->monotone = 0;
+    p->calls++;
+    p->last_done = done;
+    p->last_total = total;
+    return p->cancel_at != 0 && done >= p->cancel_at;
+}
+
+static void progress_and_budgets(sam2_encoder *enc, sam2_predictor *pred, sam2_embedding *emb) {
+    sam2_everything_options o;
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    CHECK(o.max_clicks == 1048576u && o.max_memory_bytes == (uint64_t)4 << 30);
+    CHECK(o.progress == NULL && o.progress_user == NULL);
+    o.points_per_side = 4; /* 16 clicks */
+    o.points_per_batch = 4;
+    progress_log log = {0, 0, 0, 1, 0};
+    o.progress = on_progress;
+    o.progress_user = &log;
+    sam2_everything *out = NULL;
+    CHECK_OK(sam2_segment_everything_embedding(pred, emb, &o, &out));
+    /* Once before the batches, once after each of the 4, once at the end. */
+    CHECK(log.calls == 6 && log.monotone && log.last_done == 16 && log.last_total == 16);
+    sam2_everything_free(out);
+
+    /* Cancelled after the second batch: nothing written, the message says where it stopped. */
+    log = (progress_log){0, 0, 0, 1, 8};
+    out = NULL;
+    CHECK_FAILS(sam2_segment_everything_embedding(pred, emb, &o, &out), SAM2_ERR_CANCELLED,
+                "after 8 of 16 clicks");
+    CHECK(out == NULL && log.last_done == 8);
+    printf("a cancel: %s\n", test_last_error());
+
+    /* The budgets, before anything runs. */
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 4;
+    o.max_clicks = 15;
+    CHECK_FAILS(sam2_segment_everything_embedding(pred, emb, &o, &out), SAM2_ERR_INVALID_ARGUMENT,
+                "16 clicks");
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 1024;
+    o.crop_n_layers = 4;
+    test_image img = test_load_image("shapes.ppm");
+    size_t len = (size_t)img.width * img.height * 3;
+    CHECK_FAILS(sam2_segment_everything(enc, pred, img.data, len, img.width, img.height, 0,
+                                        SAM2_PIXEL_RGB, &o, &out),
+                SAM2_ERR_INVALID_ARGUMENT, "max_clicks");
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 4;
+    o.max_memory_bytes = 1 << 20;
+    CHECK_FAILS(sam2_segment_everything_embedding(pred, emb, &o, &out), SAM2_ERR_INVALID_ARGUMENT,
+                "max_memory_bytes");
+    printf("over the memory budget: %s\n", test_last_error());
+    CHECK(out == NULL);
+
+    /* A caller built against the first version of the struct: its size is read, the budgets
+     * and the callback take their defaults (whatever lies beyond it). */
+    memset(&o, 0xEE, sizeof o);
+    CHECK_OK(sam2_everything_options_init(&o, offsetof(sam2_everything_options, max_clicks)));
+    CHECK(o.struct_size == offsetof(sam2_everything_options, max_clicks));
+    o.points_per_side = 4;
+    CHECK_OK(sam2_segment_everything_embedding(pred, emb, &o, &out));
+    sam2_everything_free(out);
+    out = NULL;
+
+    /* Tiny images with crop layers (the crops past their edge are left out). */
+    const uint32_t sizes[][2] = {{7, 5}, {5, 7}, {1, 1}, {3, 2}};
+    uint8_t px[7 * 7 * 3];
+    for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 37 % 251);
+    for (size_t k = 0; k < 4; k++) {
+        CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+        o.points_per_side = 2;
+        o.crop_n_layers = 2;
+        uint32_t w = sizes[k][0], h = sizes[k][1];
+        CHECK_OK(sam2_segment_everything(enc, pred, px, (size_t)w * h * 3, w, h, 0,
+                                         SAM2_PIXEL_RGB, &o, &out));
+        size_t count = 0;
+        uint32_t rw = 0, rh = 0;
+        CHECK_OK(sam2_everything_count(out, &count, &rw, &rh));
+        CHECK(rw == w && rh == h);
+        sam2_everything_free(out);
+        out = NULL;
+    }
+    test_image_free(&img);
+}
+
 int main(void) {
     test_default_environment();
     test_init_runtime();
@@ -239,6 +338,7 @@ int main(void) {
     run_free(&r2);
 
     bad_input(enc, pred, emb, &img, result);
+    progress_and_budgets(enc, pred, emb);
     run_free(&r);
     sam2_embedding_free(emb);
     sam2_predictor_free(pred);

@@ -84,6 +84,7 @@ static void frees(void) {
     TRY_VALUE("sam2_encode_job_free", (sam2_encode_job_free(NULL), warnings == 0), NULL);
     TRY_VALUE("sam2_tracker_free", (sam2_tracker_free(NULL), warnings == 0), NULL);
     TRY_VALUE("sam2_track_result_free", (sam2_track_result_free(NULL), warnings == 0), NULL);
+    TRY_VALUE("sam2_everything_free", (sam2_everything_free(NULL), warnings == 0), NULL);
     CHECK_OK(sam2_set_log_callback(NULL, NULL, SAM2_LOG_WARNING));
 }
 
@@ -394,6 +395,118 @@ static void mask_format_calls(const sam2_masks *masks) {
            "`path`", enc[0] == 'x' && dec[0] == 'y' && needed == 777 && points == 777);
 }
 
+/* ---- Segment everything ---- */
+
+/* The eight segment-everything entry points: NULL in each pointer argument, and the NULLs the
+ * header documents (NULL options are the defaults, a NULL progress callback is none). Returns a
+ * result for the accessors. */
+static sam2_everything *everything_calls(const sam2_encoder *encoder,
+                                         const sam2_predictor *predictor,
+                                         const sam2_embedding *embedding) {
+    const char *E = "sam2_everything_options_init";
+    TRY(E, sam2_everything_options_init(NULL, sizeof(sam2_everything_options)), NULL_ARG,
+        "`options`");
+    sam2_everything_options o;
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 2;
+    uint32_t w = image.width, h = image.height;
+    const uint8_t *px = image.data;
+    size_t len = image_len;
+
+    E = "sam2_segment_everything";
+    sam2_everything *out = SENTINEL_PTR;
+    TRY_IF(E, sam2_segment_everything(NULL, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB, &o, &out),
+           NULL_ARG, "`encoder`", out == SENTINEL_PTR);
+    TRY_IF(E, sam2_segment_everything(encoder, NULL, px, len, w, h, 0, SAM2_PIXEL_RGB, &o, &out),
+           NULL_ARG, "`predictor`", out == SENTINEL_PTR);
+    TRY_IF(E, sam2_segment_everything(encoder, predictor, NULL, len, w, h, 0, SAM2_PIXEL_RGB, &o,
+                                      &out),
+           NULL_ARG, "`pixels`", out == SENTINEL_PTR);
+    TRY(E, sam2_segment_everything(encoder, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB, &o, NULL),
+        NULL_ARG, "`out`");
+    /* A NULL point array with a count. */
+    o.points_per_side = 0;
+    o.point_count = 3;
+    TRY_IF(E, sam2_segment_everything(encoder, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB, &o,
+                                      &out),
+           NULL_ARG, "`options.points`", out == SENTINEL_PTR);
+    /* NULL options: SAM2's defaults (a 32 x 32 grid: 1024 clicks, about 13 s, too long under
+     * valgrind). */
+    if (!test_under_valgrind()) {
+        out = NULL;
+        TRY_IF(E, sam2_segment_everything(encoder, predictor, px, len, w, h, 0, SAM2_PIXEL_RGB,
+                                          NULL, &out),
+               SAM2_OK, NULL, out != NULL);
+        sam2_everything_free(out);
+    }
+
+    E = "sam2_segment_everything_embedding";
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 2;
+    out = SENTINEL_PTR;
+    TRY_IF(E, sam2_segment_everything_embedding(NULL, embedding, &o, &out), NULL_ARG,
+           "`predictor`", out == SENTINEL_PTR);
+    TRY_IF(E, sam2_segment_everything_embedding(predictor, NULL, &o, &out), NULL_ARG,
+           "`embedding`", out == SENTINEL_PTR);
+    TRY(E, sam2_segment_everything_embedding(predictor, embedding, &o, NULL), NULL_ARG, "`out`");
+    o.points_per_side = 0;
+    o.point_count = 1;
+    TRY_IF(E, sam2_segment_everything_embedding(predictor, embedding, &o, &out), NULL_ARG,
+           "`options.points`", out == SENTINEL_PTR);
+    /* A NULL progress callback (the default) with a user pointer: no callback, and it runs. */
+    CHECK_OK(sam2_everything_options_init(&o, sizeof o));
+    o.points_per_side = 4;
+    o.progress = NULL;
+    o.progress_user = SENTINEL_PTR;
+    out = NULL;
+    TRY_IF(E, sam2_segment_everything_embedding(predictor, embedding, &o, &out), SAM2_OK, NULL,
+           out != NULL);
+    sam2_everything *result = out;
+    CHECK(result != NULL);
+
+    E = "sam2_everything_count";
+    size_t count = 777;
+    uint32_t rw = 777, rh = 777;
+#define UNTOUCHED_EVR_COUNT (count == 777 && rw == 777 && rh == 777)
+    TRY_IF(E, sam2_everything_count(NULL, &count, &rw, &rh), NULL_ARG, "`everything`",
+           UNTOUCHED_EVR_COUNT);
+    TRY_IF(E, sam2_everything_count(result, NULL, &rw, &rh), NULL_ARG, "`out_count`",
+           UNTOUCHED_EVR_COUNT);
+    TRY_IF(E, sam2_everything_count(result, &count, NULL, &rh), NULL_ARG, "`out_width`",
+           UNTOUCHED_EVR_COUNT);
+    TRY_IF(E, sam2_everything_count(result, &count, &rw, NULL), NULL_ARG, "`out_height`",
+           UNTOUCHED_EVR_COUNT);
+    CHECK_OK(sam2_everything_count(result, &count, &rw, &rh));
+    CHECK(count > 0);
+
+    E = "sam2_everything_mask_info";
+    sam2_everything_info info;
+    memset(&info, 0x77, sizeof info);
+    TRY_IF(E, sam2_everything_mask_info(NULL, 0, &info), NULL_ARG, "`everything`",
+           info.area == 0x7777777777777777ull);
+    TRY(E, sam2_everything_mask_info(result, 0, NULL), NULL_ARG, "`out_info`");
+
+    E = "sam2_everything_mask";
+    size_t plane = (size_t)rw * rh;
+    uint8_t *buf = malloc(plane);
+    CHECK(buf != NULL);
+    memset(buf, 7, plane);
+    TRY_IF(E, sam2_everything_mask(NULL, 0, buf, plane), NULL_ARG, "`everything`", buf[0] == 7);
+    TRY(E, sam2_everything_mask(result, 0, NULL, plane), NULL_ARG, "`buf`");
+    TRY(E, sam2_everything_mask(result, 0, NULL, 0), NULL_ARG, "`buf`");
+    free(buf);
+
+    E = "sam2_everything_rle";
+    const uint32_t *counts = SENTINEL_PTR;
+    size_t n = 777;
+    TRY_IF(E, sam2_everything_rle(NULL, 0, &counts, &n), NULL_ARG, "`everything`",
+           counts == SENTINEL_PTR && n == 777);
+    TRY_IF(E, sam2_everything_rle(result, 0, NULL, &n), NULL_ARG, "`out_counts`", n == 777);
+    TRY_IF(E, sam2_everything_rle(result, 0, &counts, NULL), NULL_ARG, "`out_count`",
+           counts == SENTINEL_PTR);
+    return result;
+}
+
 /* ---- The embedding cache and its jobs ---- */
 
 static void cache_calls(const sam2_encoder *encoder, const sam2_embedding *embedding) {
@@ -646,6 +759,8 @@ int main(void) {
     sam2_masks *masks = predict_calls(predictor, embedding);
     masks_calls(masks);
     mask_format_calls(masks);
+    sam2_everything *everything = everything_calls(encoder, predictor, embedding);
+    sam2_everything_free(everything);
     cache_calls(encoder, embedding);
     sam2_tracker *tracker = tracker_new();
     sam2_track_result *tracked = tracker_calls(tracker);
