@@ -16,7 +16,8 @@ use common::memory::rss;
 use common::*;
 use sam2::log::{self, LogLevel};
 use sam2::{
-    copy_stats, embedding_file, DeviceOptions, Embedding, Encoder, EncoderOptions, Error,
+    copy_stats, embedding_file, segment_everything, segment_everything_embedding, CacheOptions,
+    DeviceOptions, Embedding, EmbeddingCache, Encoder, EncoderOptions, Error, EverythingOptions,
     ImageView, MismatchPolicy, PixelFormat, PredictOptions, Predictor, PredictorOptions, Prompt,
     Provider, ProviderRequest,
 };
@@ -458,4 +459,101 @@ fn no_driver_child() {
     assert_eq!(embedding.allocator_name(), "Cpu");
     println!("FALLBACK: {}", warnings[0]);
     println!("no-driver checks passed");
+}
+
+/// Segment everything on the device: the image's embedding stays there, and the grid of clicks
+/// gives the masks the CPU gives, one for one.
+#[test]
+fn segment_everything_runs_on_the_device_as_on_the_cpu() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let options = EverythingOptions {
+        points_per_side: 16,
+        ..Default::default()
+    };
+    let encoder = encoder_on(&model("tiny_a_encoder.onnx"), webgpu(MismatchPolicy::Fail)).unwrap();
+    let predictor = predictor_on(
+        &model("tiny_a_decoder.onnx"),
+        &encoder,
+        webgpu(MismatchPolicy::Fail),
+    );
+    let cpu_encoder = encoder_on(&model("tiny_a_encoder.onnx"), DeviceOptions::default()).unwrap();
+    let cpu = predictor_on(
+        &model("tiny_a_decoder.onnx"),
+        &cpu_encoder,
+        DeviceOptions::default(),
+    );
+    let embedding = encoder.encode(&shapes_view(&img)).unwrap();
+    assert!(!embedding.is_serializable());
+    let before = copy_stats();
+    let on_device = segment_everything_embedding(&embedding, &predictor, &options).unwrap();
+    assert_eq!(
+        copy_stats(),
+        before,
+        "segment everything copied between memories"
+    );
+    let with_encode =
+        segment_everything(&shapes_view(&img), &encoder, &predictor, &options).unwrap();
+    let on_cpu = segment_everything(&shapes_view(&img), &cpu_encoder, &cpu, &options).unwrap();
+    assert_eq!(on_device.masks.len(), on_cpu.masks.len(), "masks found");
+    assert_eq!(with_encode.masks.len(), on_cpu.masks.len(), "masks found");
+    for (k, (d, c)) in on_device.masks.iter().zip(&on_cpu.masks).enumerate() {
+        let i = iou(&d.rle.decode().unwrap(), &c.rle.decode().unwrap());
+        assert!(i >= 0.99, "mask {k}: IoU {i:.4} with the CPU's");
+    }
+}
+
+/// The embedding cache keeps device embeddings within its device budget: they are counted as
+/// device bytes, a repeat request is a hit that re-encodes nothing, and a budget too small for
+/// one embedding keeps none.
+#[test]
+fn the_cache_keeps_device_embeddings_within_its_device_budget() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let encoder =
+        Arc::new(encoder_on(&model("tiny_a_encoder.onnx"), webgpu(MismatchPolicy::Fail)).unwrap());
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let flipped: Vec<u8> = img.data.iter().rev().copied().collect();
+    let other = ImageView::packed(&flipped, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let one = encoder.encode(&shapes_view(&img)).unwrap();
+    let size: usize = one.tensors().iter().map(|t| t.byte_len()).sum();
+    drop(one);
+
+    let cache = EmbeddingCache::new(CacheOptions {
+        host_budget: 0,
+        device_budget: size,
+        ..Default::default()
+    })
+    .unwrap();
+    let (first, _) = cache.encode(&encoder, &shapes_view(&img)).unwrap();
+    assert!(!first.is_serializable());
+    let stats = cache.stats();
+    assert_eq!((stats.device_bytes, stats.host_bytes), (size, 0));
+    let (again, _) = cache.encode(&encoder, &shapes_view(&img)).unwrap();
+    assert!(
+        Arc::ptr_eq(&first, &again),
+        "a repeat request is the kept embedding"
+    );
+    assert_eq!(cache.stats().hits, 1);
+    // A second image fits only in place of the first.
+    cache.encode(&encoder, &other).unwrap();
+    let stats = cache.stats();
+    assert_eq!(stats.entries, 1);
+    assert_eq!(stats.evictions, 1);
+    assert!(stats.device_bytes <= size);
+
+    let tiny = EmbeddingCache::new(CacheOptions {
+        host_budget: 0,
+        device_budget: size - 1,
+        ..Default::default()
+    })
+    .unwrap();
+    tiny.encode(&encoder, &shapes_view(&img)).unwrap();
+    assert_eq!(tiny.stats().entries, 0);
+    assert_eq!(tiny.stats().rejected, 1);
 }
