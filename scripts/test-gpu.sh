@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The GPU checks, for a machine with an NVIDIA GPU and a CUDA build of ONNX Runtime 1.31+:
+# The GPU checks, for a machine with an NVIDIA GPU and a CUDA build of ONNX Runtime 1.30+:
 #   SAM2_ONNXRUNTIME_PATH=/path/to/onnxruntime-gpu/capi/libonnxruntime.so.1.31.1 scripts/test-gpu.sh
 # (for example from `pip install onnxruntime-gpu==1.31.1`, with CUDA 12 and cuDNN 9 on the library
-# path). Without a CUDA provider every check reports itself skipped.
+# path). Runs tests/gpu.rs and the device suite the test command runs on WebGPU (tests/webgpu.rs)
+# on CUDA. Without a CUDA provider every check of tests/gpu.rs reports itself skipped, and the
+# device suite fails (it asks for CUDA under FAIL).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -11,3 +13,5 @@ GPU_ORT="${SAM2_ONNXRUNTIME_PATH:-}"
 [ -n "$GPU_ORT" ] && export SAM2_ONNXRUNTIME_PATH="$GPU_ORT"
 echo "ONNX Runtime: $SAM2_ONNXRUNTIME_PATH"
 cargo test --release --test gpu -- --nocapture --test-threads=1
+SAM2_DEVICE_PROVIDER=cuda SAM2_WEBGPU_ONNXRUNTIME="$SAM2_ONNXRUNTIME_PATH" SAM2_WEBGPU_REQUIRED=1 \
+    cargo test --release --test webgpu -- --nocapture --test-threads=1
