@@ -395,7 +395,16 @@ namespace Sam2
             public uint crop_n_points_downscale_factor;
             public uint min_mask_region_area;
             public uint multimask;
+            public ulong max_clicks;
+            public ulong max_memory_bytes;
+            /// <summary>sam2_progress_fn: NULL, or a function pointer kept alive during the call.</summary>
+            public IntPtr progress;
+            public IntPtr progress_user;
         }
+
+        /// <summary>sam2_progress_fn: non-zero cancels.</summary>
+        [UnmanagedFunctionPointer(CallingConvention.Cdecl)]
+        internal delegate int sam2_progress_fn(IntPtr user, ulong done, ulong total);
 
         [StructLayout(LayoutKind.Sequential)]
         internal struct sam2_everything_info

@@ -44,6 +44,8 @@ namespace Sam2
             CropNPointsDownscaleFactor = (int)d.crop_n_points_downscale_factor;
             MinMaskRegionArea = (int)d.min_mask_region_area;
             Multimask = d.multimask != 0;
+            MaxClicks = checked((long)d.max_clicks);
+            MaxMemoryBytes = checked((long)d.max_memory_bytes);
         }
 
         /// <summary>Points along each side of the grid of clicks (32); 0 when <see cref="Points"/> gives them.</summary>
@@ -74,6 +76,17 @@ namespace Sam2
         public int MinMaskRegionArea { get; set; }
         /// <summary>Every candidate of each click (true), or only its best.</summary>
         public bool Multimask { get; set; }
+        /// <summary>The work budget: most clicks through the decoder, every crop together (1,048,576); over it the call throws ArgumentException naming max_clicks.</summary>
+        public long MaxClicks { get; set; }
+        /// <summary>The memory budget in bytes (4 GiB): one batch's needs and the candidates held; over it the call throws ArgumentException naming max_memory_bytes.</summary>
+        public long MaxMemoryBytes { get; set; }
+        /// <summary>
+        /// Null, or called on the calling thread with the clicks done and the clicks in all, before each
+        /// crop is encoded and after each batch; returning false cancels the call, which then throws
+        /// OperationCanceledException (to cancel from another thread, return a flag that thread sets).
+        /// An exception it throws cancels the call and is rethrown.
+        /// </summary>
+        public Func<long, long, bool> Progress { get; set; }
 
         internal NativeMethods.sam2_everything_options ToNative(PinSet pins)
         {
@@ -98,7 +111,64 @@ namespace Sam2
             o.crop_n_points_downscale_factor = unchecked((uint)CropNPointsDownscaleFactor);
             o.min_mask_region_area = unchecked((uint)MinMaskRegionArea);
             o.multimask = Multimask ? 1u : 0u;
+            o.max_clicks = unchecked((ulong)MaxClicks);
+            o.max_memory_bytes = unchecked((ulong)MaxMemoryBytes);
             return o;
+        }
+
+        /// <summary>The native callback for <see cref="Progress"/> (null without one); keep it alive during the call.</summary>
+        internal ProgressBridge Bridge(ref NativeMethods.sam2_everything_options o)
+        {
+            if (Progress == null)
+                return null;
+            var bridge = new ProgressBridge(Progress);
+            o.progress = Marshal.GetFunctionPointerForDelegate(bridge.Native);
+            return bridge;
+        }
+    }
+
+    /// <summary>Calls a managed progress callback from native code; an exception stops the call and is kept.</summary>
+    internal sealed class ProgressBridge
+    {
+        private readonly Func<long, long, bool> progress;
+        internal readonly NativeMethods.sam2_progress_fn Native;
+        internal Exception Thrown;
+
+        internal ProgressBridge(Func<long, long, bool> progress)
+        {
+            this.progress = progress;
+            Native = Call;
+        }
+
+        private int Call(IntPtr user, ulong done, ulong total)
+        {
+            try
+            {
+                return progress((long)done, (long)total) ? 0 : 1;
+            }
+            catch (Exception e)
+            {
+                Thrown = e;
+                return 1;
+            }
+        }
+
+        /// <summary>Rethrows what the callback threw, after the call.</summary>
+        internal void Rethrow()
+        {
+            if (Thrown != null)
+                System.Runtime.ExceptionServices.ExceptionDispatchInfo.Capture(Thrown).Throw();
+        }
+    }
+
+    internal static class ProgressBridgeExtensions
+    {
+        internal static void KeepAliveAndRethrow(this ProgressBridge bridge)
+        {
+            if (bridge == null)
+                return;
+            GC.KeepAlive(bridge.Native);
+            bridge.Rethrow();
         }
     }
 
@@ -175,10 +245,13 @@ namespace Sam2
             Sam2Encoder.CheckPixels(pixels, width, height, stride);
             using (var pins = new PinSet())
             {
-                NativeMethods.sam2_everything_options native = (options ?? new Sam2EverythingOptions()).ToNative(pins);
+                Sam2EverythingOptions managed = options ?? new Sam2EverythingOptions();
+                NativeMethods.sam2_everything_options native = managed.ToNative(pins);
+                ProgressBridge bridge = managed.Bridge(ref native);
                 EverythingHandle result;
                 Sam2Status status = NativeMethods.sam2_segment_everything(encoder.Handle, predictor.Handle, pixels,
                     (UIntPtr)pixels.Length, (uint)width, (uint)height, (UIntPtr)stride, (uint)format, ref native, out result);
+                bridge.KeepAliveAndRethrow();
                 return new Sam2Everything(Sam2Error.CheckNew(status, result));
             }
         }
@@ -192,10 +265,13 @@ namespace Sam2
                 throw new ArgumentNullException("embedding");
             using (var pins = new PinSet())
             {
-                NativeMethods.sam2_everything_options native = (options ?? new Sam2EverythingOptions()).ToNative(pins);
+                Sam2EverythingOptions managed = options ?? new Sam2EverythingOptions();
+                NativeMethods.sam2_everything_options native = managed.ToNative(pins);
+                ProgressBridge bridge = managed.Bridge(ref native);
                 EverythingHandle result;
                 EmbeddingHandle embeddingHandle = embedding.Handle;
                 Sam2Status status = NativeMethods.sam2_segment_everything_embedding(predictor.Handle, embeddingHandle, ref native, out result);
+                bridge.KeepAliveAndRethrow();
                 return new Sam2Everything(Sam2Error.CheckNew(status, result, embeddingHandle));
             }
         }

@@ -57,6 +57,47 @@ namespace Sam2.Tests
         }
 
         [Test]
+        private static void ProgressIsReportedAndFalseCancels()
+        {
+            var seen = new List<long[]>();
+            var options = new Sam2EverythingOptions
+            {
+                PointsPerSide = 4,
+                PointsPerBatch = 4,
+                Progress = (done, total) => { seen.Add(new[] { done, total }); return true; },
+            };
+            Assert.Equal(1048576L, options.MaxClicks, "default max_clicks");
+            Assert.Equal(4L << 30, options.MaxMemoryBytes, "default max_memory_bytes");
+            using (Sam2Everything.Segment(Fixture.Predictor, Fixture.Shapes, options)) { }
+            Assert.Equal(6, seen.Count, "a report before the batches, after each of 4, at the end");
+            Assert.Equal(16L, seen[seen.Count - 1][0], "clicks done");
+            Assert.Equal(16L, seen[seen.Count - 1][1], "clicks in all");
+            options.Progress = (done, total) => done < 8;
+            var e = Assert.Throws<OperationCanceledException>(
+                () => Sam2Everything.Segment(Fixture.Predictor, Fixture.Shapes, options), "a cancel");
+            Assert.Contains("after 8 of 16 clicks", e.Message, "message");
+            options.Progress = (done, total) => { throw new InvalidTimeZoneException("from the callback"); };
+            Assert.Throws<InvalidTimeZoneException>(
+                () => Sam2Everything.Segment(Fixture.Predictor, Fixture.Shapes, options), "the callback's exception");
+            options.Progress = null;
+            options.MaxClicks = 15;
+            var budget = Assert.Throws<ArgumentException>(
+                () => Sam2Everything.Segment(Fixture.Predictor, Fixture.Shapes, options), "over the work budget");
+            Assert.Contains("16 clicks", budget.Message, "message");
+        }
+
+        [Test]
+        private static void ANativePanicIsASam2ExceptionWithItsMessage()
+        {
+            foreach (bool onWorker in new[] { false, true })
+            {
+                var e = Assert.Throws<Sam2Exception>(() => Sam2TestSupport.Panic("boom from .NET", onWorker), "a panic");
+                Assert.Equal(Sam2Status.Panic, e.Status, "status");
+                Assert.Contains("boom from .NET", e.Message, "message");
+            }
+        }
+
+        [Test]
         private static void BadOptionsNameTheField()
         {
             var e = Assert.Throws<ArgumentException>(

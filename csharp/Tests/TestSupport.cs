@@ -49,5 +49,17 @@ namespace Sam2.Tests
             Sam2Status status = sam2_test_masks_from_bytes(mask, (uint)width, (uint)height, out result);
             return new Sam2Masks(Sam2Error.CheckNew(status, result));
         }
+
+        [DllImport(NativeMethods.Library, CallingConvention = CallingConvention.Cdecl)]
+        private static extern Sam2Status sam2_test_panic(byte[] message, int on_worker);
+
+        /// <summary>
+        /// Panics inside the native library (<c>sam2_test_panic</c>), on the calling thread or on a
+        /// worker of its thread pool: the panic must come back as a Sam2Exception with its message.
+        /// </summary>
+        public static void Panic(string message, bool onWorker)
+        {
+            Sam2Error.Check(sam2_test_panic(Utf8.ToNative(message, "message"), onWorker ? 1 : 0));
+        }
     }
 }
