@@ -65,6 +65,9 @@ webgpu_rig() {
     export SAM2_WEBGPU_ONNXRUNTIME="$lib"
     export VK_ICD_FILENAMES="$icd"
     export SAM2_WEBGPU_REQUIRED=1
+    # Mesa keeps compiled shaders under ~/.cache unless told where: keep the user's home clean
+    # (and the cache between runs, where llvmpipe's compiles are slow).
+    export MESA_SHADER_CACHE_DIR="$CACHE/mesa-shader-cache"
     # Dawn wants a runtime directory; a CI shell may have none.
     if [ -z "${XDG_RUNTIME_DIR:-}" ] || [ ! -d "${XDG_RUNTIME_DIR:-}" ]; then
         export XDG_RUNTIME_DIR="$CACHE/runtime"
