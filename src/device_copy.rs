@@ -59,7 +59,10 @@ pub(crate) fn copy(
         value.to(target, device_id)?
     };
     COPIES.fetch_add(1, Ordering::Relaxed);
-    COPIED_BYTES.fetch_add(byte_len(value) as u64, Ordering::Relaxed);
+    COPIED_BYTES.fetch_add(
+        crate::embedding::tensor_byte_len(value) as u64,
+        Ordering::Relaxed,
+    );
     Ok(copied)
 }
 
@@ -67,16 +70,6 @@ pub(crate) fn copy(
 /// "WebGPU_Buf" (1.30).
 fn is_webgpu(device: &AllocationDevice<'_>) -> bool {
     device.as_str().starts_with("WebGPU_Buf")
-}
-
-fn byte_len(value: &DynTensor) -> usize {
-    match value.dtype() {
-        ValueType::Tensor { ty, shape, .. } => {
-            let elems: i64 = shape.iter().product();
-            elems.max(0) as usize * crate::embedding::element_size(*ty)
-        }
-        _ => 0,
-    }
 }
 
 /// One identity session per (WebGPU device id, element type).

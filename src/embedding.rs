@@ -163,6 +163,17 @@ impl EmbeddingTensor {
     }
 }
 
+/// Bytes of a dense tensor's data (0 for a value that is not a tensor).
+pub(crate) fn tensor_byte_len(value: &DynTensor) -> usize {
+    match value.dtype() {
+        ort::value::ValueType::Tensor { ty, shape, .. } => {
+            let elems: i64 = shape.iter().product();
+            elems.max(0) as usize * element_size(*ty)
+        }
+        _ => 0,
+    }
+}
+
 pub(crate) fn element_size(dtype: TensorElementType) -> usize {
     match dtype {
         TensorElementType::Float16 | TensorElementType::Bfloat16 => 2,

@@ -121,8 +121,7 @@ pub(crate) fn borrowed_view(owner: &ort::value::DynTensor) -> Result<ort::value:
         return Err("not a tensor".into());
     };
     let dims: Vec<i64> = shape.iter().copied().collect();
-    let elems: i64 = dims.iter().product();
-    let bytes = elems.max(0) as usize * crate::embedding::element_size(*ty);
+    let bytes = crate::embedding::tensor_byte_len(owner);
     let api = ort::api();
     let mut out: *mut ort::sys::OrtValue = std::ptr::null_mut();
     // SAFETY: the memory info and data pointer are `owner`'s, which holds `bytes` bytes of this

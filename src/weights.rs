@@ -115,8 +115,8 @@ impl Plan {
     /// The plan for sessions with these options. CPU sessions and CUDA ones are optimised at the
     /// requested level with their providers. Providers that compile the graph themselves
     /// (TensorRT, DirectML, CoreML) cannot have a pre-optimised graph saved with their nodes, nor
-    /// WebGPU (it re-lays the graph out for its preferred NHWC layout when the session is built),
-    /// so their graph gets the provider-independent basic rewrites and they do the rest.
+    /// WebGPU (it picks its kernels and re-lays some weights out when the session is built), so
+    /// their graph gets the provider-independent basic rewrites and they do the rest.
     pub(crate) fn new(level: Optimization, device: &DeviceOptions) -> Self {
         let first = device.providers.first().map(|r| r.provider);
         match first {

@@ -14,7 +14,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, Once};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use common::memory::rss;
 use common::*;
@@ -32,18 +32,16 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// The WebGPU build of ONNX Runtime, loaded once for this process (it then serves the CPU
 /// sessions these tests compare against too), or `None` when the rig is not set up.
 fn rig() -> Option<&'static Path> {
-    static INIT: Once = Once::new();
-    static mut LIB: Option<PathBuf> = None;
-    INIT.call_once(|| {
-        let lib = std::env::var_os("SAM2_WEBGPU_ONNXRUNTIME").map(PathBuf::from);
-        if let Some(lib) = &lib {
-            sam2::runtime::init(Some(lib)).expect("the WebGPU build of ONNX Runtime loads");
-        }
-        // SAFETY: written once, inside call_once, before any read.
-        unsafe { LIB = lib };
-    });
-    // SAFETY: only read after call_once has written it.
-    let lib = unsafe { (*std::ptr::addr_of!(LIB)).as_deref() };
+    static LIB: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let lib = LIB
+        .get_or_init(|| {
+            let lib = std::env::var_os("SAM2_WEBGPU_ONNXRUNTIME").map(PathBuf::from);
+            if let Some(lib) = &lib {
+                sam2::runtime::init(Some(lib)).expect("the WebGPU build of ONNX Runtime loads");
+            }
+            lib
+        })
+        .as_deref();
     if lib.is_none() {
         assert!(
             std::env::var_os("SAM2_WEBGPU_REQUIRED").map_or(true, |v| v != "1"),
