@@ -39,6 +39,7 @@ pub enum Command {
     Encode(Encode),
     Info(Info),
     Everything(Everything),
+    Track(Track),
 }
 
 /// Where the models come from: `--model PATH` or `--encoder F --decoder F`.
@@ -107,6 +108,39 @@ pub struct Everything {
     pub onnxruntime: Option<PathBuf>,
 }
 
+/// The prompts of one object on one frame of `sam2 track`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrackPrompt {
+    pub object_id: u32,
+    pub frame: u32,
+    pub points: Vec<sam2::Point>,
+    pub bbox: Option<[f32; 4]>,
+}
+
+/// Which way `sam2 track` goes from the first prompted frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Directions {
+    Forward,
+    Backward,
+    Both,
+}
+
+/// `sam2 track`: a video model over a sequence of frames.
+pub struct Track {
+    /// One directory (its PNG and JPEG files, sorted by name) or the frames themselves, in order.
+    pub frames: Vec<PathBuf>,
+    /// The largest frame read, in pixels (`--max-pixels`).
+    pub max_pixels: u64,
+    pub model: PathBuf,
+    /// A directory: masks/obj<ID>/<frame>.png and track.json go there.
+    pub out: PathBuf,
+    /// In the order given; each object's prompts on each frame once.
+    pub prompts: Vec<TrackPrompt>,
+    pub directions: Directions,
+    pub device: Device,
+    pub onnxruntime: Option<PathBuf>,
+}
+
 pub struct Info {
     pub model: PathBuf,
     pub device: Device,
@@ -164,6 +198,15 @@ fn fraction(text: &str, option: &str) -> Result<f32, Usage> {
     }
 }
 
+/// `--box X1,Y1,X2,Y2`, with X2 > X1 and Y2 > Y1.
+fn box_value(text: &str) -> Result<[f32; 4], Usage> {
+    let v = numbers(text, "--box", 4..=4)?;
+    if v[2] <= v[0] || v[3] <= v[1] {
+        return usage("--box X1,Y1,X2,Y2: X2 must exceed X1 and Y2 exceed Y1");
+    }
+    Ok([v[0], v[1], v[2], v[3]])
+}
+
 fn option_shape(option: &str) -> &'static str {
     match option {
         "--point" => "X,Y or X,Y,neg",
@@ -216,7 +259,9 @@ impl Args {
 pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
     let mut raw = raw.into_iter();
     let Some(command) = raw.next() else {
-        return usage("no command given: sam2 segment, everything, encode or info (sam2 --help)");
+        return usage(
+            "no command given: sam2 segment, everything, track, encode or info (sam2 --help)",
+        );
     };
     let command: &'static str = match command.as_str() {
         "-h" | "--help" | "help" => return Ok(Command::Help),
@@ -225,10 +270,12 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
         "encode" => "encode",
         "info" => "info",
         "everything" => "everything",
+        "track" => "track",
         other => {
             return usage(format!(
-            "unknown command {other}: expected segment, everything, encode or info (sam2 --help)"
-        ))
+                "unknown command {other}: expected segment, everything, track, encode or info \
+                 (sam2 --help)"
+            ))
         }
     };
     let mut args = Args {
@@ -248,6 +295,11 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
     let mut max_pixels = crate::picture::DEFAULT_MAX_PIXELS;
     let segment = command == "segment";
     let everything = command == "everything";
+    let track = command == "track";
+    // `sam2 track`: prompts go to the current object (--object) on the current frame (--frame).
+    let (mut object_id, mut frame) = (1u32, 0u32);
+    let mut track_prompts: Vec<TrackPrompt> = Vec::new();
+    let mut directions = Directions::Both;
     let (mut points_per_side, mut pred_iou_thresh, mut stability_score_thresh) = (None, None, None);
     let (mut box_nms_thresh, mut crop_n_layers, mut min_mask_region_area) = (None, None, None);
     while let Some(arg) = args.items.next() {
@@ -260,7 +312,7 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             "--model" | "-m" if command != "info" => {
                 models.model = Some(args.value(&name, inline)?.into())
             }
-            "--encoder" if command != "info" => {
+            "--encoder" if command != "info" && !track => {
                 models.encoder = Some(args.value(&name, inline)?.into())
             }
             "--decoder" if segment || everything => {
@@ -290,6 +342,58 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
                     }
                 };
             }
+            "--object" if track => {
+                object_id = whole(&args.value(&name, inline)?, &name, 1, i32::MAX as u32)?
+            }
+            "--frame" if track => {
+                frame = whole(&args.value(&name, inline)?, &name, 0, i32::MAX as u32)?
+            }
+            "--direction" if track => {
+                directions = match args.value(&name, inline)?.as_str() {
+                    "forward" => Directions::Forward,
+                    "backward" => Directions::Backward,
+                    "both" => Directions::Both,
+                    other => {
+                        return usage(format!(
+                            "--direction {other}: expected forward, backward or both"
+                        ))
+                    }
+                }
+            }
+            "--point" | "-p" | "--box" | "-b" if track => {
+                let at = match track_prompts
+                    .iter()
+                    .position(|p| p.object_id == object_id && p.frame == frame)
+                {
+                    Some(at) => at,
+                    None => {
+                        track_prompts.push(TrackPrompt {
+                            object_id,
+                            frame,
+                            points: Vec::new(),
+                            bbox: None,
+                        });
+                        track_prompts.len() - 1
+                    }
+                };
+                let group = &mut track_prompts[at];
+                if name == "--point" || name == "-p" {
+                    let v = numbers(&args.value("--point", inline)?, "--point", 2..=3)?;
+                    group.points.push(sam2::Point {
+                        x: v[0],
+                        y: v[1],
+                        positive: v.get(2) != Some(&0.0),
+                    });
+                } else {
+                    if group.bbox.is_some() {
+                        return usage(format!(
+                            "--box given twice for object {object_id} on frame {frame}: one box \
+                             per object and frame"
+                        ));
+                    }
+                    group.bbox = Some(box_value(&args.value("--box", inline)?)?);
+                }
+            }
             "--point" | "-p" if segment => {
                 let v = numbers(&args.value("--point", inline)?, "--point", 2..=3)?;
                 points.push(sam2::Point {
@@ -302,11 +406,7 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
                 if bbox.is_some() {
                     return usage("--box given twice: one box per object");
                 }
-                let v = numbers(&args.value("--box", inline)?, "--box", 4..=4)?;
-                if v[2] <= v[0] || v[3] <= v[1] {
-                    return usage("--box X1,Y1,X2,Y2: X2 must exceed X1 and Y2 exceed Y1");
-                }
-                bbox = Some([v[0], v[1], v[2], v[3]]);
+                bbox = Some(box_value(&args.value("--box", inline)?)?);
             }
             "--multimask" if segment => multimask = true,
             "--embedding" if segment => embedding = Some(PathBuf::from(args.value(&name, inline)?)),
@@ -439,6 +539,36 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
                 max_pixels,
                 models,
                 out,
+                device,
+                onnxruntime,
+            }))
+        }
+        "track" => {
+            if positional.is_empty() {
+                return usage(
+                    "sam2 track needs FRAMES: a directory of PNG/JPEG frames, or the frames \
+                     themselves (sam2 track --help)",
+                );
+            }
+            let Some(out) = out else {
+                return usage("sam2 track needs -o DIR (the directory it writes the masks into)");
+            };
+            let Some(model) = models.model else {
+                return usage("a video model is needed: --model DIR (or DIR/NAME)");
+            };
+            if track_prompts.is_empty() {
+                return usage(
+                    "sam2 track needs a prompt: --point X,Y and/or --box X1,Y1,X2,Y2 (on --frame \
+                     K, for --object ID)",
+                );
+            }
+            Ok(Command::Track(Track {
+                frames: positional.into_iter().map(PathBuf::from).collect(),
+                max_pixels,
+                model,
+                out,
+                prompts: track_prompts,
+                directions,
                 device,
                 onnxruntime,
             }))

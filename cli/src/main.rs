@@ -4,6 +4,7 @@
 mod args;
 mod picture;
 mod progress;
+mod track;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,7 @@ sam2: segment your own images with Segment Anything 2 (ONNX Runtime)
 Usage:
   sam2 segment    IMAGE (--model PATH | --encoder F --decoder F) [prompt] -o OUT [options]
   sam2 everything IMAGE (--model PATH | --encoder F --decoder F) -o OUT [generator] [options]
+  sam2 track      FRAMES --model PATH [--object ID] [--frame K] prompt... -o DIR [options]
   sam2 encode     IMAGE (--model PATH | --encoder F) -o FILE [options]
   sam2 info    MODEL [options]
 
@@ -46,6 +48,11 @@ through it.
 everything segments the whole image with SAM2's automatic mask generator (a grid of clicks,
 filtered and de-duplicated) and writes OUT.overlay.png and OUT.json (one COCO annotation per
 mask, with SAM2's predicted_iou, stability_score, point_coords and crop_box).
+track follows objects through a video: FRAMES is a directory of PNG/JPEG frames (sorted by
+name) or the frames themselves, in order; --model names a video model (SAM2's four modules,
+NAME_image_encoder.onnx, NAME_memory_attention.onnx, ...). It writes
+DIR/masks/obj<ID>/<frame>.png for every object and frame and DIR/track.json (COCO: an RLE per
+object per frame, with the object's presence score).
 
 Models:
   --model PATH          a directory holding one encoder/decoder pair, DIR/NAME for the pair
@@ -59,6 +66,10 @@ Prompt (segment):
   --multimask           keep the three candidate masks, not only the best
   --embedding FILE      use an embedding from `sam2 encode` instead of encoding IMAGE
   --tolerance PX        simplify the polygons by PX pixels (default 0: exact)
+Prompts (track): --point and --box as for segment, for the object of the last --object ID
+(default 1) on the frame of the last --frame K (default 0); repeat for more objects and frames.
+  --direction forward|backward|both   from the first prompted frame: to the end, to the start
+                        (from the last prompted frame), or both [both]
 Generator (everything; SAM2's defaults in brackets):
   --points-per-side N   clicks per side of the grid [32]
   --pred-iou-thresh X   keep masks whose predicted IoU is above X [0.8]
@@ -93,6 +104,8 @@ Examples:
   sam2 segment photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx \\
       --embedding photo.sam2emb --point 320,240 --multimask -o out/photo
   sam2 everything photo.jpg --model exports/ -o out/photo-all
+  sam2 track clip/ --model exports/sam2.1_tiny_video/ --point 320,240 \\
+      --object 2 --frame 10 --box 40,60,200,180 -o out/clip
   sam2 info exports/sam2.1_hiera_tiny_image_decoder_multi.onnx
 ";
 
@@ -208,6 +221,7 @@ fn run(command: Command) -> Result<(), Failure> {
         Command::Segment(s) => segment(s),
         Command::Encode(e) => encode(e),
         Command::Info(i) => info(i),
+        Command::Track(t) => track::track(t),
     }
 }
 

@@ -1208,3 +1208,186 @@ fn an_output_directory_receives_files_named_after_the_image() {
     assert_one_line(&run, &["-o needs a path"]);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[path = "../../tests/common/track_clip.rs"]
+#[allow(dead_code)]
+mod track_clip;
+
+/// The generated tracking clip as PNG files `DIR/00000.png` … (24 frames).
+fn clip_frames(name: &str) -> PathBuf {
+    let dir = scratch(name).join("clip");
+    std::fs::create_dir_all(&dir).unwrap();
+    for t in 0..track_clip::FRAMES {
+        let (rgb, _, _) = track_clip::frame(t);
+        RgbImage::from_raw(track_clip::WIDTH as u32, track_clip::HEIGHT as u32, rgb)
+            .unwrap()
+            .save(dir.join(format!("{t:05}.png")))
+            .unwrap();
+    }
+    dir
+}
+
+fn track_model() -> String {
+    models().join("track").display().to_string()
+}
+
+#[test]
+fn track_follows_two_objects_forward_writing_a_mask_per_frame_and_a_coco_json() {
+    let clip = clip_frames("track-forward");
+    let out_dir = clip.parent().unwrap().join("out");
+    let (cx, cy) = track_clip::target_centre(0);
+    let out = sam2(&[
+        "track",
+        clip.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--point",
+        &format!("{cx},{cy}"),
+        "--object",
+        "2",
+        "--point",
+        &format!("{},40", track_clip::distractor_left(0) + 20),
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("track.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["frames"], 24);
+    assert_eq!(json["images"].as_array().unwrap().len(), 24);
+    let annotations = json["annotations"].as_array().unwrap();
+    assert_eq!(annotations.len(), 48, "one annotation per object per frame");
+    let (w, h) = (track_clip::WIDTH, track_clip::HEIGHT);
+    for a in annotations {
+        let t = a["frame"].as_u64().unwrap() as u32;
+        let id = a["object_id"].as_u64().unwrap();
+        let (_, disc, square) = track_clip::frame(t);
+        let truth = if id == 1 { &disc } else { &square };
+        let file = out_dir.join(a["mask_file"].as_str().unwrap());
+        assert_eq!(file, out_dir.join(format!("masks/obj{id}/{t:05}.png")));
+        let mask = read_mask(&file);
+        // The RLE is the mask file's mask.
+        let rle = sam2::Rle::from_coco_string(a["segmentation"]["counts"].as_str().unwrap(), w, h)
+            .unwrap();
+        assert_eq!(rle, sam2::Rle::encode(&mask, w, h), "frame {t} object {id}");
+        assert_eq!(a["area"], mask.iter().filter(|&&v| v != 0).count());
+        let visible = truth.iter().any(|&v| v != 0);
+        assert_eq!(
+            a["present"], visible,
+            "frame {t} object {id}: presence {}",
+            a["object_score"]
+        );
+        if visible {
+            assert!(
+                iou(&mask, truth) >= 0.9,
+                "frame {t} object {id}: IoU {:.3}",
+                iou(&mask, truth)
+            );
+        } else {
+            assert!(
+                mask.iter().all(|&v| v == 0),
+                "frame {t}: hidden, yet a mask"
+            );
+        }
+    }
+}
+
+#[test]
+fn track_goes_backward_from_a_prompt_on_the_last_frame() {
+    let clip = clip_frames("track-backward");
+    let out_dir = clip.parent().unwrap().join("out");
+    let last = track_clip::FRAMES - 1;
+    let (cx, cy) = track_clip::target_centre(last as i64);
+    let out = sam2(&[
+        "track",
+        clip.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--frame",
+        &last.to_string(),
+        "--point",
+        &format!("{cx},{cy}"),
+        "--direction",
+        "backward",
+        "-o",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    for t in 0..track_clip::FRAMES {
+        let (_, disc, _) = track_clip::frame(t);
+        let mask = read_mask(&out_dir.join(format!("masks/obj1/{t:05}.png")));
+        if disc.iter().any(|&v| v != 0) {
+            assert!(
+                iou(&mask, &disc) >= 0.9,
+                "frame {t}: IoU {:.3}",
+                iou(&mask, &disc)
+            );
+        } else {
+            assert!(mask.iter().all(|&v| v == 0), "frame {t}");
+        }
+    }
+}
+
+#[test]
+fn track_refuses_bad_frames_prompts_and_models_with_the_documented_codes_writing_nothing() {
+    let clip = clip_frames("track-errors");
+    let root = clip.parent().unwrap().to_path_buf();
+    let out_dir = root.join("out");
+    let run = |extra: &[&str], frames: &Path, model: &str| {
+        let mut args = vec!["track", frames.to_str().unwrap(), "--model", model];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["-o", out_dir.to_str().unwrap()]);
+        sam2(&args)
+    };
+    let model = track_model();
+    // A prompt on a frame the clip does not have: bad input, naming the frame count.
+    let out = run(&["--frame", "24", "--point", "30,30"], &clip, &model);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("24 frames"), "{}", stderr(&out));
+    // No prompt, an unknown direction, an option of another command: usage.
+    for extra in [
+        &[][..],
+        &["--point", "30,30", "--direction", "sideways"][..],
+        &["--point", "30,30", "--multimask"][..],
+    ] {
+        let out = run(extra, &clip, &model);
+        assert_eq!(code(&out), 2, "{extra:?}: {}", stderr(&out));
+    }
+    // A directory with image pairs but no video model: a model error naming the modules.
+    let out = run(
+        &["--point", "30,30"],
+        &clip,
+        &models().display().to_string(),
+    );
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("memory_attention.onnx"),
+        "{}",
+        stderr(&out)
+    );
+    // A frame of another size, and a directory with no frames: bad input naming the file.
+    let odd = root.join("odd");
+    std::fs::create_dir_all(&odd).unwrap();
+    for t in 0..3u32 {
+        let size = if t == 2 {
+            100
+        } else {
+            track_clip::WIDTH as u32
+        };
+        RgbImage::new(size, track_clip::HEIGHT as u32)
+            .save(odd.join(format!("{t}.png")))
+            .unwrap();
+    }
+    let out = run(&["--point", "30,30"], &odd, &model);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(stderr(&out).contains("2.png"), "{}", stderr(&out));
+    let empty = root.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run(&["--point", "30,30"], &empty, &model);
+    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    assert!(
+        !out_dir.exists(),
+        "a failed run created its output directory"
+    );
+}

@@ -41,6 +41,96 @@ impl VideoModelPaths {
             memory_encoder: file("memory_encoder"),
         }
     }
+
+    /// The video model at `path`: a directory holding one set of the four modules (each under
+    /// the contract's name after a common prefix, none for an export's own names), or
+    /// `DIR/NAME`, the set whose names start with `NAME` (`NAME` itself, or `NAME_` / `NAME.` /
+    /// `NAME-` before the module's name). Several sets in a directory, or none, is a model error
+    /// naming what was found.
+    pub fn find(path: impl AsRef<Path>) -> Result<Self> {
+        let path = path.as_ref();
+        let (dir, name) = if path.is_dir() {
+            (path.to_path_buf(), None)
+        } else {
+            let dir = match path.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+                _ => PathBuf::from("."),
+            };
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                return Err(Error::model(path, "is not a directory or a model name"));
+            };
+            if !dir.is_dir() {
+                return Err(Error::model(
+                    path,
+                    format!("{} is not a directory", dir.display()),
+                ));
+            }
+            (dir, Some(name.to_string()))
+        };
+        let entries =
+            std::fs::read_dir(&dir).map_err(|e| Error::io(dir.display().to_string(), e))?;
+        let mut files = std::collections::BTreeSet::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| Error::io(dir.display().to_string(), e))?;
+            if let Some(n) = entry.file_name().to_str() {
+                files.insert(n.to_string());
+            }
+        }
+        const MODULES: [&str; 4] = [
+            "image_encoder",
+            "memory_attention",
+            "image_decoder",
+            "memory_encoder",
+        ];
+        // Every prefix under which all four modules exist.
+        let mut sets: Vec<String> = files
+            .iter()
+            .filter_map(|f| f.strip_suffix("memory_attention.onnx"))
+            .filter(|prefix| {
+                MODULES
+                    .iter()
+                    .all(|m| files.contains(&format!("{prefix}{m}.onnx")))
+            })
+            .map(str::to_string)
+            .collect();
+        if let Some(name) = &name {
+            sets.retain(|prefix| {
+                prefix == name
+                    || prefix
+                        .strip_prefix(name.as_str())
+                        .is_some_and(|rest| matches!(rest, "_" | "." | "-"))
+            });
+        }
+        let shown = |prefix: &str| {
+            if prefix.is_empty() {
+                "the contract's own names (image_encoder.onnx, ...)".to_string()
+            } else {
+                format!("{prefix}image_encoder.onnx, ...")
+            }
+        };
+        match sets.len() {
+            1 => Ok(Self::in_dir(&dir, &sets[0])),
+            0 => Err(Error::model(
+                path,
+                format!(
+                    "holds no video model: the four modules {} (after a common prefix) were not                      all found{}",
+                    MODULES.map(|m| format!("{m}.onnx")).join(", "),
+                    if name.is_some() {
+                        " under that name"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+            n => Err(Error::model(
+                path,
+                format!(
+                    "holds {n} video models: {}; choose one with DIR/NAME",
+                    sets.iter().map(|p| shown(p)).collect::<Vec<_>>().join("; ")
+                ),
+            )),
+        }
+    }
 }
 
 /// Tensor names of the contract.
@@ -467,5 +557,70 @@ impl Modules {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir_with(name: &str, files: &[&str]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("sam2-find-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in files {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        dir
+    }
+
+    const FOUR: [&str; 4] = [
+        "image_encoder.onnx",
+        "memory_attention.onnx",
+        "image_decoder.onnx",
+        "memory_encoder.onnx",
+    ];
+
+    #[test]
+    fn one_set_of_four_modules_is_found_by_directory_or_name() {
+        let mut files: Vec<String> = FOUR.iter().map(|f| format!("tiny_{f}")).collect();
+        // An image pair of ONNX Runtime's naming beside it is no video model.
+        files.push("other_image_encoder.onnx".into());
+        files.push("other_image_decoder.onnx".into());
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let dir = dir_with("one", &names);
+        assert_eq!(
+            VideoModelPaths::find(&dir).unwrap(),
+            VideoModelPaths::in_dir(&dir, "tiny_")
+        );
+        assert_eq!(
+            VideoModelPaths::find(dir.join("tiny")).unwrap(),
+            VideoModelPaths::in_dir(&dir, "tiny_")
+        );
+        let err = VideoModelPaths::find(dir.join("other")).unwrap_err();
+        assert!(matches!(err, Error::Model { .. }), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn several_sets_or_a_missing_module_is_a_model_error_saying_so() {
+        let mut files: Vec<String> = FOUR.iter().map(|f| f.to_string()).collect();
+        files.extend(FOUR.iter().map(|f| format!("b.{f}")));
+        let names: Vec<&str> = files.iter().map(String::as_str).collect();
+        let dir = dir_with("two", &names);
+        let text = VideoModelPaths::find(&dir).unwrap_err().to_string();
+        assert!(
+            text.contains("2 video models") && text.contains("b.image_encoder.onnx"),
+            "{text}"
+        );
+        assert_eq!(
+            VideoModelPaths::find(dir.join("b")).unwrap(),
+            VideoModelPaths::in_dir(&dir, "b.")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        let dir = dir_with("three", &FOUR[..3]);
+        let text = VideoModelPaths::find(&dir).unwrap_err().to_string();
+        assert!(text.contains("holds no video model"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

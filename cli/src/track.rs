@@ -1,0 +1,413 @@
+//! `sam2 track`: a video model (SAM2's four modules, found by name in `--model`) over a sequence
+//! of frames, from prompts on any frames, forward and backward; writes one mask PNG per object
+//! and frame and one COCO-style JSON (an RLE per object per frame, with its presence score).
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use sam2::{Direction, ImageView, PixelFormat, Prompt, Rle, Tracker, TrackerOptions};
+
+use crate::args::{Directions, Track};
+use crate::{add_json, create_parent, exit, init_runtime, picture, progress, session_options};
+use crate::{Error, Failure};
+
+/// The frames the arguments name: one directory's PNG and JPEG files sorted by name, or the
+/// files given, in the order given.
+fn frame_files(given: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
+    let is_frame = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .map(|e| matches!(e.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg"))
+            .unwrap_or(false)
+    };
+    if let [dir] = given {
+        if dir.is_dir() {
+            let entries = std::fs::read_dir(dir).map_err(|e| {
+                Failure::new(exit::INPUT, format!("cannot read {}: {e}", dir.display()))
+            })?;
+            let mut files = Vec::new();
+            for entry in entries {
+                let entry = entry.map_err(|e| {
+                    Failure::new(exit::INPUT, format!("cannot read {}: {e}", dir.display()))
+                })?;
+                let path = entry.path();
+                if is_frame(&path) && !path.is_dir() {
+                    files.push(path);
+                }
+            }
+            files.sort_by(|a, b| a.file_name().cmp(&b.file_name()));
+            if files.is_empty() {
+                return Err(Failure::new(
+                    exit::INPUT,
+                    format!(
+                        "{} holds no frames (PNG or JPEG files: .png, .jpg, .jpeg)",
+                        dir.display()
+                    ),
+                ));
+            }
+            return Ok(files);
+        }
+    }
+    for path in given {
+        if path.is_dir() {
+            return Err(Failure::new(
+                exit::INPUT,
+                format!(
+                    "{} is a directory: give one directory of frames, or the frames themselves",
+                    path.display()
+                ),
+            ));
+        }
+    }
+    Ok(given.to_vec())
+}
+
+/// The name of each frame's mask files: the frames' own names when they are all different,
+/// else the frame numbers.
+fn frame_names(files: &[PathBuf]) -> Vec<String> {
+    let stems: Vec<String> = files
+        .iter()
+        .map(|f| {
+            f.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect();
+    let unique: std::collections::HashSet<&String> = stems.iter().collect();
+    if unique.len() == stems.len() && stems.iter().all(|s| !s.is_empty()) {
+        stems
+    } else {
+        (0..files.len()).map(|i| format!("{i:05}")).collect()
+    }
+}
+
+fn view(picture: &picture::Picture) -> Result<ImageView<'_>, Failure> {
+    let (w, h) = picture.rgb.dimensions();
+    ImageView::packed(
+        picture.rgb.as_raw(),
+        w as usize,
+        h as usize,
+        PixelFormat::Rgb,
+    )
+    .map_err(|e| Failure::of(e, exit::INPUT))
+}
+
+/// One line redrawn in place on stderr while frames are tracked (only on a terminal).
+struct Bar {
+    shown: bool,
+    start: Instant,
+    done: usize,
+    total: usize,
+}
+
+impl Bar {
+    fn new(total: usize) -> Self {
+        Bar {
+            shown: std::io::stderr().is_terminal(),
+            start: Instant::now(),
+            done: 0,
+            total,
+        }
+    }
+
+    fn tick(&mut self, what: &str, frame: usize) {
+        self.done += 1;
+        if !self.shown {
+            return;
+        }
+        let rate = self.done as f64 / self.start.elapsed().as_secs_f64().max(1e-9);
+        let width = 24;
+        let filled = width * self.done / self.total.max(1);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r\x1b[2K[{}{}] {}/{} tracking {what}: frame {frame} ({rate:.2} frames/s)",
+            "#".repeat(filled),
+            " ".repeat(width - filled.min(width)),
+            self.done,
+            self.total
+        );
+        let _ = err.flush();
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        if self.shown {
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
+        }
+    }
+}
+
+pub fn track(t: Track) -> Result<(), Failure> {
+    let files = frame_files(&t.frames)?;
+    let count = files.len();
+    for p in &t.prompts {
+        if p.frame as usize >= count {
+            return Err(Failure::new(
+                exit::INPUT,
+                format!(
+                    "--frame {} (object {}): there are {count} frames, numbered 0 to {}",
+                    p.frame,
+                    p.object_id,
+                    count - 1
+                ),
+            ));
+        }
+    }
+    let paths = sam2::VideoModelPaths::find(&t.model).map_err(|e| Failure::of(e, exit::MODEL))?;
+    init_runtime(t.onnxruntime.as_deref())?;
+    let tracker = {
+        let _p = progress::step("loading the video model");
+        Tracker::new(
+            &paths,
+            &TrackerOptions {
+                session: session_options(t.device),
+                num_frames: Some(count as u32),
+                ..TrackerOptions::default()
+            },
+        )
+        .map_err(|e| Failure::of(e, exit::MODEL))?
+    };
+
+    // Every frame is read when it is needed (a long clip is never held whole), and must have
+    // the first frame's size.
+    let mut size = None;
+    let mut read = |k: u32| -> Result<picture::Picture, Failure> {
+        let picture = picture::load(&files[k as usize], t.max_pixels)
+            .map_err(|m| Failure::new(exit::INPUT, m))?;
+        let dims = picture.rgb.dimensions();
+        match size {
+            None => size = Some((k, dims)),
+            Some((first, d)) if d != dims => {
+                return Err(Failure::new(
+                    exit::INPUT,
+                    format!(
+                        "{} is {}×{}, but frame {first} ({}) is {}×{}: every frame of a video has \
+                         one size",
+                        files[k as usize].display(),
+                        dims.0,
+                        dims.1,
+                        files[first as usize].display(),
+                        d.0,
+                        d.1
+                    ),
+                ))
+            }
+            Some(_) => {}
+        }
+        Ok(picture)
+    };
+
+    // The prompts, frame by frame (each object's prompts on a frame at once).
+    let mut ordered = t.prompts.clone();
+    ordered.sort_by_key(|p| p.frame);
+    for p in &ordered {
+        let picture = read(p.frame)?;
+        let prompt = Prompt {
+            points: p.points.clone(),
+            bbox: p.bbox,
+            mask_input: None,
+        };
+        tracker
+            .add_prompt(p.frame, &view(&picture)?, p.object_id, &prompt)
+            .map_err(|e| {
+                let code = if matches!(e, Error::InvalidArgument { .. }) {
+                    exit::INPUT
+                } else {
+                    exit::RUNTIME
+                };
+                let mut f = Failure::of(e, code);
+                f.message = format!(
+                    "object {} on frame {} ({}): {}",
+                    p.object_id,
+                    p.frame,
+                    files[p.frame as usize].display(),
+                    f.message
+                );
+                f
+            })?;
+    }
+
+    // Forward from the first prompted frame to the end; backward to the start from the first
+    // prompted frame (after a forward pass) or from the last one (backward alone).
+    let first = ordered.first().map(|p| p.frame).unwrap_or(0);
+    let last = ordered.last().map(|p| p.frame).unwrap_or(0);
+    let mut passes: Vec<(Direction, Vec<u32>)> = Vec::new();
+    if t.directions != Directions::Backward {
+        passes.push((Direction::Forward, (first..count as u32).collect()));
+    }
+    match t.directions {
+        Directions::Both => passes.push((Direction::Backward, (0..=first).rev().collect())),
+        Directions::Backward => passes.push((Direction::Backward, (0..=last).rev().collect())),
+        Directions::Forward => {}
+    }
+    let mut results: BTreeMap<u32, sam2::TrackedFrame> = BTreeMap::new();
+    let mut bar = Bar::new(passes.iter().map(|(_, f)| f.len()).sum());
+    for (direction, frames) in &passes {
+        let what = match direction {
+            Direction::Forward => "forward",
+            Direction::Backward => "backward",
+        };
+        for &k in frames {
+            let picture = read(k)?;
+            let tracked = tracker
+                .track(k, &view(&picture)?, *direction)
+                .map_err(|e| {
+                    let mut f = Failure::of(e, exit::RUNTIME);
+                    f.message =
+                        format!("frame {k} ({}): {}", files[k as usize].display(), f.message);
+                    f
+                })?;
+            results.insert(k, tracked);
+            bar.tick(what, k as usize);
+        }
+    }
+    drop(bar);
+
+    write_outputs(&t, &files, &results, &paths, tracker.device())
+}
+
+fn write_outputs(
+    t: &Track,
+    files: &[PathBuf],
+    results: &BTreeMap<u32, sam2::TrackedFrame>,
+    paths: &sam2::VideoModelPaths,
+    device: &sam2::EffectiveDevice,
+) -> Result<(), Failure> {
+    let names = frame_names(files);
+    let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in &ids {
+        create_parent(&t.out.join("masks").join(format!("obj{id}")).join("x"))?;
+    }
+    // Every file to a temporary beside it, then all renamed into place: all or nothing.
+    let mut outputs = sam2::files::StagedFiles::new();
+    let mut images = Vec::new();
+    let mut annotations = Vec::new();
+    for (&k, frame) in results {
+        let (w, h) = (frame.width, frame.height);
+        images.push(serde_json::json!({
+            "id": k + 1,
+            "frame": k,
+            "file_name": files[k as usize].display().to_string(),
+            "width": w,
+            "height": h,
+        }));
+        for object in &frame.objects {
+            let relative = format!("masks/obj{}/{}.png", object.object_id, names[k as usize]);
+            outputs
+                .add(&t.out.join(&relative), |f| {
+                    picture::write_mask(&object.mask, w as u32, h as u32, f)
+                })
+                .map_err(|e| Failure::of(e, exit::OUTPUT))?;
+            let (area, bbox) = area_and_box(&object.mask, w);
+            annotations.push(serde_json::json!({
+                "id": annotations.len() + 1,
+                "image_id": k + 1,
+                "frame": k,
+                "object_id": object.object_id,
+                "category_id": 1,
+                "present": object.present,
+                "object_score": object.score,
+                "area": area,
+                "bbox": bbox,
+                "segmentation": {
+                    "size": [h, w],
+                    "counts": Rle::encode(&object.mask, w, h).to_coco_string(),
+                },
+                "mask_file": relative,
+            }));
+        }
+    }
+    let prompts: Vec<serde_json::Value> = t
+        .prompts
+        .iter()
+        .map(|p| {
+            serde_json::json!({
+                "object_id": p.object_id,
+                "frame": p.frame,
+                "points": p.points.iter().map(|q| serde_json::json!([q.x, q.y, if q.positive { 1 } else { 0 }])).collect::<Vec<_>>(),
+                "box": p.bbox,
+            })
+        })
+        .collect();
+    let document = serde_json::json!({
+        "info": { "description": "sam2 track", "version": env!("CARGO_PKG_VERSION") },
+        "model": {
+            "image_encoder": paths.image_encoder.display().to_string(),
+            "memory_attention": paths.memory_attention.display().to_string(),
+            "image_decoder": paths.image_decoder.display().to_string(),
+            "memory_encoder": paths.memory_encoder.display().to_string(),
+            "device": device.primary.ort_name(),
+            "fell_back": device.fell_back,
+        },
+        "frames": files.len(),
+        "direction": match t.directions {
+            Directions::Forward => "forward",
+            Directions::Backward => "backward",
+            Directions::Both => "both",
+        },
+        "prompts": prompts,
+        "images": images,
+        "categories": [{ "id": 1, "name": "object" }],
+        "objects": ids,
+        "annotations": annotations,
+    });
+    let json_path = t.out.join("track.json");
+    add_json(&mut outputs, &json_path, &document)?;
+    outputs.commit().map_err(|e| Failure::of(e, exit::OUTPUT))?;
+    eprintln!(
+        "sam2: {} object{} on {} of {} frames → {}, {}",
+        ids.len(),
+        if ids.len() == 1 { "" } else { "s" },
+        results.len(),
+        files.len(),
+        t.out.join("masks").display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// The mask's pixel count and COCO box `[x, y, width, height]` (all 0 when empty).
+fn area_and_box(mask: &[u8], width: usize) -> (usize, [usize; 4]) {
+    let (mut area, mut x0, mut y0, mut x1, mut y1) = (0, usize::MAX, usize::MAX, 0, 0);
+    for (i, &v) in mask.iter().enumerate() {
+        if v != 0 {
+            let (x, y) = (i % width, i / width);
+            area += 1;
+            x0 = x0.min(x);
+            y0 = y0.min(y);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+        }
+    }
+    if area == 0 {
+        (0, [0, 0, 0, 0])
+    } else {
+        (area, [x0, y0, x1 - x0 + 1, y1 - y0 + 1])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_names_are_the_stems_unless_two_are_alike() {
+        let files: Vec<PathBuf> = ["a/0001.png", "a/0002.jpg"].map(PathBuf::from).into();
+        assert_eq!(frame_names(&files), ["0001", "0002"]);
+        let files: Vec<PathBuf> = ["a/0001.png", "b/0001.png"].map(PathBuf::from).into();
+        assert_eq!(frame_names(&files), ["00000", "00001"]);
+    }
+
+    #[test]
+    fn the_box_spans_the_mask() {
+        let mask = [0, 0, 0, 0, 1, 1, 0, 1, 0];
+        assert_eq!(area_and_box(&mask, 3), (3, [1, 1, 2, 2]));
+        assert_eq!(area_and_box(&[0; 9], 3), (0, [0, 0, 0, 0]));
+    }
+}
