@@ -110,10 +110,10 @@ impl Default for EverythingOptions {
 }
 
 /// Largest number of crop layers (1 + 4 + 16 + 64 + 256 crops, each encoded).
-pub(crate) const MAX_CROP_LAYERS: u32 = 4;
+pub const MAX_CROP_LAYERS: u32 = 4;
 /// Largest number of points per side, and of points in one caller grid.
 pub(crate) const MAX_POINTS_PER_SIDE: u32 = 1024;
-pub(crate) const MAX_GRID_POINTS: usize = (MAX_POINTS_PER_SIDE * MAX_POINTS_PER_SIDE) as usize;
+pub const MAX_GRID_POINTS: usize = (MAX_POINTS_PER_SIDE * MAX_POINTS_PER_SIDE) as usize;
 /// Distance (pixels) within which a box counts as touching a crop edge, as in SAM2.
 const CROP_EDGE_TOLERANCE: f32 = 20.0;
 

@@ -1,10 +1,12 @@
 //! Segment Anything 2 through ONNX Runtime: encode an image once, prompt it many times.
 //!
-//! The product is the C ABI under [`ffi`] (declared in `include/sam2.h`). The safe Rust core
-//! behind it is reached through the items re-exported here and four namespaces:
-//! [`runtime`] (loading ONNX Runtime), [`embedding_file`] (saving and loading embeddings),
-//! [`files`] (reading only regular files, writing files atomically) and [`log`] (the library's
-//! log sink). Everything else is internal.
+//! This is the safe Rust core. The product, the C ABI declared in `include/sam2.h`, is a crate of
+//! its own over it (`sam2-capi`, in capi/, built as libsam2 by capi/libsam2); it uses only what
+//! this crate makes public. The core is reached through the items re-exported here and the
+//! namespaces [`runtime`] (loading ONNX Runtime), [`embedding_file`] (saving and loading
+//! embeddings), [`files`] (reading only regular files, writing files atomically), [`log`] (the
+//! library's log sink), [`limits`] (the largest requests) and [`panics`] (containing panics at a
+//! boundary). Everything else is internal.
 
 mod cache;
 mod device;
@@ -15,7 +17,6 @@ mod encoder;
 mod error;
 mod everything;
 mod export;
-pub mod ffi;
 pub mod files;
 mod fingerprint;
 mod image;
@@ -24,7 +25,7 @@ mod mask_formats;
 mod model_pair;
 mod onnx_split;
 mod ort_raw;
-mod panics;
+pub mod panics;
 mod platform;
 mod polygon;
 mod postprocess;
@@ -63,11 +64,19 @@ pub use fingerprint::Fingerprint;
 pub use image::{ImageView, PixelFormat};
 pub use model_pair::{find_model_pair, ModelNaming, ModelPair};
 pub use polygon::{polygons as mask_polygons, rasterize as rasterize_polygons, Polygon};
+pub use postprocess::box_and_area;
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
 pub use rle::Rle;
 pub use session::SessionOptions;
 pub use video::{Direction, TrackedFrame, TrackedObject, Tracker, TrackerOptions, VideoModelPaths};
 pub use weights::{shared_models, Optimization, WeightSharing};
+
+/// The largest requests the core accepts; a larger one is `Error::InvalidArgument` naming the
+/// limit. (The C ABI checks its arguments against them before converting them.)
+pub mod limits {
+    pub use crate::everything::{MAX_CROP_LAYERS, MAX_GRID_POINTS};
+    pub use crate::predictor::{MAX_OBJECTS, MAX_POINTS, MAX_POOL};
+}
 
 /// Version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,7 +1,7 @@
 //! Test support, compiled only with the `test-support` cargo feature (the test builds turn it on;
 //! a release build of the library has none of it): stand-ins for device memory on machines
 //! without a GPU, the properties the fuzz targets check, and a hook to hold an encoder busy.
-//! The C side is `src/ffi/test_support.rs`, declared in its own header
+//! The C side is `capi/src/test_support.rs` (in the C ABI crate), declared in its own header
 //! (`tests/c/sam2_test_support.h`).
 
 use std::sync::Arc;

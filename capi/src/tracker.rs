@@ -13,9 +13,9 @@ use super::{
     arg_out, arg_str, flag, guard, handle_ref, impl_handle, impl_options, read_options,
     sam2_status, HandleTag,
 };
-use crate::error::Error;
-use crate::postprocess::box_and_area;
-use crate::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::box_and_area;
+use sam2::Error;
+use sam2::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
 
 /// Tracking direction: frames after the prompted ones (default).
 pub const SAM2_TRACK_FORWARD: u32 = 0;

@@ -1,6 +1,13 @@
-//! The C ABI. Every `extern "C"` function and every raw pointer of the library lives under this
-//! module: one file per handle type, plus the plumbing the exports share (`status`, `handle`,
-//! `args`, `strings`). The conventions every export follows are in `docs/c-api.md`.
+//! The C ABI of sam2 (`include/sam2.h`): every `extern "C"` function and C type of the library,
+//! over the safe core (the `sam2` crate). One file per handle type, plus the plumbing the exports
+//! share (`status`, `handle`, `args`, `strings`). The conventions every export follows are in
+//! `docs/c-api.md`. cbindgen reads this crate, and only this crate, to write the header; the C
+//! library (libsam2.so, libsam2.a, sam2.dll) is capi/libsam2, which links it.
+//!
+//! The raw pointers a host passes are turned into Rust values here (NULL-checked references,
+//! slices, out-params, handles checked against the registry); the core below takes no raw
+//! pointer from a host. (It has raw pointers of its own, to ONNX Runtime's C API, the operating
+//! system and tensor memory.)
 
 #![allow(non_camel_case_types)]
 // The exports take raw pointers from C by design; each dereference is NULL-checked and

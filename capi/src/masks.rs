@@ -1,8 +1,8 @@
 //! `sam2_masks`: the result of one `sam2_predict`.
 
 use super::{arg_out, guard, handle_ref, impl_handle, sam2_status, HandleTag};
-use crate::error::Error;
-use crate::predictor::Prediction;
+use sam2::Error;
+use sam2::Prediction;
 
 /// A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
 /// `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands

@@ -8,7 +8,7 @@ use super::{
     arg_out, copy_out_str, fail, guard, guard_value, handle_ref, impl_handle, opt_handle_ref,
     sam2_status, HandleTag,
 };
-use crate::embedding::Embedding;
+use sam2::Embedding;
 
 /// An image embedding. Opaque and immutable: it may be read by several predictors on several
 /// threads at once. Release with `sam2_embedding_free`.
@@ -166,9 +166,9 @@ pub extern "C" fn sam2_embedding_save(
         let e = handle_ref(embedding, "embedding")?;
         let path = super::arg_str(path, "path")?;
         if path.is_empty() {
-            return Err(crate::Error::invalid("path", "is empty"));
+            return Err(sam2::Error::invalid("path", "is empty"));
         }
-        crate::embedding_file::save(&e.inner, std::path::Path::new(path))
+        sam2::embedding_file::save(&e.inner, std::path::Path::new(path))
     })
 }
 
@@ -192,19 +192,19 @@ pub extern "C" fn sam2_embedding_load(
     guard(|| {
         let path = super::arg_str(path, "path")?;
         if path.is_empty() {
-            return Err(crate::Error::invalid("path", "is empty"));
+            return Err(sam2::Error::invalid("path", "is empty"));
         }
         let out = arg_out(out, "out")?;
         let predictor = opt_handle_ref(predictor, "predictor")?;
         let placement = PlacementCodes::parse(placement, "placement")?;
         if placement == Placement::Device && predictor.is_none() {
-            return Err(crate::Error::invalid(
+            return Err(sam2::Error::invalid(
                 "placement",
                 "SAM2_PLACE_DEVICE needs the predictor whose device to use",
             ));
         }
         let expected = predictor.and_then(|p| p.inner.expected_fingerprint());
-        let embedding = crate::embedding_file::load(std::path::Path::new(path), expected)?;
+        let embedding = sam2::embedding_file::load(std::path::Path::new(path), expected)?;
         if let Some(p) = predictor {
             // Family and layout too, so a file this predictor cannot use is refused now.
             p.inner.check_embedding(&embedding)?;

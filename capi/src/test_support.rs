@@ -1,4 +1,4 @@
-//! The C side of the test support (see `crate::test_support`): compiled only with the
+//! The C side of the test support (see `sam2::test_support`): compiled only with the
 //! `test-support` feature and declared in its own header, `tests/c/sam2_test_support.h`
 //! (generated from this file by `tests/header.rs`), so the shipped library and `sam2.h` carry no
 //! test hooks.
@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::embedding::sam2_embedding;
 use super::{arg_out, arg_str, guard, handle_ref, publish, sam2_status};
-use crate::embedding::Embedding;
+use sam2::Embedding;
 
 /// Makes a stand-in for a device-resident embedding on machines without a GPU. The result
 /// shares `host_embedding`'s bytes but labels them as `allocator_name` memory ("Cuda", "DML", …)
@@ -46,7 +46,7 @@ pub extern "C" fn sam2_test_masks_from_bytes(
     guard(|| {
         let out = arg_out(out, "out")?;
         if width == 0 || height == 0 || width > 1 << 16 || height > 1 << 16 {
-            return Err(crate::error::Error::invalid(
+            return Err(sam2::Error::invalid(
                 "width",
                 "width and height must be in 1..=65536",
             ));
@@ -54,8 +54,8 @@ pub extern "C" fn sam2_test_masks_from_bytes(
         let (w, h) = (width as usize, height as usize);
         let bytes = super::arg_slice(mask, w * h, "mask")?;
         let masks: Vec<u8> = bytes.iter().map(|&v| (v != 0) as u8).collect();
-        let rle = crate::rle::Rle::encode(&masks, w, h);
-        let prediction = crate::predictor::Prediction {
+        let rle = sam2::Rle::encode(&masks, w, h);
+        let prediction = sam2::Prediction {
             width: w,
             height: h,
             objects: 1,

@@ -31,7 +31,7 @@
 
 use super::strings::fail;
 use super::{cache, embedding, encoder, everything, masks, predictor, tracker};
-use crate::error::Error;
+use sam2::Error;
 
 /// A C handle type: a struct whose first field is a [`HandleTag`] holding `TAG` while it lives.
 /// Implement it with [`impl_handle!`], which also checks at compile time that the tag comes first.
@@ -45,7 +45,7 @@ pub(crate) trait Handle: Sized {
 /// Implements [`Handle`] for a handle struct: `impl_handle!(sam2_thing, b"sam2_thg");`.
 macro_rules! impl_handle {
     ($ty:ident, $tag:literal) => {
-        impl $crate::ffi::Handle for $ty {
+        impl $crate::Handle for $ty {
             const TAG: u64 = u64::from_le_bytes(*$tag);
             const NAME: &'static str = stringify!($ty);
         }
@@ -194,12 +194,12 @@ pub(crate) fn free_handle<T: Handle>(ptr: *mut T, name: &'static str) {
     if ptr.is_null() {
         return;
     }
-    crate::panics::install_hook();
-    let _ = crate::panics::catch(|| {
+    sam2::panics::install_hook();
+    let _ = sam2::panics::catch(|| {
         if let Some(problem) = handle_problem(ptr as *const T) {
             let error = Error::invalid(name, problem);
-            crate::log::emit(
-                crate::log::LogLevel::Warning,
+            sam2::log::emit(
+                sam2::log::LogLevel::Warning,
                 &format!("{}_free ignored: {error}", T::NAME),
             );
             fail(error);

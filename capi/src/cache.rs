@@ -10,9 +10,9 @@ use super::encoder::{image_arg, sam2_encoder};
 use super::{
     arg_out, guard, handle_ref, impl_handle, impl_options, read_options, sam2_status, HandleTag,
 };
-use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
-use crate::error::Error;
-use crate::image::ImageView;
+use sam2::Error;
+use sam2::ImageView;
+use sam2::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
 
 /// `sam2_cache_encode` found the embedding kept in the cache.
 pub const SAM2_CACHE_HIT: u32 = 0;

@@ -14,9 +14,9 @@ use super::{
     arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, impl_options, opt_handle_ref,
     read_options, sam2_status, HandleTag,
 };
-use crate::error::Error;
-use crate::fingerprint::Fingerprint;
-use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
+use sam2::Error;
+use sam2::Fingerprint;
+use sam2::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
 
 /// Point label: include what is under the point.
 pub const SAM2_POINT_POSITIVE: i32 = 1;
@@ -190,13 +190,13 @@ pub extern "C" fn sam2_predictor_new(
             weights_and_optimization(raw.weight_sharing, raw.graph_optimization)?;
         opts.pool_size = match raw.pool_size {
             0 => None,
-            n if n as usize <= crate::predictor::MAX_POOL => Some(n as usize),
+            n if n as usize <= sam2::limits::MAX_POOL => Some(n as usize),
             n => {
                 return Err(Error::invalid(
                     "options.pool_size",
                     format!(
                         "must be 0 (one per core) to {}, got {n}",
-                        crate::predictor::MAX_POOL
+                        sam2::limits::MAX_POOL
                     ),
                 ))
             }
@@ -251,12 +251,12 @@ pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
 pub(crate) fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
     // The names are the ones validate_prompts gives the same faults (hosts read them back,
     // .NET as ArgumentException.ParamName).
-    if p.point_count > crate::predictor::MAX_POINTS {
+    if p.point_count > sam2::limits::MAX_POINTS {
         return Err(Error::invalid(
             "points",
             format!(
                 "at most {} points per object, got {}",
-                crate::predictor::MAX_POINTS,
+                sam2::limits::MAX_POINTS,
                 p.point_count
             ),
         ));
@@ -335,12 +335,12 @@ pub extern "C" fn sam2_predict(
         if prompt_count == 0 {
             return Err(Error::invalid("prompt_count", "must be at least 1"));
         }
-        if prompt_count > crate::predictor::MAX_OBJECTS {
+        if prompt_count > sam2::limits::MAX_OBJECTS {
             return Err(Error::invalid(
                 "prompt_count",
                 format!(
                     "at most {} objects per call, got {prompt_count}",
-                    crate::predictor::MAX_OBJECTS
+                    sam2::limits::MAX_OBJECTS
                 ),
             ));
         }

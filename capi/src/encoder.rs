@@ -13,9 +13,9 @@ use super::{
     arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, impl_options,
     read_options, sam2_status, HandleTag,
 };
-use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
-use crate::error::Error;
-use crate::image::{ImageView, PixelFormat};
+use sam2::Error;
+use sam2::{Encoder, EncoderOptions, OutputTarget};
+use sam2::{ImageView, PixelFormat};
 
 /// Pixel format: 3 bytes per pixel, R G B.
 pub const SAM2_PIXEL_RGB: u32 = 0;

@@ -4,12 +4,12 @@ use std::ffi::c_char;
 
 use super::c_enum::c_enum;
 use super::{arg_out, arg_slice, copy_out_str};
-use crate::device::{
+use sam2::Error;
+use sam2::Optimization;
+use sam2::WeightSharing;
+use sam2::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
 };
-use crate::error::Error;
-use crate::weights::Optimization;
-use crate::weights::WeightSharing;
 
 /// Execution provider: the CPU.
 pub const SAM2_PROVIDER_CPU: u32 = 0;

@@ -7,7 +7,7 @@
 
 use super::masks::{check_index, sam2_masks};
 use super::{arg_out, copy_out_str, guard, handle_ref, sam2_status};
-use crate::error::Error;
+use sam2::Error;
 
 /// A caller buffer of `len` elements; NULL is accepted only when `len` is 0.
 fn arg_buffer<'a, T>(ptr: *mut T, len: usize, name: &'static str) -> Result<&'a mut [T], Error> {

@@ -5,8 +5,8 @@ use super::encoder::{image_arg, sam2_encoder};
 use super::predictor::sam2_predictor;
 use super::{arg_out, arg_slice, guard, handle_ref, impl_handle, impl_options, read_options};
 use super::{sam2_status, HandleTag};
-use crate::error::Error;
-use crate::everything::{
+use sam2::Error;
+use sam2::{
     segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
     EverythingMask, EverythingOptions,
 };
@@ -148,12 +148,12 @@ fn convert_options(
         callback,
         user: o.progress_user,
     });
-    if o.point_count > crate::everything::MAX_GRID_POINTS {
+    if o.point_count > sam2::limits::MAX_GRID_POINTS {
         return Err(Error::invalid(
             "options.point_count",
             format!(
                 "must be at most {}, got {}",
-                crate::everything::MAX_GRID_POINTS,
+                sam2::limits::MAX_GRID_POINTS,
                 o.point_count
             ),
         ));
@@ -177,7 +177,7 @@ fn convert_options(
             .collect();
         Some(vec![
             points;
-            o.crop_n_layers.min(crate::everything::MAX_CROP_LAYERS)
+            o.crop_n_layers.min(sam2::limits::MAX_CROP_LAYERS)
                 as usize
                 + 1
         ])
