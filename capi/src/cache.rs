@@ -7,12 +7,10 @@ use std::time::Duration;
 use super::c_enum::c_enum;
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
-use super::{
-    arg_out, guard, handle_ref, impl_handle, impl_options, read_options, sam2_status, HandleTag,
-};
+use super::{arg_out, guard, handle_ref, impl_options, read_options, sam2_status, Handle};
 use sam2::Error;
 use sam2::ImageView;
-use sam2::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
+use sam2::{CacheOptions, EmbeddingCache, Encoder, Job, JobState, Priority, Source};
 
 /// `sam2_cache_encode` found the embedding kept in the cache.
 pub const SAM2_CACHE_HIT: u32 = 0;
@@ -76,21 +74,21 @@ const MAX_QUEUE_LIMIT: u32 = 65536;
 /// release with `sam2_cache_free`. Thread-safe: every function but `sam2_cache_free` may be
 /// called from several threads at once. One cache may serve several encoders (and models); its
 /// budgets are shared by all of them.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_cache {
-    tag: HandleTag,
-    pub(crate) inner: EmbeddingCache,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_cache, b"sam2_cch");
+impl Handle for sam2_cache {
+    type Inner = EmbeddingCache;
+}
 
 /// An encode requested by `sam2_cache_encode_async`. Opaque; release with
 /// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_encode_job {
-    tag: HandleTag,
-    pub(crate) inner: Job,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_encode_job, b"sam2_job");
+impl Handle for sam2_encode_job {
+    type Inner = Job;
+}
 
 /// Options of `sam2_cache_new`. Initialise with `sam2_cache_options_init`, then change fields.
 #[repr(C)]
@@ -165,7 +163,7 @@ fn request<'a>(
     cache: *const sam2_cache,
     encoder: *const sam2_encoder,
     (pixels, pixels_len, width, height, stride, pixel_format): PixelArgs,
-) -> Result<(&'a sam2_cache, &'a sam2_encoder, ImageView<'a>), Error> {
+) -> Result<(&'a EmbeddingCache, &'a Arc<Encoder>, ImageView<'a>), Error> {
     let cache = handle_ref(cache, "cache")?;
     let encoder = handle_ref(encoder, "encoder")?;
     let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
@@ -208,10 +206,7 @@ pub extern "C" fn sam2_cache_new(
             device_budget: usize::try_from(options.device_budget_bytes).unwrap_or(usize::MAX),
             queue_limit: options.queue_limit as usize,
         })?;
-        out.set(super::publish(sam2_cache {
-            tag: HandleTag::new::<sam2_cache>(),
-            inner: cache,
-        }));
+        out.set(super::publish::<sam2_cache>(cache));
         Ok(())
     })
 }
@@ -256,12 +251,12 @@ pub extern "C" fn sam2_cache_encode(
             (pixels, pixels_len, width, height, stride, pixel_format),
         )?;
         let out = arg_out(out, "out")?;
-        let (embedding, source) = cache.inner.encode(&encoder.inner, &image)?;
+        let (embedding, source) = cache.encode(encoder, &image)?;
         if !out_source.is_null() {
             // SAFETY: checked non-NULL; the caller promises it is writable.
             unsafe { *out_source = CacheSourceCodes::code(source) };
         }
-        out.set(super::publish(sam2_embedding::new(embedding)));
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -302,11 +297,8 @@ pub extern "C" fn sam2_cache_encode_async(
         )?;
         let priority = PriorityCodes::parse(priority, "priority")?;
         let out = arg_out(out, "out")?;
-        let job = cache.inner.encode_async(&encoder.inner, &image, priority)?;
-        out.set(super::publish(sam2_encode_job {
-            tag: HandleTag::new::<sam2_encode_job>(),
-            inner: job,
-        }));
+        let job = cache.encode_async(encoder, &image, priority)?;
+        out.set(super::publish::<sam2_encode_job>(job));
         Ok(())
     })
 }
@@ -334,9 +326,7 @@ pub extern "C" fn sam2_cache_put(
             (pixels, pixels_len, width, height, stride, pixel_format),
         )?;
         let embedding = handle_ref(embedding, "embedding")?;
-        cache
-            .inner
-            .put(&encoder.inner, &image, Arc::clone(&embedding.inner))
+        cache.put(encoder, &image, Arc::clone(&embedding.inner))
     })
 }
 
@@ -344,7 +334,7 @@ pub extern "C" fn sam2_cache_put(
 #[no_mangle]
 pub extern "C" fn sam2_cache_clear(cache: *const sam2_cache) -> sam2_status {
     guard(|| {
-        handle_ref(cache, "cache")?.inner.clear();
+        handle_ref(cache, "cache")?.clear();
         Ok(())
     })
 }
@@ -358,7 +348,7 @@ pub extern "C" fn sam2_cache_cancel_all(
     out_cancelled: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let cancelled = handle_ref(cache, "cache")?.inner.cancel_all();
+        let cancelled = handle_ref(cache, "cache")?.cancel_all();
         if !out_cancelled.is_null() {
             // SAFETY: checked non-NULL; the caller promises it is writable.
             unsafe { *out_cancelled = cancelled };
@@ -391,7 +381,7 @@ pub extern "C" fn sam2_cache_get_stats(
             ));
         }
         let out = arg_out(out, "out")?;
-        let s = cache.inner.stats();
+        let s = cache.stats();
         out.set(sam2_cache_stats {
             struct_size: full as u32,
             running: s.running as u32,
@@ -427,8 +417,8 @@ pub extern "C" fn sam2_encode_job_wait(
         let out = arg_out(out, "out")?;
         let timeout =
             (timeout_ms != SAM2_WAIT_FOREVER).then(|| Duration::from_millis(u64::from(timeout_ms)));
-        let embedding = job.inner.wait(timeout)?;
-        out.set(super::publish(sam2_embedding::new(embedding)));
+        let embedding = job.wait(timeout)?;
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -442,7 +432,7 @@ pub extern "C" fn sam2_encode_job_state(
     guard(|| {
         let job = handle_ref(job, "job")?;
         let out = arg_out(out_state, "out_state")?;
-        out.set(JobStateCodes::code(job.inner.state()));
+        out.set(JobStateCodes::code(job.state()));
         Ok(())
     })
 }
@@ -454,7 +444,7 @@ pub extern "C" fn sam2_encode_job_state(
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_cancel(job: *const sam2_encode_job) -> sam2_status {
     guard(|| {
-        handle_ref(job, "job")?.inner.cancel();
+        handle_ref(job, "job")?.cancel();
         Ok(())
     })
 }

@@ -5,29 +5,39 @@ use std::sync::{Arc, OnceLock};
 
 use super::c_enum::c_enum;
 use super::{
-    arg_out, copy_out_str, fail, guard, guard_value, handle_ref, impl_handle, opt_handle_ref,
-    sam2_status, HandleTag,
+    arg_out, copy_out_str, fail, guard, guard_value, handle_ref, opt_handle_ref, sam2_status,
+    Handle,
 };
 use sam2::Embedding;
 
 /// An image embedding. Opaque and immutable: it may be read by several predictors on several
 /// threads at once. Release with `sam2_embedding_free`.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_embedding {
-    tag: HandleTag,
-    pub(crate) inner: Arc<Embedding>,
-    pub(crate) allocator_name: OnceLock<CString>,
+    _opaque: [u8; 0],
+}
+impl Handle for sam2_embedding {
+    type Inner = EmbeddingHandle;
 }
 
-impl_handle!(sam2_embedding, b"sam2_emb");
+/// What a `sam2_embedding` points at: the embedding, shared with the cache that may also hold
+/// it, and its allocator's name as a C string, made on the first `sam2_embedding_allocator_name`.
+pub(crate) struct EmbeddingHandle {
+    pub(crate) inner: Arc<Embedding>,
+    allocator_name: OnceLock<CString>,
+}
 
-impl sam2_embedding {
-    pub(crate) fn new(inner: Arc<Embedding>) -> Self {
-        sam2_embedding {
-            tag: HandleTag::new::<Self>(),
+impl From<Arc<Embedding>> for EmbeddingHandle {
+    fn from(inner: Arc<Embedding>) -> Self {
+        EmbeddingHandle {
             inner,
             allocator_name: OnceLock::new(),
         }
+    }
+}
+
+impl From<Embedding> for EmbeddingHandle {
+    fn from(embedding: Embedding) -> Self {
+        Arc::new(embedding).into()
     }
 }
 
@@ -203,17 +213,17 @@ pub extern "C" fn sam2_embedding_load(
                 "SAM2_PLACE_DEVICE needs the predictor whose device to use",
             ));
         }
-        let expected = predictor.and_then(|p| p.inner.expected_fingerprint());
+        let expected = predictor.and_then(|p| p.expected_fingerprint());
         let embedding = sam2::embedding_file::load(std::path::Path::new(path), expected)?;
         if let Some(p) = predictor {
             // Family and layout too, so a file this predictor cannot use is refused now.
-            p.inner.check_embedding(&embedding)?;
+            p.check_embedding(&embedding)?;
         }
         let embedding = match (placement, predictor) {
-            (Placement::Device, Some(p)) => p.inner.place_on_device(embedding)?,
+            (Placement::Device, Some(p)) => p.place_on_device(embedding)?,
             _ => embedding,
         };
-        out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -234,7 +244,7 @@ pub extern "C" fn sam2_embedding_to_host(
         let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out, "out")?;
         let host = e.inner.to_host()?;
-        out.set(super::publish(sam2_embedding::new(host)));
+        out.set(super::publish::<sam2_embedding>(host));
         Ok(())
     })
 }

@@ -10,8 +10,8 @@ use super::device::{
 };
 use super::embedding::sam2_embedding;
 use super::{
-    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, impl_options,
-    read_options, sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_options, read_options,
+    sam2_status, Handle,
 };
 use sam2::Error;
 use sam2::{Encoder, EncoderOptions, OutputTarget};
@@ -54,13 +54,13 @@ c_enum! {
 
 /// An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
 /// Thread-safe: `sam2_encode` may be called from several threads at once.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_encoder {
-    tag: HandleTag,
-    /// Shared with the caches and background encodes that use it.
-    pub(crate) inner: Arc<Encoder>,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_encoder, b"sam2_enc");
+impl Handle for sam2_encoder {
+    /// Shared with the caches and background encodes that use it.
+    type Inner = Arc<Encoder>;
+}
 
 /// Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
 #[repr(C)]
@@ -174,10 +174,7 @@ pub extern "C" fn sam2_encoder_new(
         let options = read_options(options, "options")?;
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
-        out.set(super::publish(sam2_encoder {
-            tag: HandleTag::new::<sam2_encoder>(),
-            inner: Arc::new(encoder),
-        }));
+        out.set(super::publish::<sam2_encoder>(encoder));
         Ok(())
     })
 }
@@ -215,8 +212,8 @@ pub extern "C" fn sam2_encode(
         }
         let out = arg_out(out, "out")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
-        let embedding = encoder.inner.encode(&image)?;
-        out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));
+        let embedding = encoder.encode(&image)?;
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -232,12 +229,7 @@ pub extern "C" fn sam2_encoder_fingerprint(
 ) -> sam2_status {
     guard(|| {
         let encoder = handle_ref(encoder, "encoder")?;
-        copy_out_str(
-            &encoder.inner.fingerprint().to_string(),
-            buf,
-            buf_len,
-            needed,
-        )
+        copy_out_str(&encoder.fingerprint().to_string(), buf, buf_len, needed)
     })
 }
 
@@ -253,7 +245,7 @@ pub extern "C" fn sam2_encoder_device(
 ) -> sam2_status {
     guard(|| {
         let e = handle_ref(encoder, "encoder")?;
-        super::device::write_device(e.inner.device(), out_provider, out_device_id, out_fell_back)
+        super::device::write_device(e.device(), out_provider, out_device_id, out_fell_back)
     })
 }
 
@@ -269,6 +261,6 @@ pub extern "C" fn sam2_encoder_providers(
 ) -> sam2_status {
     guard(|| {
         let e = handle_ref(encoder, "encoder")?;
-        super::device::write_providers(e.inner.device(), buf, buf_len, needed)
+        super::device::write_providers(e.device(), buf, buf_len, needed)
     })
 }

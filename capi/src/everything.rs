@@ -3,8 +3,8 @@
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
 use super::predictor::sam2_predictor;
-use super::{arg_out, arg_slice, guard, handle_ref, impl_handle, impl_options, read_options};
-use super::{sam2_status, HandleTag};
+use super::sam2_status;
+use super::{arg_out, arg_slice, guard, handle_ref, impl_options, read_options, Handle};
 use sam2::Error;
 use sam2::{
     segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
@@ -206,18 +206,11 @@ fn convert_options(
 /// The masks segment everything found in one image. Opaque and immutable; release with
 /// `sam2_everything_free`. Masks are held run-length encoded; pointers it hands out stay valid
 /// until then. Thread-safe to read from several threads.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_everything {
-    tag: HandleTag,
-    pub(crate) inner: Everything,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_everything, b"sam2_evr");
-
-fn publish_result(inner: Everything) -> *mut sam2_everything {
-    super::publish(sam2_everything {
-        tag: HandleTag::new::<sam2_everything>(),
-        inner,
-    })
+impl Handle for sam2_everything {
+    type Inner = Everything;
 }
 
 /// Segments everything in an image: encodes it (and each crop, with `crop_n_layers` > 0) with
@@ -254,14 +247,9 @@ pub extern "C" fn sam2_segment_everything(
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let (options, progress) = convert_options(options)?;
         let go_on = |done, total| progress.as_ref().map_or(true, |p| p.go_on(done, total));
-        let result = segment_everything_with_progress(
-            &image,
-            &encoder.inner,
-            &predictor.inner,
-            &options,
-            Some(&go_on),
-        )?;
-        out.set(publish_result(result));
+        let result =
+            segment_everything_with_progress(&image, encoder, predictor, &options, Some(&go_on))?;
+        out.set(super::publish::<sam2_everything>(result));
         Ok(())
     })
 }
@@ -283,11 +271,11 @@ pub extern "C" fn sam2_segment_everything_embedding(
         let go_on = |done, total| progress.as_ref().map_or(true, |p| p.go_on(done, total));
         let result = segment_everything_embedding_with_progress(
             &embedding.inner,
-            &predictor.inner,
+            predictor,
             &options,
             Some(&go_on),
         )?;
-        out.set(publish_result(result));
+        out.set(super::publish::<sam2_everything>(result));
         Ok(())
     })
 }
@@ -307,7 +295,7 @@ pub extern "C" fn sam2_everything_count(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let e = &handle_ref(everything, "everything")?.inner;
+        let e = handle_ref(everything, "everything")?;
         let c = arg_out(out_count, "out_count")?;
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
@@ -322,7 +310,7 @@ fn mask_at<'a>(
     everything: *const sam2_everything,
     index: usize,
 ) -> Result<&'a EverythingMask, Error> {
-    let e = &handle_ref(everything, "everything")?.inner;
+    let e = handle_ref(everything, "everything")?;
     e.masks.get(index).ok_or_else(|| {
         Error::invalid(
             "index",

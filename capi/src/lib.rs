@@ -39,9 +39,7 @@ pub(crate) use args::{
     arg_out, arg_slice, flag, impl_options, init_options, intra_threads, read_options,
     OptionsStruct,
 };
-pub(crate) use handle::{
-    free_handle, handle_ref, impl_handle, opt_handle_ref, publish, Handle, HandleTag,
-};
+pub(crate) use handle::{free_handle, handle_ref, opt_handle_ref, publish, Handle};
 pub use status::sam2_status;
 pub(crate) use status::{guard, guard_value};
 pub(crate) use strings::{arg_str, copy_out_str, fail, last_error};

@@ -11,8 +11,8 @@ use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
 use super::{
-    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, impl_options, opt_handle_ref,
-    read_options, sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, guard, handle_ref, impl_options, opt_handle_ref, read_options,
+    sam2_status, Handle,
 };
 use sam2::Error;
 use sam2::Fingerprint;
@@ -33,12 +33,12 @@ c_enum! {
 
 /// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
 /// Thread-safe: `sam2_predict` may be called from several threads at once.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_predictor {
-    tag: HandleTag,
-    pub(crate) inner: Predictor,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_predictor, b"sam2_prd");
+impl Handle for sam2_predictor {
+    type Inner = Predictor;
+}
 
 /// Options of `sam2_predictor_new`. Initialise with `sam2_predictor_options_init`.
 #[repr(C)]
@@ -215,7 +215,7 @@ pub extern "C" fn sam2_predictor_new(
         }
         let encoder = opt_handle_ref(encoder, "encoder")?;
         if let Some(encoder) = encoder {
-            let fp = encoder.inner.fingerprint();
+            let fp = encoder.fingerprint();
             if let Some(given) = opts.encoder_fingerprint {
                 if given != fp {
                     return Err(Error::invalid(
@@ -228,12 +228,9 @@ pub extern "C" fn sam2_predictor_new(
         }
         let predictor = Predictor::new(path, &opts)?;
         if let Some(encoder) = encoder {
-            predictor.check_encoder(&encoder.inner)?;
+            predictor.check_encoder(encoder)?;
         }
-        out.set(super::publish(sam2_predictor {
-            tag: HandleTag::new::<sam2_predictor>(),
-            inner: predictor,
-        }));
+        out.set(super::publish::<sam2_predictor>(predictor));
         Ok(())
     })
 }
@@ -347,16 +344,14 @@ pub extern "C" fn sam2_predict(
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
         let opts = read_options(options, "options")?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
-        let low_res = predictor.inner.spec().low_res_size;
+        let low_res = predictor.spec().low_res_size;
         let prompts = raw
             .iter()
             .map(|p| convert_prompt(p, low_res * low_res))
             .collect::<Result<Vec<_>, Error>>()?;
         let prediction =
-            predictor
-                .inner
-                .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
-        out.set(super::publish(sam2_masks::new(prediction)));
+            predictor.predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
+        out.set(super::publish::<super::masks::sam2_masks>(prediction));
         Ok(())
     })
 }
@@ -371,7 +366,7 @@ pub extern "C" fn sam2_predictor_device(
 ) -> sam2_status {
     guard(|| {
         let p = handle_ref(predictor, "predictor")?;
-        super::device::write_device(p.inner.device(), out_provider, out_device_id, out_fell_back)
+        super::device::write_device(p.device(), out_provider, out_device_id, out_fell_back)
     })
 }
 
@@ -386,6 +381,6 @@ pub extern "C" fn sam2_predictor_providers(
 ) -> sam2_status {
     guard(|| {
         let p = handle_ref(predictor, "predictor")?;
-        super::device::write_providers(p.inner.device(), buf, buf_len, needed)
+        super::device::write_providers(p.device(), buf, buf_len, needed)
     })
 }

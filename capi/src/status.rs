@@ -105,8 +105,35 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
     }
 }
 
-/// Runs an infallible export that returns a value, giving `fallback` if it panics.
+/// Runs an export that returns a value rather than a status (a pointer, a flag, a count): a panic
+/// gives `fallback`, its message recorded as the thread's last error and sent to the log callback
+/// as [`guard`] does.
 pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     sam2::panics::install_hook();
-    sam2::panics::catch(body).unwrap_or(fallback)
+    match sam2::panics::catch(body) {
+        Ok(value) => value,
+        Err(payload) => {
+            fail(Error::Panic(sam2::panics::describe(payload.as_ref())));
+            fallback
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic in an export that returns a value reaches the host as it does from a status
+    /// export: the fallback, and the panic's message (with its place) as the last error.
+    #[test]
+    fn guard_value_keeps_the_panic_message() {
+        let got = guard_value(-1, || -> i32 { panic!("boom in a value export") });
+        assert_eq!(got, -1);
+        let message = super::super::last_error();
+        assert!(
+            message.contains("boom in a value export") && message.contains("status.rs"),
+            "{message}"
+        );
+        assert_eq!(guard_value(-1, || 7), 7);
+    }
 }

@@ -4,7 +4,6 @@
 //! test hooks.
 
 use std::ffi::c_char;
-use std::sync::Arc;
 
 use super::embedding::sam2_embedding;
 use super::{arg_out, arg_str, guard, handle_ref, publish, sam2_status};
@@ -27,7 +26,7 @@ pub extern "C" fn sam2_test_embedding_simulate_device(
         let name = arg_str(allocator_name, "allocator_name")?;
         let out = arg_out(out, "out")?;
         let sim = Embedding::simulate_device(&e.inner, name, device_id)?;
-        out.set(publish(sam2_embedding::new(Arc::new(sim))));
+        out.set(publish::<sam2_embedding>(sim));
         Ok(())
     })
 }
@@ -68,7 +67,7 @@ pub extern "C" fn sam2_test_masks_from_bytes(
             low_res_size: 256,
             candidate_index: vec![0],
         };
-        out.set(publish(super::masks::sam2_masks::new(prediction)));
+        out.set(publish::<super::masks::sam2_masks>(prediction));
         Ok(())
     })
 }

@@ -10,8 +10,7 @@ use super::device::{
 use super::encoder::image_arg;
 use super::predictor::{convert_prompt, sam2_prompt};
 use super::{
-    arg_out, arg_str, flag, guard, handle_ref, impl_handle, impl_options, read_options,
-    sam2_status, HandleTag,
+    arg_out, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status, Handle,
 };
 use sam2::box_and_area;
 use sam2::Error;
@@ -132,27 +131,20 @@ fn tracker_options(o: &sam2_tracker_options) -> Result<TrackerOptions, Error> {
 /// A video tracker: the four modules of a SAM2 video export and the objects it follows with
 /// their memory. Opaque; create with `sam2_tracker_new`, release with `sam2_tracker_free`.
 /// Thread-safe: calls on one tracker are serialised.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_tracker {
-    tag: HandleTag,
-    pub(crate) inner: Tracker,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_tracker, b"sam2_trk");
+impl Handle for sam2_tracker {
+    type Inner = Tracker;
+}
 
 /// One frame's result: a mask and a presence score per object. Opaque and immutable; release
 /// with `sam2_track_result_free`. Pointers it hands out stay valid until then.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_track_result {
-    tag: HandleTag,
-    pub(crate) inner: TrackedFrame,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_track_result, b"sam2_trr");
-
-fn publish_result(inner: TrackedFrame) -> *mut sam2_track_result {
-    super::publish(sam2_track_result {
-        tag: HandleTag::new::<sam2_track_result>(),
-        inner,
-    })
+impl Handle for sam2_track_result {
+    type Inner = TrackedFrame;
 }
 
 /// Loads the four modules of a SAM2 video export (docs/video.md: `image_encoder`,
@@ -182,10 +174,7 @@ pub extern "C" fn sam2_tracker_new(
         let out = arg_out(out, "out")?;
         let options = tracker_options(&read_options(options, "options")?)?;
         let tracker = Tracker::new(&paths, &options).map_err(with_c_names)?;
-        out.set(super::publish(sam2_tracker {
-            tag: HandleTag::new::<sam2_tracker>(),
-            inner: tracker,
-        }));
+        out.set(super::publish::<sam2_tracker>(tracker));
         Ok(())
     })
 }
@@ -222,7 +211,7 @@ pub extern "C" fn sam2_tracker_add_prompt(
     out: *mut *mut sam2_track_result,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         if pixels.is_null() {
             return Err(Error::NullArgument("pixels"));
         }
@@ -245,7 +234,7 @@ pub extern "C" fn sam2_tracker_add_prompt(
         let object = tracker
             .add_prompt(frame_index, &image, object_id, &prompt)
             .map_err(with_c_names)?;
-        out.set(publish_result(TrackedFrame {
+        out.set(super::publish::<sam2_track_result>(TrackedFrame {
             frame: frame_index,
             width: image.width,
             height: image.height,
@@ -274,7 +263,7 @@ pub extern "C" fn sam2_tracker_track(
     out: *mut *mut sam2_track_result,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         if pixels.is_null() {
             return Err(Error::NullArgument("pixels"));
         }
@@ -284,7 +273,7 @@ pub extern "C" fn sam2_tracker_track(
         let frame = tracker
             .track(frame_index, &image, direction)
             .map_err(with_c_names)?;
-        out.set(publish_result(frame));
+        out.set(super::publish::<sam2_track_result>(frame));
         Ok(())
     })
 }
@@ -298,7 +287,7 @@ pub extern "C" fn sam2_tracker_remove_object(
     out_removed: *mut i32,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         let removed = tracker.remove_object(object_id);
         if !out_removed.is_null() {
             arg_out(out_removed, "out_removed")?.set(i32::from(removed));
@@ -311,7 +300,7 @@ pub extern "C" fn sam2_tracker_remove_object(
 #[no_mangle]
 pub extern "C" fn sam2_tracker_reset(tracker: *const sam2_tracker) -> sam2_status {
     guard(|| {
-        handle_ref(tracker, "tracker")?.inner.reset();
+        handle_ref(tracker, "tracker")?.reset();
         Ok(())
     })
 }
@@ -326,7 +315,7 @@ pub extern "C" fn sam2_tracker_memory_frames(
     out_frames: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         arg_out(out_frames, "out_frames")?.set(tracker.memory_frames());
         Ok(())
     })
@@ -342,7 +331,7 @@ pub extern "C" fn sam2_tracker_memory_bytes(
     out_bytes: *mut u64,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         arg_out(out_bytes, "out_bytes")?.set(tracker.memory_bytes() as u64);
         Ok(())
     })
@@ -358,7 +347,7 @@ pub extern "C" fn sam2_tracker_device(
 ) -> sam2_status {
     guard(|| {
         let t = handle_ref(tracker, "tracker")?;
-        super::device::write_device(t.inner.device(), out_provider, out_device_id, out_fell_back)
+        super::device::write_device(t.device(), out_provider, out_device_id, out_fell_back)
     })
 }
 
@@ -378,7 +367,7 @@ pub extern "C" fn sam2_track_result_count(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let r = &handle_ref(result, "result")?.inner;
+        let r = handle_ref(result, "result")?;
         let f = arg_out(out_frame_index, "out_frame_index")?;
         let c = arg_out(out_count, "out_count")?;
         let w = arg_out(out_width, "out_width")?;
@@ -411,7 +400,7 @@ fn object_at<'a>(
     result: *const sam2_track_result,
     index: usize,
 ) -> Result<(&'a TrackedFrame, usize), Error> {
-    let r = &handle_ref(result, "result")?.inner;
+    let r = handle_ref(result, "result")?;
     if index >= r.objects.len() {
         return Err(Error::invalid(
             "index",
