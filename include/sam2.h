@@ -346,14 +346,15 @@ typedef uint32_t sam2_status;
 typedef struct sam2_cache sam2_cache;
 
 /**
- * An image embedding. Opaque and immutable: it may be read by several predictors on several
- * threads at once. Release with `sam2_embedding_free`.
+ * An image embedding. Opaque and immutable. Thread-safe: several predictors on several threads
+ * may read it at once. Release with `sam2_embedding_free`.
  */
 typedef struct sam2_embedding sam2_embedding;
 
 /**
  * An encode requested by `sam2_cache_encode_async`. Opaque; release with
- * `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
+ * `sam2_encode_job_free` (which does not cancel the encode). Thread-safe: several threads may
+ * wait for it, ask its state and cancel it at once.
  */
 typedef struct sam2_encode_job sam2_encode_job;
 
@@ -366,14 +367,14 @@ typedef struct sam2_encoder sam2_encoder;
 /**
  * The masks segment everything found in one image. Opaque and immutable; release with
  * `sam2_everything_free`. Masks are held run-length encoded; pointers it hands out stay valid
- * until then. Thread-safe to read from several threads.
+ * until then. Thread-safe: several threads may read it at once.
  */
 typedef struct sam2_everything sam2_everything;
 
 /**
  * A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
  * `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands
- * out stay valid until then.
+ * out stay valid until then. Thread-safe: several threads may read it at once.
  */
 typedef struct sam2_masks sam2_masks;
 
@@ -385,7 +386,8 @@ typedef struct sam2_predictor sam2_predictor;
 
 /**
  * One frame's result: a mask and a presence score per object. Opaque and immutable; release
- * with `sam2_track_result_free`. Pointers it hands out stay valid until then.
+ * with `sam2_track_result_free`. Pointers it hands out stay valid until then. Thread-safe:
+ * several threads may read it at once.
  */
 typedef struct sam2_track_result sam2_track_result;
 
@@ -873,9 +875,11 @@ sam2_status sam2_cache_options_init(struct sam2_cache_options *options, size_t s
 /**
  * Creates a cache and starts its encoder thread.
  *
- * `options`: NULL for the defaults. On success `*out` receives a new cache owned by the caller,
- * released with `sam2_cache_free`. Errors: `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the
- * thread could not be started).
+ * `options`: NULL for the defaults. On success `*out` receives a new cache. Errors:
+ * `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the thread could not be started).
+ *
+ * The caller owns `*out` and frees it with `sam2_cache_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_cache_new(const struct sam2_cache_options *options, struct sam2_cache **out);
 
@@ -883,8 +887,8 @@ sam2_status sam2_cache_new(const struct sam2_cache_options *options, struct sam2
  * Releases a cache: cancels its queued encodes, terminates the one in flight, drops the kept
  * embeddings and joins its thread (returning once ONNX Runtime honours the termination, between
  * two nodes of the model). Embeddings handed out stay valid; jobs stay valid and report
- * `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free twice, nor while
- * another thread uses the cache.
+ * `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free it twice, nor while
+ * it is in use.
  */
 void sam2_cache_free(struct sam2_cache *cache);
 
@@ -895,10 +899,13 @@ void sam2_cache_free(struct sam2_cache *cache);
  * the embedding is there.
  *
  * Pixel arguments as in `sam2_encode` (read during the call only). On success `*out` receives a
- * new embedding handle owned by the caller (`sam2_embedding_free`), and `*out_source` (if not
- * NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or `SAM2_CACHE_MISS`. The embedding is kept when it
- * fits its budget (host or device memory), dropping the least recently used ones. Errors: those
- * of `sam2_encode`, and `SAM2_ERR_CANCELLED` when the cache is being freed.
+ * new embedding handle, and `*out_source` (if not NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or
+ * `SAM2_CACHE_MISS`. The embedding is kept when it fits its budget (host or device memory),
+ * dropping the least recently used ones. Errors: those of `sam2_encode`, and `SAM2_ERR_CANCELLED`
+ * when the cache is being freed.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_cache_encode(const struct sam2_cache *cache,
                               const struct sam2_encoder *encoder,
@@ -923,10 +930,13 @@ sam2_status sam2_cache_encode(const struct sam2_cache *cache,
  * thread: ahead of background requests, interrupting a background encode in flight, which runs
  * again afterwards; never refused for a full queue).
  *
- * On success `*out` receives a new job owned by the caller (`sam2_encode_job_free`; freeing it
- * does not cancel the encode, whose result still lands in the cache). Errors: those of
- * `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`, `SAM2_ERR_CANCELLED` when the cache
- * is being freed. Errors of the encode itself are reported by `sam2_encode_job_wait`.
+ * On success `*out` receives a new job; freeing it does not cancel the encode, whose result still
+ * lands in the cache. Errors: those of `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`,
+ * `SAM2_ERR_CANCELLED` when the cache is being freed. Errors of the encode itself are reported by
+ * `sam2_encode_job_wait`.
+ *
+ * The caller owns `*out` and frees it with `sam2_encode_job_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_cache_encode_async(const struct sam2_cache *cache,
                                     const struct sam2_encoder *encoder,
@@ -975,10 +985,13 @@ sam2_status sam2_cache_get_stats(const struct sam2_cache *cache, struct sam2_cac
 
 /**
  * Waits for a job's embedding at most `timeout_ms` milliseconds (`SAM2_WAIT_FOREVER`: as long as
- * it takes; 0: just look). On success `*out` receives a new embedding handle owned by the caller
- * (`sam2_embedding_free`); a job may be waited for again, each success giving a new handle of the
- * same embedding. Errors: `SAM2_ERR_TIMEOUT` (the encode goes on), `SAM2_ERR_CANCELLED`, or the
- * status and message of the failed encode. Thread-safe.
+ * it takes; 0: just look). On success `*out` receives a new embedding handle; a job may be waited
+ * for again, each success giving a new handle of the same embedding. Errors: `SAM2_ERR_TIMEOUT`
+ * (the encode goes on), `SAM2_ERR_CANCELLED`, or the status and message of the failed encode.
+ * Thread-safe.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_encode_job_wait(const struct sam2_encode_job *job,
                                  uint32_t timeout_ms,
@@ -999,14 +1012,14 @@ sam2_status sam2_encode_job_cancel(const struct sam2_encode_job *job);
 
 /**
  * Releases a job handle; the encode goes on (cancel it first to stop it). NULL is a no-op. Do not
- * free twice, nor while another thread uses the job.
+ * free it twice, nor while it is in use.
  */
 void sam2_encode_job_free(struct sam2_encode_job *job);
 
 /**
- * Releases an embedding. NULL is a no-op. Do not free twice, nor while another thread uses it.
- * A pointer that is not a live embedding (already freed, another handle type) is detected where
- * possible and ignored with a warning through the log callback: best effort, not a licence.
+ * Releases an embedding. A pointer that is not a live embedding (already freed, another handle
+ * type) is detected where possible and ignored with a warning through the log callback: best
+ * effort, not a licence. NULL is a no-op. Do not free it twice, nor while it is in use.
  */
 void sam2_embedding_free(struct sam2_embedding *embedding);
 
@@ -1071,12 +1084,14 @@ sam2_status sam2_embedding_save(const struct sam2_embedding *embedding, const ch
  *
  * `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
  * than the predictor's (or by an encoder of another export family) gives
- * `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
- * `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
- * foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by
- * earlier releases, and 2 are read); an OS failure `SAM2_ERR_IO`,
- * as does anything but a regular file (a directory, a FIFO, a device), refused without opening
- * it or waiting. On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
+ * `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or `SAM2_PLACE_DEVICE` (the
+ * predictor's device; needs a predictor). A truncated, corrupted, foreign or unsupported file
+ * gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by earlier releases, and 2 are
+ * read); an OS failure `SAM2_ERR_IO`, as does anything but a regular file (a directory, a FIFO, a
+ * device), refused without opening it or waiting. On success `*out` receives a new embedding.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_embedding_load(const char *path,
                                 const struct sam2_predictor *predictor,
@@ -1086,11 +1101,14 @@ sam2_status sam2_embedding_load(const char *path,
 /**
  * Makes a host copy of an embedding, for saving a device embedding.
  *
- * On a host embedding this is cheap: the new handle shares the same immutable tensors. On a
- * device embedding ONNX Runtime copies each tensor to the host through the device's execution
- * provider; without that provider (a CPU-only ONNX Runtime) it fails with
- * `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding owned by the
- * caller (`sam2_embedding_free`); the original is unchanged.
+ * On a host embedding this is cheap: the new handle shares the same immutable tensors. On a device
+ * embedding ONNX Runtime copies each tensor to the host through the device's execution provider;
+ * without that provider (a CPU-only ONNX Runtime) it fails with
+ * `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding; the original
+ * is unchanged.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_embedding_to_host(const struct sam2_embedding *embedding,
                                    struct sam2_embedding **out);
@@ -1106,22 +1124,24 @@ sam2_status sam2_encoder_options_init(struct sam2_encoder_options *options, size
  * Loads an image encoder (a SAM2 encoder exported to ONNX; the contract is recognised from its
  * input and output names).
  *
- * `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults.
- * On success `*out` receives a new encoder, owned by the caller, released with
- * `sam2_encoder_free`. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
+ * `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
+ * receives a new encoder. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
  * lists the names expected and found), `SAM2_ERR_IO`, `SAM2_ERR_RUNTIME_NOT_FOUND`,
- * `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
- * not available, with `SAM2_ON_MISMATCH_FAIL`).
+ * `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is not
+ * available, with `SAM2_ON_MISMATCH_FAIL`).
+ *
+ * The caller owns `*out` and frees it with `sam2_encoder_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_encoder_new(const char *model_path,
                              const struct sam2_encoder_options *options,
                              struct sam2_encoder **out);
 
 /**
- * Releases an encoder. NULL is a no-op. Embeddings it made stay valid. Do not free twice, and
- * do not free while another thread is using it.
- * A pointer that is not a live encoder (already freed, another handle type) is detected where
- * possible and ignored with a warning through the log callback: best effort, not a licence.
+ * Releases an encoder. Embeddings it made stay valid. A pointer that is not a live encoder
+ * (already freed, another handle type) is detected where possible and ignored with a warning
+ * through the log callback: best effort, not a licence. NULL is a no-op. Do not free it twice, nor
+ * while it is in use.
  */
 void sam2_encoder_free(struct sam2_encoder *encoder);
 
@@ -1130,8 +1150,11 @@ void sam2_encoder_free(struct sam2_encoder *encoder);
  *
  * `pixels`: `pixels_len` bytes holding `height` rows of `width` pixels in `pixel_format`
  * (`SAM2_PIXEL_*`), rows `stride` bytes apart (0 means tightly packed). The buffer is only read
- * during the call. On success `*out` receives a new embedding owned by the caller (release with
- * `sam2_embedding_free`); it does not depend on the encoder afterwards. Thread-safe.
+ * during the call. On success `*out` receives a new embedding; it does not depend on the encoder
+ * afterwards. Thread-safe.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_encode(const struct sam2_encoder *encoder,
                         const uint8_t *pixels,
@@ -1183,13 +1206,15 @@ sam2_status sam2_everything_options_init(struct sam2_everything_options *options
  * `encoder`, clicks a grid of points through `predictor`, and keeps the masks SAM2's automatic
  * mask generator keeps (see `sam2_everything_options`).
  *
- * The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On
- * success `*out` receives a new result owned by the caller (release with
- * `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
- * request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress
- * callback asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could
- * not be had; nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder),
- * and those of `sam2_encode` and `sam2_predict`. Thread-safe.
+ * The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On success
+ * `*out` receives a new result. Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
+ * request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress callback
+ * asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could not be had;
+ * nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder), and those of
+ * `sam2_encode` and `sam2_predict`. Thread-safe.
+ *
+ * The caller owns `*out` and frees it with `sam2_everything_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_segment_everything(const struct sam2_encoder *encoder,
                                     const struct sam2_predictor *predictor,
@@ -1205,6 +1230,9 @@ sam2_status sam2_segment_everything(const struct sam2_encoder *encoder,
 /**
  * Segments everything in an image already encoded (`crop_n_layers` must be 0: crops need
  * encodes of their own). Otherwise as `sam2_segment_everything`.
+ *
+ * The caller owns `*out` and frees it with `sam2_everything_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_segment_everything_embedding(const struct sam2_predictor *predictor,
                                               const struct sam2_embedding *embedding,
@@ -1212,7 +1240,8 @@ sam2_status sam2_segment_everything_embedding(const struct sam2_predictor *predi
                                               struct sam2_everything **out);
 
 /**
- * Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+ * Releases a result. Pointers obtained from it become invalid. NULL is a no-op. Do not free it
+ * twice, nor while it is in use.
  */
 void sam2_everything_free(struct sam2_everything *everything);
 
@@ -1243,9 +1272,12 @@ sam2_status sam2_everything_mask(const struct sam2_everything *everything,
                                  size_t buf_len);
 
 /**
- * Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the
- * first of 0s, possibly empty), in column-major order (down the first column, then the next),
- * as COCO's uncompressed RLE. `*out_counts` stays valid until `sam2_everything_free`.
+ * Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the first
+ * of 0s, possibly empty), in column-major order (down the first column, then the next), as COCO's
+ * uncompressed RLE.
+ *
+ * `*out_counts` is owned by the result and valid until `sam2_everything_free`; do not free it.
+ * Out-parameters are untouched on failure.
  */
 sam2_status sam2_everything_rle(const struct sam2_everything *everything,
                                 size_t index,
@@ -1328,9 +1360,10 @@ sam2_status sam2_masks_polygons(const struct sam2_masks *masks,
                                 size_t *out_rings);
 
 /**
- * Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
- * A pointer that is not a live result (already freed, another handle type) is detected where
- * possible and ignored with a warning through the log callback: best effort, not a licence.
+ * Releases a result. Pointers obtained from it become invalid. A pointer that is not a live result
+ * (already freed, another handle type) is detected where possible and ignored with a warning
+ * through the log callback: best effort, not a licence. NULL is a no-op. Do not free it twice, nor
+ * while it is in use.
  */
 void sam2_masks_free(struct sam2_masks *masks);
 
@@ -1351,6 +1384,9 @@ sam2_status sam2_masks_size(const struct sam2_masks *masks,
 /**
  * Gives mask `index`: `width × height` bytes, row-major, 1 = foreground, 0 = background.
  * `*out_data` stays valid until `sam2_masks_free`; `*out_len` receives the byte count.
+ *
+ * `*out_data` is owned by the result and valid until `sam2_masks_free`; do not free it.
+ * Out-parameters are untouched on failure.
  */
 sam2_status sam2_masks_mask(const struct sam2_masks *masks,
                             size_t index,
@@ -1372,8 +1408,11 @@ sam2_status sam2_masks_box(const struct sam2_masks *masks,
                            uint64_t *out_area);
 
 /**
- * Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back
- * as `sam2_prompt.mask_input` for refinement. Valid until `sam2_masks_free`.
+ * Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back as
+ * `sam2_prompt.mask_input` for refinement.
+ *
+ * `*out_data` is owned by the result and valid until `sam2_masks_free`; do not free it.
+ * Out-parameters are untouched on failure.
  */
 sam2_status sam2_masks_low_res(const struct sam2_masks *masks,
                                size_t index,
@@ -1418,15 +1457,17 @@ sam2_status sam2_predict_options_init(struct sam2_predict_options *options, size
 /**
  * Loads a prompt decoder.
  *
- * `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint
- * is recorded; the encoder may be freed afterwards). Alternatively give
+ * `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint is
+ * recorded; the encoder may be freed afterwards). Alternatively give
  * `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
  * `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
- * receives a new predictor owned by the caller (release with `sam2_predictor_free`).
- * Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
- * than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
- * `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
- * not available, with `SAM2_ON_MISMATCH_FAIL`).
+ * receives a new predictor. Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of
+ * another export family than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+ * `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is not
+ * available, with `SAM2_ON_MISMATCH_FAIL`).
+ *
+ * The caller owns `*out` and frees it with `sam2_predictor_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_predictor_new(const struct sam2_encoder *encoder,
                                const char *decoder_path,
@@ -1434,27 +1475,29 @@ sam2_status sam2_predictor_new(const struct sam2_encoder *encoder,
                                struct sam2_predictor **out);
 
 /**
- * Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
- * A pointer that is not a live predictor (already freed, another handle type) is detected where
- * possible and ignored with a warning through the log callback: best effort, not a licence.
+ * Releases a predictor. A pointer that is not a live predictor (already freed, another handle
+ * type) is detected where possible and ignored with a warning through the log callback: best
+ * effort, not a licence. NULL is a no-op. Do not free it twice, nor while it is in use.
  */
 void sam2_predictor_free(struct sam2_predictor *predictor);
 
 /**
  * Predicts masks for `prompt_count` independent prompts (one object each) on one embedding.
  *
- * `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`:
- * NULL for the defaults (best mask per object). On success `*out` receives a new result owned
- * by the caller (release with `sam2_masks_free`), holding `prompt_count × candidates` masks at
- * the original image size. The embedding is read in place, never copied. Errors:
- * `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
- * x2 < x1, an embedding in device memory this predictor cannot read, a result over 4 GiB of
- * masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3 — …, naming
- * the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+ * `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`: NULL
+ * for the defaults (best mask per object). On success `*out` receives a new result, holding
+ * `prompt_count × candidates` masks at the original image size. The embedding is read in place,
+ * never copied. Errors: `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty
+ * prompt, a box with x2 < x1, an embedding in device memory this predictor cannot read, a result
+ * over 4 GiB of masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3
+ * — …, naming the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
  * `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
  * `allow_embedding_copy`), `SAM2_ERR_OUT_OF_MEMORY` (the result's memory could not be had; the
- * process goes on). Thread-safe: several threads
- * may predict at once on one predictor and one embedding.
+ * process goes on). Thread-safe: several threads may predict at once on one predictor and one
+ * embedding.
+ *
+ * The caller owns `*out` and frees it with `sam2_masks_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_predict(const struct sam2_predictor *predictor,
                          const struct sam2_embedding *embedding,
@@ -1554,11 +1597,14 @@ sam2_status sam2_tracker_options_init(struct sam2_tracker_options *options, size
  * Loads the four modules of a SAM2 video export (docs/video.md: `image_encoder`,
  * `memory_attention`, `image_decoder`, `memory_encoder`, recognised by their tensor names).
  *
- * Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out`
- * receives a new tracker owned by the caller. Errors: those of `sam2_encoder_new`
- * (`SAM2_ERR_MODEL` names the module and the tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for
- * modules of different exports (naming both modules and the tensor whose dimensions differ),
- * and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
+ * Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out` receives
+ * a new tracker. Errors: those of `sam2_encoder_new` (`SAM2_ERR_MODEL` names the module and the
+ * tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for modules of different exports (naming both
+ * modules and the tensor whose dimensions differ), and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when
+ * the modules would run on different devices.
+ *
+ * The caller owns `*out` and frees it with `sam2_tracker_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_tracker_new(const char *image_encoder_path,
                              const char *memory_attention_path,
@@ -1568,8 +1614,8 @@ sam2_status sam2_tracker_new(const char *image_encoder_path,
                              struct sam2_tracker **out);
 
 /**
- * Releases a tracker and every memory it holds. NULL is a no-op. Results it returned stay
- * valid.
+ * Releases a tracker and every memory it holds. Results it returned stay valid. NULL is a no-op.
+ * Do not free it twice, nor while it is in use.
  */
 void sam2_tracker_free(struct sam2_tracker *tracker);
 
@@ -1584,6 +1630,9 @@ void sam2_tracker_free(struct sam2_tracker *tracker);
  * same frame index with other pixels is encoded afresh. Errors: `SAM2_ERR_INVALID_ARGUMENT`
  * (a prompt outside the frame, a frame outside `num_frames`), `SAM2_ERR_MODEL` (a module's
  * output of the wrong shape, named), and those of `sam2_encode`.
+ *
+ * The caller owns `*out` and frees it with `sam2_track_result_free`. Out-parameters are untouched
+ * on failure.
  */
 sam2_status sam2_tracker_add_prompt(const struct sam2_tracker *tracker,
                                     uint32_t frame_index,
@@ -1603,6 +1652,9 @@ sam2_status sam2_tracker_add_prompt(const struct sam2_tracker *tracker,
  * A frame an object was prompted on gives its prompted mask. Frames are usually tracked one
  * after the other from a prompted frame. Errors: `SAM2_ERR_INVALID_ARGUMENT` (no object yet,
  * a frame outside `num_frames`), and those of `sam2_encode`.
+ *
+ * The caller owns `*out` and frees it with `sam2_track_result_free`. Out-parameters are untouched
+ * on failure.
  */
 sam2_status sam2_tracker_track(const struct sam2_tracker *tracker,
                                uint32_t frame_index,
@@ -1653,7 +1705,7 @@ sam2_status sam2_tracker_device(const struct sam2_tracker *tracker,
                                 int32_t *out_fell_back);
 
 /**
- * Releases a result. NULL is a no-op.
+ * Releases a result. NULL is a no-op. Do not free it twice, nor while it is in use.
  */
 void sam2_track_result_free(struct sam2_track_result *result);
 
@@ -1675,7 +1727,9 @@ sam2_status sam2_track_result_object(const struct sam2_track_result *result,
 
 /**
  * Gives object `index`'s mask: `width × height` bytes, row-major, 1 = object, 0 = background.
- * `*out_mask` stays valid until `sam2_track_result_free`.
+ *
+ * `*out_mask` is owned by the result and valid until `sam2_track_result_free`; do not free it.
+ * Out-parameters are untouched on failure.
  */
 sam2_status sam2_track_result_mask(const struct sam2_track_result *result,
                                    size_t index,
@@ -1684,7 +1738,9 @@ sam2_status sam2_track_result_mask(const struct sam2_track_result *result,
 
 /**
  * Gives object `index`'s low-res logits (256 × 256 floats, row-major), SAM2's `pred_masks`.
- * `*out_logits` stays valid until `sam2_track_result_free`.
+ *
+ * `*out_logits` is owned by the result and valid until `sam2_track_result_free`; do not free it.
+ * Out-parameters are untouched on failure.
  */
 sam2_status sam2_track_result_low_res(const struct sam2_track_result *result,
                                       size_t index,

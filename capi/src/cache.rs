@@ -82,7 +82,8 @@ impl Handle for sam2_cache {
 }
 
 /// An encode requested by `sam2_cache_encode_async`. Opaque; release with
-/// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
+/// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe: several threads may
+/// wait for it, ask its state and cancel it at once.
 pub struct sam2_encode_job {
     _opaque: [u8; 0],
 }
@@ -181,9 +182,11 @@ pub extern "C" fn sam2_cache_options_init(
 
 /// Creates a cache and starts its encoder thread.
 ///
-/// `options`: NULL for the defaults. On success `*out` receives a new cache owned by the caller,
-/// released with `sam2_cache_free`. Errors: `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the
-/// thread could not be started).
+/// `options`: NULL for the defaults. On success `*out` receives a new cache. Errors:
+/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the thread could not be started).
+///
+/// The caller owns `*out` and frees it with `sam2_cache_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_cache_new(
     options: *const sam2_cache_options,
@@ -214,8 +217,8 @@ pub extern "C" fn sam2_cache_new(
 /// Releases a cache: cancels its queued encodes, terminates the one in flight, drops the kept
 /// embeddings and joins its thread (returning once ONNX Runtime honours the termination, between
 /// two nodes of the model). Embeddings handed out stay valid; jobs stay valid and report
-/// `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free twice, nor while
-/// another thread uses the cache.
+/// `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free it twice, nor while
+/// it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_cache_free(cache: *mut sam2_cache) {
     super::free_handle(cache, "cache");
@@ -227,10 +230,13 @@ pub extern "C" fn sam2_cache_free(cache: *mut sam2_cache) {
 /// the embedding is there.
 ///
 /// Pixel arguments as in `sam2_encode` (read during the call only). On success `*out` receives a
-/// new embedding handle owned by the caller (`sam2_embedding_free`), and `*out_source` (if not
-/// NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or `SAM2_CACHE_MISS`. The embedding is kept when it
-/// fits its budget (host or device memory), dropping the least recently used ones. Errors: those
-/// of `sam2_encode`, and `SAM2_ERR_CANCELLED` when the cache is being freed.
+/// new embedding handle, and `*out_source` (if not NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or
+/// `SAM2_CACHE_MISS`. The embedding is kept when it fits its budget (host or device memory),
+/// dropping the least recently used ones. Errors: those of `sam2_encode`, and `SAM2_ERR_CANCELLED`
+/// when the cache is being freed.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_cache_encode(
     cache: *const sam2_cache,
@@ -272,10 +278,13 @@ pub extern "C" fn sam2_cache_encode(
 /// thread: ahead of background requests, interrupting a background encode in flight, which runs
 /// again afterwards; never refused for a full queue).
 ///
-/// On success `*out` receives a new job owned by the caller (`sam2_encode_job_free`; freeing it
-/// does not cancel the encode, whose result still lands in the cache). Errors: those of
-/// `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`, `SAM2_ERR_CANCELLED` when the cache
-/// is being freed. Errors of the encode itself are reported by `sam2_encode_job_wait`.
+/// On success `*out` receives a new job; freeing it does not cancel the encode, whose result still
+/// lands in the cache. Errors: those of `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`,
+/// `SAM2_ERR_CANCELLED` when the cache is being freed. Errors of the encode itself are reported by
+/// `sam2_encode_job_wait`.
+///
+/// The caller owns `*out` and frees it with `sam2_encode_job_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_cache_encode_async(
     cache: *const sam2_cache,
@@ -402,10 +411,13 @@ pub extern "C" fn sam2_cache_get_stats(
 }
 
 /// Waits for a job's embedding at most `timeout_ms` milliseconds (`SAM2_WAIT_FOREVER`: as long as
-/// it takes; 0: just look). On success `*out` receives a new embedding handle owned by the caller
-/// (`sam2_embedding_free`); a job may be waited for again, each success giving a new handle of the
-/// same embedding. Errors: `SAM2_ERR_TIMEOUT` (the encode goes on), `SAM2_ERR_CANCELLED`, or the
-/// status and message of the failed encode. Thread-safe.
+/// it takes; 0: just look). On success `*out` receives a new embedding handle; a job may be waited
+/// for again, each success giving a new handle of the same embedding. Errors: `SAM2_ERR_TIMEOUT`
+/// (the encode goes on), `SAM2_ERR_CANCELLED`, or the status and message of the failed encode.
+/// Thread-safe.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_wait(
     job: *const sam2_encode_job,
@@ -450,7 +462,7 @@ pub extern "C" fn sam2_encode_job_cancel(job: *const sam2_encode_job) -> sam2_st
 }
 
 /// Releases a job handle; the encode goes on (cancel it first to stop it). NULL is a no-op. Do not
-/// free twice, nor while another thread uses the job.
+/// free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_free(job: *mut sam2_encode_job) {
     super::free_handle(job, "job");

@@ -10,8 +10,8 @@ use super::{
 };
 use sam2::Embedding;
 
-/// An image embedding. Opaque and immutable: it may be read by several predictors on several
-/// threads at once. Release with `sam2_embedding_free`.
+/// An image embedding. Opaque and immutable. Thread-safe: several predictors on several threads
+/// may read it at once. Release with `sam2_embedding_free`.
 pub struct sam2_embedding {
     _opaque: [u8; 0],
 }
@@ -41,9 +41,9 @@ impl From<Embedding> for EmbeddingHandle {
     }
 }
 
-/// Releases an embedding. NULL is a no-op. Do not free twice, nor while another thread uses it.
-/// A pointer that is not a live embedding (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases an embedding. A pointer that is not a live embedding (already freed, another handle
+/// type) is detected where possible and ignored with a warning through the log callback: best
+/// effort, not a licence. NULL is a no-op. Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_free(embedding: *mut sam2_embedding) {
     super::free_handle(embedding, "embedding");
@@ -186,12 +186,14 @@ pub extern "C" fn sam2_embedding_save(
 ///
 /// `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
 /// than the predictor's (or by an encoder of another export family) gives
-/// `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
-/// `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
-/// foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by
-/// earlier releases, and 2 are read); an OS failure `SAM2_ERR_IO`,
-/// as does anything but a regular file (a directory, a FIFO, a device), refused without opening
-/// it or waiting. On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
+/// `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or `SAM2_PLACE_DEVICE` (the
+/// predictor's device; needs a predictor). A truncated, corrupted, foreign or unsupported file
+/// gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by earlier releases, and 2 are
+/// read); an OS failure `SAM2_ERR_IO`, as does anything but a regular file (a directory, a FIFO, a
+/// device), refused without opening it or waiting. On success `*out` receives a new embedding.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_load(
     path: *const c_char,
@@ -230,11 +232,14 @@ pub extern "C" fn sam2_embedding_load(
 
 /// Makes a host copy of an embedding, for saving a device embedding.
 ///
-/// On a host embedding this is cheap: the new handle shares the same immutable tensors. On a
-/// device embedding ONNX Runtime copies each tensor to the host through the device's execution
-/// provider; without that provider (a CPU-only ONNX Runtime) it fails with
-/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding owned by the
-/// caller (`sam2_embedding_free`); the original is unchanged.
+/// On a host embedding this is cheap: the new handle shares the same immutable tensors. On a device
+/// embedding ONNX Runtime copies each tensor to the host through the device's execution provider;
+/// without that provider (a CPU-only ONNX Runtime) it fails with
+/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding; the original
+/// is unchanged.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_to_host(
     embedding: *const sam2_embedding,

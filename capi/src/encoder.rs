@@ -156,12 +156,14 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
 /// Loads an image encoder (a SAM2 encoder exported to ONNX; the contract is recognised from its
 /// input and output names).
 ///
-/// `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults.
-/// On success `*out` receives a new encoder, owned by the caller, released with
-/// `sam2_encoder_free`. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
+/// `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
+/// receives a new encoder. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
 /// lists the names expected and found), `SAM2_ERR_IO`, `SAM2_ERR_RUNTIME_NOT_FOUND`,
-/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
-/// not available, with `SAM2_ON_MISMATCH_FAIL`).
+/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is not
+/// available, with `SAM2_ON_MISMATCH_FAIL`).
+///
+/// The caller owns `*out` and frees it with `sam2_encoder_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_encoder_new(
     model_path: *const c_char,
@@ -179,10 +181,10 @@ pub extern "C" fn sam2_encoder_new(
     })
 }
 
-/// Releases an encoder. NULL is a no-op. Embeddings it made stay valid. Do not free twice, and
-/// do not free while another thread is using it.
-/// A pointer that is not a live encoder (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases an encoder. Embeddings it made stay valid. A pointer that is not a live encoder
+/// (already freed, another handle type) is detected where possible and ignored with a warning
+/// through the log callback: best effort, not a licence. NULL is a no-op. Do not free it twice, nor
+/// while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_encoder_free(encoder: *mut sam2_encoder) {
     super::free_handle(encoder, "encoder");
@@ -192,8 +194,11 @@ pub extern "C" fn sam2_encoder_free(encoder: *mut sam2_encoder) {
 ///
 /// `pixels`: `pixels_len` bytes holding `height` rows of `width` pixels in `pixel_format`
 /// (`SAM2_PIXEL_*`), rows `stride` bytes apart (0 means tightly packed). The buffer is only read
-/// during the call. On success `*out` receives a new embedding owned by the caller (release with
-/// `sam2_embedding_free`); it does not depend on the encoder afterwards. Thread-safe.
+/// during the call. On success `*out` receives a new embedding; it does not depend on the encoder
+/// afterwards. Thread-safe.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_encode(
     encoder: *const sam2_encoder,

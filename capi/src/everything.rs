@@ -205,7 +205,7 @@ fn convert_options(
 
 /// The masks segment everything found in one image. Opaque and immutable; release with
 /// `sam2_everything_free`. Masks are held run-length encoded; pointers it hands out stay valid
-/// until then. Thread-safe to read from several threads.
+/// until then. Thread-safe: several threads may read it at once.
 pub struct sam2_everything {
     _opaque: [u8; 0],
 }
@@ -217,13 +217,15 @@ impl Handle for sam2_everything {
 /// `encoder`, clicks a grid of points through `predictor`, and keeps the masks SAM2's automatic
 /// mask generator keeps (see `sam2_everything_options`).
 ///
-/// The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On
-/// success `*out` receives a new result owned by the caller (release with
-/// `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
-/// request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress
-/// callback asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could
-/// not be had; nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder),
-/// and those of `sam2_encode` and `sam2_predict`. Thread-safe.
+/// The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On success
+/// `*out` receives a new result. Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
+/// request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress callback
+/// asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could not be had;
+/// nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder), and those of
+/// `sam2_encode` and `sam2_predict`. Thread-safe.
+///
+/// The caller owns `*out` and frees it with `sam2_everything_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_segment_everything(
     encoder: *const sam2_encoder,
@@ -256,6 +258,9 @@ pub extern "C" fn sam2_segment_everything(
 
 /// Segments everything in an image already encoded (`crop_n_layers` must be 0: crops need
 /// encodes of their own). Otherwise as `sam2_segment_everything`.
+///
+/// The caller owns `*out` and frees it with `sam2_everything_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_segment_everything_embedding(
     predictor: *const sam2_predictor,
@@ -280,7 +285,8 @@ pub extern "C" fn sam2_segment_everything_embedding(
     })
 }
 
-/// Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+/// Releases a result. Pointers obtained from it become invalid. NULL is a no-op. Do not free it
+/// twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_everything_free(everything: *mut sam2_everything) {
     super::free_handle(everything, "everything");
@@ -389,9 +395,12 @@ pub extern "C" fn sam2_everything_mask(
     })
 }
 
-/// Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the
-/// first of 0s, possibly empty), in column-major order (down the first column, then the next),
-/// as COCO's uncompressed RLE. `*out_counts` stays valid until `sam2_everything_free`.
+/// Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the first
+/// of 0s, possibly empty), in column-major order (down the first column, then the next), as COCO's
+/// uncompressed RLE.
+///
+/// `*out_counts` is owned by the result and valid until `sam2_everything_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_everything_rle(
     everything: *const sam2_everything,

@@ -6,7 +6,7 @@ use sam2::Prediction;
 
 /// A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
 /// `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands
-/// out stay valid until then.
+/// out stay valid until then. Thread-safe: several threads may read it at once.
 pub struct sam2_masks {
     _opaque: [u8; 0],
 }
@@ -14,9 +14,10 @@ impl Handle for sam2_masks {
     type Inner = Prediction;
 }
 
-/// Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
-/// A pointer that is not a live result (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases a result. Pointers obtained from it become invalid. A pointer that is not a live result
+/// (already freed, another handle type) is detected where possible and ignored with a warning
+/// through the log callback: best effort, not a licence. NULL is a no-op. Do not free it twice, nor
+/// while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_masks_free(masks: *mut sam2_masks) {
     super::free_handle(masks, "masks");
@@ -72,6 +73,9 @@ pub extern "C" fn sam2_masks_size(
 
 /// Gives mask `index`: `width × height` bytes, row-major, 1 = foreground, 0 = background.
 /// `*out_data` stays valid until `sam2_masks_free`; `*out_len` receives the byte count.
+///
+/// `*out_data` is owned by the result and valid until `sam2_masks_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_masks_mask(
     masks: *const sam2_masks,
@@ -130,8 +134,11 @@ pub extern "C" fn sam2_masks_box(
     })
 }
 
-/// Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back
-/// as `sam2_prompt.mask_input` for refinement. Valid until `sam2_masks_free`.
+/// Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back as
+/// `sam2_prompt.mask_input` for refinement.
+///
+/// `*out_data` is owned by the result and valid until `sam2_masks_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_masks_low_res(
     masks: *const sam2_masks,

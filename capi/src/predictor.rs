@@ -162,15 +162,17 @@ pub extern "C" fn sam2_predict_options_init(
 
 /// Loads a prompt decoder.
 ///
-/// `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint
-/// is recorded; the encoder may be freed afterwards). Alternatively give
+/// `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint is
+/// recorded; the encoder may be freed afterwards). Alternatively give
 /// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
 /// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
-/// receives a new predictor owned by the caller (release with `sam2_predictor_free`).
-/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
-/// than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
-/// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
-/// not available, with `SAM2_ON_MISMATCH_FAIL`).
+/// receives a new predictor. Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of
+/// another export family than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+/// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is not
+/// available, with `SAM2_ON_MISMATCH_FAIL`).
+///
+/// The caller owns `*out` and frees it with `sam2_predictor_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_predictor_new(
     encoder: *const sam2_encoder,
@@ -235,9 +237,9 @@ pub extern "C" fn sam2_predictor_new(
     })
 }
 
-/// Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
-/// A pointer that is not a live predictor (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases a predictor. A pointer that is not a live predictor (already freed, another handle
+/// type) is detected where possible and ignored with a warning through the log callback: best
+/// effort, not a licence. NULL is a no-op. Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
     super::free_handle(predictor, "predictor");
@@ -301,18 +303,20 @@ pub(crate) fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt,
 
 /// Predicts masks for `prompt_count` independent prompts (one object each) on one embedding.
 ///
-/// `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`:
-/// NULL for the defaults (best mask per object). On success `*out` receives a new result owned
-/// by the caller (release with `sam2_masks_free`), holding `prompt_count × candidates` masks at
-/// the original image size. The embedding is read in place, never copied. Errors:
-/// `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
-/// x2 < x1, an embedding in device memory this predictor cannot read, a result over 4 GiB of
-/// masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3 — …, naming
-/// the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+/// `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`: NULL
+/// for the defaults (best mask per object). On success `*out` receives a new result, holding
+/// `prompt_count × candidates` masks at the original image size. The embedding is read in place,
+/// never copied. Errors: `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty
+/// prompt, a box with x2 < x1, an embedding in device memory this predictor cannot read, a result
+/// over 4 GiB of masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3
+/// — …, naming the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
 /// `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
 /// `allow_embedding_copy`), `SAM2_ERR_OUT_OF_MEMORY` (the result's memory could not be had; the
-/// process goes on). Thread-safe: several threads
-/// may predict at once on one predictor and one embedding.
+/// process goes on). Thread-safe: several threads may predict at once on one predictor and one
+/// embedding.
+///
+/// The caller owns `*out` and frees it with `sam2_masks_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_predict(
     predictor: *const sam2_predictor,

@@ -9,11 +9,14 @@ use super::embedding::sam2_embedding;
 use super::{arg_out, arg_str, guard, handle_ref, publish, sam2_status};
 use sam2::Embedding;
 
-/// Makes a stand-in for a device-resident embedding on machines without a GPU. The result
-/// shares `host_embedding`'s bytes but labels them as `allocator_name` memory ("Cuda", "DML", …)
-/// on `device_id`, so residency checks see a device embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
-/// `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
-/// `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
+/// Makes a stand-in for a device-resident embedding on machines without a GPU. The result shares
+/// `host_embedding`'s bytes but labels them as `allocator_name` memory ("Cuda", "DML", …) on
+/// `device_id`, so residency checks see a device embedding: `sam2_embedding_is_serializable` gives
+/// 0, `sam2_embedding_save` refuses it, `sam2_embedding_allocator_name` names `allocator_name`. It
+/// is never handed to ONNX Runtime: `sam2_predict` and `sam2_embedding_to_host` refuse it.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_test_embedding_simulate_device(
     host_embedding: *const sam2_embedding,
@@ -31,10 +34,12 @@ pub extern "C" fn sam2_test_embedding_simulate_device(
     })
 }
 
-/// Makes a result holding one given mask (`width × height` bytes, row-major, non-zero =
-/// foreground; score 1, low-res logits all 0), so the mask formats (`sam2_masks_rle`,
-/// `sam2_masks_polygons`, …) can be checked on shapes no model draws: holes, islands, corners.
-/// Free with `sam2_masks_free`.
+/// Makes a result holding one given mask (`width × height` bytes, row-major, non-zero = foreground;
+/// score 1, low-res logits all 0), so the mask formats (`sam2_masks_rle`, `sam2_masks_polygons`, …)
+/// can be checked on shapes no model draws: holes, islands, corners.
+///
+/// The caller owns `*out` and frees it with `sam2_masks_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_test_masks_from_bytes(
     mask: *const u8,

@@ -139,7 +139,8 @@ impl Handle for sam2_tracker {
 }
 
 /// One frame's result: a mask and a presence score per object. Opaque and immutable; release
-/// with `sam2_track_result_free`. Pointers it hands out stay valid until then.
+/// with `sam2_track_result_free`. Pointers it hands out stay valid until then. Thread-safe:
+/// several threads may read it at once.
 pub struct sam2_track_result {
     _opaque: [u8; 0],
 }
@@ -150,11 +151,14 @@ impl Handle for sam2_track_result {
 /// Loads the four modules of a SAM2 video export (docs/video.md: `image_encoder`,
 /// `memory_attention`, `image_decoder`, `memory_encoder`, recognised by their tensor names).
 ///
-/// Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out`
-/// receives a new tracker owned by the caller. Errors: those of `sam2_encoder_new`
-/// (`SAM2_ERR_MODEL` names the module and the tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for
-/// modules of different exports (naming both modules and the tensor whose dimensions differ),
-/// and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
+/// Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out` receives
+/// a new tracker. Errors: those of `sam2_encoder_new` (`SAM2_ERR_MODEL` names the module and the
+/// tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for modules of different exports (naming both
+/// modules and the tensor whose dimensions differ), and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when
+/// the modules would run on different devices.
+///
+/// The caller owns `*out` and frees it with `sam2_tracker_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_new(
     image_encoder_path: *const c_char,
@@ -179,8 +183,8 @@ pub extern "C" fn sam2_tracker_new(
     })
 }
 
-/// Releases a tracker and every memory it holds. NULL is a no-op. Results it returned stay
-/// valid.
+/// Releases a tracker and every memory it holds. Results it returned stay valid. NULL is a no-op.
+/// Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_free(tracker: *mut sam2_tracker) {
     super::free_handle(tracker, "tracker");
@@ -196,6 +200,9 @@ pub extern "C" fn sam2_tracker_free(tracker: *mut sam2_tracker) {
 /// same frame index with other pixels is encoded afresh. Errors: `SAM2_ERR_INVALID_ARGUMENT`
 /// (a prompt outside the frame, a frame outside `num_frames`), `SAM2_ERR_MODEL` (a module's
 /// output of the wrong shape, named), and those of `sam2_encode`.
+///
+/// The caller owns `*out` and frees it with `sam2_track_result_free`. Out-parameters are untouched
+/// on failure.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_add_prompt(
     tracker: *const sam2_tracker,
@@ -249,6 +256,9 @@ pub extern "C" fn sam2_tracker_add_prompt(
 /// A frame an object was prompted on gives its prompted mask. Frames are usually tracked one
 /// after the other from a prompted frame. Errors: `SAM2_ERR_INVALID_ARGUMENT` (no object yet,
 /// a frame outside `num_frames`), and those of `sam2_encode`.
+///
+/// The caller owns `*out` and frees it with `sam2_track_result_free`. Out-parameters are untouched
+/// on failure.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_track(
     tracker: *const sam2_tracker,
@@ -351,7 +361,7 @@ pub extern "C" fn sam2_tracker_device(
     })
 }
 
-/// Releases a result. NULL is a no-op.
+/// Releases a result. NULL is a no-op. Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_track_result_free(result: *mut sam2_track_result) {
     super::free_handle(result, "result");
@@ -437,7 +447,9 @@ pub extern "C" fn sam2_track_result_object(
 }
 
 /// Gives object `index`'s mask: `width × height` bytes, row-major, 1 = object, 0 = background.
-/// `*out_mask` stays valid until `sam2_track_result_free`.
+///
+/// `*out_mask` is owned by the result and valid until `sam2_track_result_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_track_result_mask(
     result: *const sam2_track_result,
@@ -456,7 +468,9 @@ pub extern "C" fn sam2_track_result_mask(
 }
 
 /// Gives object `index`'s low-res logits (256 × 256 floats, row-major), SAM2's `pred_masks`.
-/// `*out_logits` stays valid until `sam2_track_result_free`.
+///
+/// `*out_logits` is owned by the result and valid until `sam2_track_result_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_track_result_low_res(
     result: *const sam2_track_result,

@@ -130,3 +130,168 @@ fn the_abi_crates_have_the_core_version() {
         .map(|v| v.trim_matches('"'));
     assert_eq!(version, Some(sam2::VERSION), "capi/libsam2/Cargo.toml");
 }
+
+/// A documented declaration of the header: its comment (the ` * ` prefixes removed, lines joined
+/// with spaces) and the declaration after it, on one line.
+struct Item {
+    doc: String,
+    decl: String,
+}
+
+/// The top-level documented declarations of a header written by cbindgen.
+fn items(header: &str) -> Vec<Item> {
+    let mut items = Vec::new();
+    let mut lines = header.lines();
+    while let Some(line) = lines.next() {
+        if line != "/**" {
+            continue;
+        }
+        let mut doc = Vec::new();
+        for line in lines.by_ref() {
+            if line == " */" {
+                break;
+            }
+            doc.push(line.trim_start_matches(" *").trim());
+        }
+        let mut decl = String::new();
+        for line in lines.by_ref() {
+            decl.push_str(line.trim());
+            decl.push(' ');
+            if line.ends_with(';') || line.ends_with('{') || line.starts_with('#') {
+                break;
+            }
+        }
+        items.push(Item {
+            doc: doc.join(" "),
+            decl: decl.trim().to_string(),
+        });
+    }
+    items
+}
+
+/// The function a declaration declares, with its return type and parameters (`type name`).
+fn function(decl: &str) -> Option<(&str, &str, Vec<&str>)> {
+    let open = decl.find('(')?;
+    if !decl.ends_with(");") || decl.starts_with("typedef") {
+        return None;
+    }
+    let head = &decl[..open];
+    let name_at = head.rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))? + 1;
+    let params = decl[open + 1..decl.len() - 2]
+        .split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty() && *p != "void")
+        .collect();
+    Some((&head[name_at..], head[..name_at].trim(), params))
+}
+
+/// The name of a parameter (`const struct sam2_masks *masks` → `masks`).
+fn param_name(param: &str) -> &str {
+    param.rsplit(['*', ' ']).next().unwrap_or(param)
+}
+
+/// What the header promises of every handle, hand-out and `_free`, in the same words each time,
+/// so that a function added without them fails here:
+/// - every opaque handle type states its thread rule once ("Thread-safe: …");
+/// - every `_free` says NULL is a no-op and forbids a double free and a free while in use;
+/// - every function that hands out a handle (a `struct sam2_x **` out-parameter) says who owns it
+///   and which `_free` releases it, and that out-parameters are untouched on failure;
+/// - every function that hands out a buffer (another `**` out-parameter, or a returned pointer)
+///   says how long it stays valid and not to free it, and (with out-parameters) that they are
+///   untouched on failure.
+#[test]
+fn the_header_states_ownership_threads_and_failure_for_every_hand_out() {
+    const UNTOUCHED: &str = "Out-parameters are untouched on failure.";
+    const FREE: &str = "NULL is a no-op. Do not free it twice, nor while it is in use.";
+    let header = library_header();
+    let items = items(&header);
+    let mut problems = Vec::new();
+    let mut handles = Vec::new();
+    for item in &items {
+        if let Some(rest) = item.decl.strip_prefix("typedef struct ") {
+            let mut words = rest.trim_end_matches(';').split(' ');
+            if let (Some(a), Some(b), None) = (words.next(), words.next(), words.next()) {
+                if a == b {
+                    handles.push(a.to_string());
+                    if item.doc.matches("Thread-safe: ").count() != 1 {
+                        problems.push(format!(
+                            "{a}: state the thread rule once (\"Thread-safe: …\")"
+                        ));
+                    }
+                    if !item.doc.contains(&format!("`{a}_free`")) {
+                        problems.push(format!("{a}: name `{a}_free`"));
+                    }
+                }
+            }
+        }
+    }
+    let mut hand_outs = 0;
+    let mut frees = 0;
+    for item in &items {
+        let Some((name, returns, params)) = function(&item.decl) else {
+            continue;
+        };
+        if let Some(handle) = name.strip_suffix("_free") {
+            if handles.iter().any(|h| h == handle) {
+                frees += 1;
+                if !item.doc.contains(FREE) {
+                    problems.push(format!("{name}: say \"{FREE}\""));
+                }
+            }
+            continue;
+        }
+        let mut hands_out = false;
+        for param in params.iter().filter(|p| p.contains("**")) {
+            hands_out = true;
+            let out = param_name(param);
+            let handle = param
+                .strip_prefix("struct ")
+                .and_then(|p| p.split(' ').next())
+                .filter(|t| handles.iter().any(|h| h == t));
+            let promise = match handle {
+                Some(handle) => {
+                    format!("The caller owns `*{out}` and frees it with `{handle}_free`.")
+                }
+                None => format!("`*{out}` is "),
+            };
+            if !item.doc.contains(&promise) {
+                problems.push(format!("{name}: say \"{promise}…\""));
+            }
+            if handle.is_none()
+                && !(item.doc.contains("valid until `sam2_")
+                    && item.doc.contains("; do not free it."))
+            {
+                problems.push(format!("{name}: say how long `*{out}` is valid (\"valid until `sam2_…_free`\") and \"; do not free it.\""));
+            }
+        }
+        if hands_out && !item.doc.contains(UNTOUCHED) {
+            problems.push(format!("{name}: say \"{UNTOUCHED}\""));
+        }
+        if returns.ends_with('*') {
+            hands_out = true;
+            let lifetime = [
+                "valid until `sam2_",
+                "static",
+                "valid for the life of the process",
+            ];
+            if !(lifetime.iter().any(|l| item.doc.contains(l))
+                && item.doc.contains("; do not free it."))
+            {
+                problems.push(format!(
+                    "{name}: say how long the returned pointer is valid and \"; do not free it.\""
+                ));
+            }
+        }
+        hand_outs += hands_out as usize;
+    }
+    assert!(
+        handles.len() >= 9 && frees == handles.len() && hand_outs >= 24,
+        "the header parser lost its way: {} handle types, {frees} frees, {hand_outs} hand-outs",
+        handles.len()
+    );
+    assert!(
+        problems.is_empty(),
+        "include/sam2.h breaks its conventions (docs/c-api.md):\n  {}",
+        problems.join("\n  ")
+    );
+}

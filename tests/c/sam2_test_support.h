@@ -18,11 +18,14 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Makes a stand-in for a device-resident embedding on machines without a GPU. The result
- * shares `host_embedding`'s bytes but labels them as `allocator_name` memory ("Cuda", "DML", …)
- * on `device_id`, so residency checks see a device embedding: `sam2_embedding_is_serializable` gives 0, `sam2_embedding_save` refuses it,
- * `sam2_embedding_allocator_name` names `allocator_name`. It is never handed to ONNX Runtime:
- * `sam2_predict` and `sam2_embedding_to_host` refuse it. Free with `sam2_embedding_free`.
+ * Makes a stand-in for a device-resident embedding on machines without a GPU. The result shares
+ * `host_embedding`'s bytes but labels them as `allocator_name` memory ("Cuda", "DML", …) on
+ * `device_id`, so residency checks see a device embedding: `sam2_embedding_is_serializable` gives
+ * 0, `sam2_embedding_save` refuses it, `sam2_embedding_allocator_name` names `allocator_name`. It
+ * is never handed to ONNX Runtime: `sam2_predict` and `sam2_embedding_to_host` refuse it.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_test_embedding_simulate_device(const sam2_embedding *host_embedding,
                                                 const char *allocator_name,
@@ -30,10 +33,12 @@ sam2_status sam2_test_embedding_simulate_device(const sam2_embedding *host_embed
                                                 sam2_embedding **out);
 
 /**
- * Makes a result holding one given mask (`width × height` bytes, row-major, non-zero =
- * foreground; score 1, low-res logits all 0), so the mask formats (`sam2_masks_rle`,
- * `sam2_masks_polygons`, …) can be checked on shapes no model draws: holes, islands, corners.
- * Free with `sam2_masks_free`.
+ * Makes a result holding one given mask (`width × height` bytes, row-major, non-zero = foreground;
+ * score 1, low-res logits all 0), so the mask formats (`sam2_masks_rle`, `sam2_masks_polygons`, …)
+ * can be checked on shapes no model draws: holes, islands, corners.
+ *
+ * The caller owns `*out` and frees it with `sam2_masks_free`. Out-parameters are untouched on
+ * failure.
  */
 sam2_status sam2_test_masks_from_bytes(const uint8_t *mask,
                                        uint32_t width,
