@@ -8,9 +8,10 @@ use super::c_enum::c_enum;
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
 use super::{arg_out, guard, handle_ref, impl_options, read_options, sam2_status, Handle};
+use sam2::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
+use sam2::Encoder;
 use sam2::Error;
 use sam2::ImageView;
-use sam2::{CacheOptions, EmbeddingCache, Encoder, Job, JobState, Priority, Source};
 
 /// `sam2_cache_encode` found the embedding kept in the cache.
 pub const SAM2_CACHE_HIT: u32 = 0;

@@ -4,12 +4,11 @@ use std::ffi::c_char;
 
 use super::c_enum::c_enum;
 use super::{arg_out, arg_slice, copy_out_str};
-use sam2::Error;
-use sam2::Optimization;
-use sam2::WeightSharing;
-use sam2::{
+use sam2::device::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
 };
+use sam2::device::{Optimization, WeightSharing};
+use sam2::Error;
 
 /// Execution provider: the CPU.
 pub const SAM2_PROVIDER_CPU: u32 = 0;

@@ -5,11 +5,11 @@ use super::encoder::{image_arg, sam2_encoder};
 use super::predictor::sam2_predictor;
 use super::sam2_status;
 use super::{arg_out, arg_slice, guard, handle_ref, impl_options, read_options, Handle};
-use sam2::Error;
-use sam2::{
+use sam2::everything::{
     segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
     EverythingMask, EverythingOptions,
 };
+use sam2::Error;
 use std::ffi::c_void;
 
 /// Options of `sam2_segment_everything`: SAM2's `SAM2AutomaticMaskGenerator` parameters, with its

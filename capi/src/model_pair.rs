@@ -3,7 +3,7 @@
 use std::ffi::c_char;
 
 use super::{arg_str, copy_out_str, guard, sam2_status};
-use sam2::find_model_pair;
+use sam2::models::find_model_pair;
 use sam2::Error;
 
 /// Finds one encoder/decoder pair from `path` (NUL-terminated UTF-8): a directory holding exactly

@@ -58,7 +58,7 @@ pub extern "C" fn sam2_test_masks_from_bytes(
         let (w, h) = (width as usize, height as usize);
         let bytes = super::arg_slice(mask, w * h, "mask")?;
         let masks: Vec<u8> = bytes.iter().map(|&v| (v != 0) as u8).collect();
-        let rle = sam2::Rle::encode(&masks, w, h);
+        let rle = sam2::masks::Rle::encode(&masks, w, h);
         let prediction = sam2::Prediction {
             width: w,
             height: h,

@@ -12,9 +12,9 @@ use super::predictor::{convert_prompt, sam2_prompt};
 use super::{
     arg_out, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status, Handle,
 };
-use sam2::box_and_area;
+use sam2::masks::box_and_area;
+use sam2::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::Error;
-use sam2::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
 
 /// Tracking direction: frames after the prompted ones (default).
 pub const SAM2_TRACK_FORWARD: u32 = 0;

@@ -20,6 +20,21 @@ pub use crate::onnx_split::{split, split_with_location};
 pub use crate::postprocess::{box_and_area, upsample_threshold};
 pub use crate::preprocess::{f32_to_f16_bits, preprocess, preprocess_into};
 
+/// Segment everything's point grid: `n × n` cell centres in [0, 1]², rows first.
+pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
+    crate::everything::point_grid(n)
+}
+
+/// Segment everything's crops of a `width × height` image: each box and its layer.
+pub fn crop_boxes(
+    width: usize,
+    height: usize,
+    layers: u32,
+    overlap_ratio: f32,
+) -> Vec<([u32; 4], u32)> {
+    crate::everything::crop_boxes(width, height, layers, overlap_ratio)
+}
+
 impl Embedding {
     /// A view of a host embedding whose tensors are labelled as living in
     /// `allocator` memory ("Cuda", "DML", …) on `device_id`, standing for a device-resident
