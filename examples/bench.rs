@@ -42,9 +42,9 @@ use ort::session::Session;
 use ort::value::{DynValue, Tensor};
 use serde_json::{json, Value};
 
-use sam2::EmbeddingTensor;
-use sam2::Optimization;
-use sam2::WeightSharing;
+use sam2::device::Optimization;
+use sam2::device::WeightSharing;
+use sam2::embedding::EmbeddingTensor;
 use sam2::{
     Embedding, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
     PredictorOptions, Prompt,

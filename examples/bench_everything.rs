@@ -23,10 +23,12 @@ use std::time::Instant;
 
 use ort::session::Session;
 use ort::value::{DynValue, Tensor};
+use sam2::embedding::EmbeddingTensor;
+use sam2::everything::{segment_everything, segment_everything_embedding, EverythingOptions};
+use sam2::test_support::point_grid;
 use sam2::{
-    point_grid, segment_everything, segment_everything_embedding, Embedding, EmbeddingTensor,
-    Encoder, EverythingOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
-    PredictorOptions, Prompt,
+    Embedding, Encoder, ImageView, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions,
+    Prompt,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;

@@ -10,8 +10,8 @@ use std::time::Instant;
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 use ort::value::Tensor;
-use sam2::Optimization;
-use sam2::WeightSharing;
+use sam2::device::Optimization;
+use sam2::device::WeightSharing;
 use sam2::{Encoder, EncoderOptions};
 
 fn rss_anon_mb() -> f64 {

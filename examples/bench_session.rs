@@ -10,9 +10,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use sam2::cache::{CacheOptions, EmbeddingCache, Priority};
 use sam2::{
-    CacheOptions, EmbeddingCache, Encoder, ImageView, PixelFormat, Point, PredictOptions,
-    Predictor, PredictorOptions, Priority, Prompt,
+    Encoder, ImageView, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions, Prompt,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -229,7 +229,7 @@ fn main() -> Res<()> {
             let next = ImageView::packed(image, W, H, PixelFormat::Rgb)?;
             let job = cache.encode_async(&encoder, &next, Priority::Background)?;
             std::thread::sleep(Duration::from_millis(50));
-            while job.state() != sam2::JobState::Done {
+            while job.state() != sam2::cache::JobState::Done {
                 let t = Instant::now();
                 predictor.predict(&embedding, &[click_on(0, false)], PredictOptions::default())?;
                 lat.push(t.elapsed().as_secs_f64() * 1e3);

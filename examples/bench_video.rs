@@ -38,9 +38,8 @@ use std::time::Instant;
 
 use ort::session::{Session, SessionInputValue};
 use ort::value::{DynValue, Tensor};
-use sam2::{
-    Direction, ImageView, PixelFormat, Point, Prompt, Tracker, TrackerOptions, VideoModelPaths,
-};
+use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::{ImageView, PixelFormat, Point, Prompt};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 

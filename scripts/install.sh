@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs libsam2 for C and C++ hosts into a prefix:
 #
-#   PREFIX/lib/libsam2.so.X.Y.Z              the library (SONAME libsam2.so.<abi>, see build.rs)
+#   PREFIX/lib/libsam2.so.X.Y.Z              the library (SONAME libsam2.so.<abi>, see capi/libsam2/build.rs)
 #   PREFIX/lib/libsam2.so.<abi> -> ...X.Y.Z  what programs linked to it load
 #   PREFIX/lib/libsam2.so -> libsam2.so.<abi> what -lsam2 links
 #   PREFIX/include/sam2.h
@@ -62,8 +62,9 @@ fi
 lib="$ROOT/target/release/libsam2.so"
 [ -f "$lib" ] || { echo "install.sh: $lib does not exist: run cargo build --release --lib" >&2; exit 1; }
 
-# The version is the crate's; the SONAME is read from the library (build.rs sets it), and the two
-# must agree, so a library left from another version is never installed under this one's names.
+# The version is the crate's; the SONAME is read from the library (capi/libsam2/build.rs sets
+# it), and the two must agree, so a library left from another version is never installed under
+# this one's names.
 version="$(awk -F'"' '/^\[/{section=$0} section=="[package]" && /^version *=/{print $2; exit}' "$ROOT/Cargo.toml")"
 IFS=. read -r major minor _ <<<"$version"
 if [ "$major" = 0 ]; then abi="0.$minor"; else abi="$major"; fi

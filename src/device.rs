@@ -11,8 +11,11 @@ use ort::memory::{AllocationDevice, Allocator, AllocatorType, MemoryInfo, Memory
 use ort::session::builder::SessionBuilder;
 use ort::session::Session;
 
+pub use crate::device_copy::{copy_stats, CopyStats};
 use crate::error::{Error, Result};
 use crate::log::{self, LogLevel};
+pub use crate::session::SessionOptions;
+pub use crate::weights::{shared_models, Optimization, WeightSharing};
 
 /// An execution provider. Values are part of the C ABI (`SAM2_PROVIDER_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,7 +250,7 @@ impl EffectiveDevice {
     }
 
     /// Where outputs bound "on the device" land: the primary provider's device memory, or the host.
-    pub fn output_memory(&self) -> Result<MemoryInfo<'static>> {
+    pub(crate) fn output_memory(&self) -> Result<MemoryInfo<'static>> {
         match self.primary.device_memory(self.device_id) {
             Some(info) => info,
             None => host_memory(),

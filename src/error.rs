@@ -95,7 +95,8 @@ pub enum Error {
 }
 
 impl Error {
-    pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+    /// An invalid argument: `name` (as the caller knows it) and what is wrong with it.
+    pub fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             name,
             reason: reason.into(),

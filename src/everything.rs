@@ -110,10 +110,10 @@ impl Default for EverythingOptions {
 }
 
 /// Largest number of crop layers (1 + 4 + 16 + 64 + 256 crops, each encoded).
-pub(crate) const MAX_CROP_LAYERS: u32 = 4;
+pub const MAX_CROP_LAYERS: u32 = 4;
 /// Largest number of points per side, and of points in one caller grid.
 pub(crate) const MAX_POINTS_PER_SIDE: u32 = 1024;
-pub(crate) const MAX_GRID_POINTS: usize = (MAX_POINTS_PER_SIDE * MAX_POINTS_PER_SIDE) as usize;
+pub const MAX_GRID_POINTS: usize = (MAX_POINTS_PER_SIDE * MAX_POINTS_PER_SIDE) as usize;
 /// Distance (pixels) within which a box counts as touching a crop edge, as in SAM2.
 const CROP_EDGE_TOLERANCE: f32 = 20.0;
 
@@ -291,7 +291,7 @@ impl EverythingOptions {
 
 /// `n × n` points at the centres of an even grid over `[0, 1]²`, rows from the top, left to right
 /// within a row (SAM2's `build_point_grid`, same float64 arithmetic).
-pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
+pub(crate) fn point_grid(n: usize) -> Vec<[f64; 2]> {
     let offset = 1.0 / (2 * n) as f64;
     let (start, stop) = (offset, 1.0 - offset);
     // numpy's linspace: start + i·step, the last value exactly `stop`.
@@ -322,7 +322,7 @@ pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
 /// a `2^i × 2^i` set of overlapping crops, columns outer (SAM2's `generate_crop_boxes`). Every
 /// crop is inside the image and holds at least one pixel: on tiny images the crops that would
 /// start beyond the edge are left out, so a layer may have fewer than `2^i × 2^i`.
-pub fn crop_boxes(
+pub(crate) fn crop_boxes(
     width: usize,
     height: usize,
     layers: u32,

@@ -1,21 +1,28 @@
 //! Segment Anything 2 through ONNX Runtime: encode an image once, prompt it many times.
 //!
-//! The product is the C ABI under [`ffi`] (declared in `include/sam2.h`). The safe Rust core
-//! behind it is reached through the items re-exported here and four namespaces:
-//! [`runtime`] (loading ONNX Runtime), [`embedding_file`] (saving and loading embeddings),
-//! [`files`] (reading only regular files, writing files atomically) and [`log`] (the library's
-//! log sink). Everything else is internal.
+//! This is the safe Rust core. The product, the C ABI declared in `include/sam2.h`, is a crate of
+//! its own over it (`sam2-capi`, in capi/, built as libsam2 by capi/libsam2); it uses only what
+//! this crate makes public.
+//!
+//! The pipeline's types are at the root ([`Encoder`], [`Predictor`], [`Embedding`], [`ImageView`],
+//! [`Prompt`], [`Prediction`], [`Error`], …); everything else is in a namespace: [`device`]
+//! (execution providers, sessions, weight sharing), [`embedding`] (where an embedding's tensors
+//! live), [`embedding_file`] (saving and loading embeddings), [`cache`] (an embedding cache with
+//! background encodes), [`everything`] (segment everything), [`video`] (tracking objects through
+//! a video), [`masks`] (run lengths, polygons), [`models`] (the exports recognised, model pairs),
+//! [`runtime`] (loading ONNX Runtime), [`files`] (regular-file reads, atomic writes), [`log`] (the
+//! log sink), [`limits`] (the largest requests) and [`panics`] (containing panics at a boundary).
+//! Every other module is internal.
 
-mod cache;
-mod device;
+pub mod cache;
+pub mod device;
 mod device_copy;
-mod embedding;
+pub mod embedding;
 pub mod embedding_file;
 mod encoder;
 mod error;
-mod everything;
+pub mod everything;
 mod export;
-pub mod ffi;
 pub mod files;
 mod fingerprint;
 mod image;
@@ -24,7 +31,7 @@ mod mask_formats;
 mod model_pair;
 mod onnx_split;
 mod ort_raw;
-mod panics;
+pub mod panics;
 mod platform;
 mod polygon;
 mod postprocess;
@@ -33,7 +40,7 @@ mod preprocess;
 mod rle;
 pub mod runtime;
 mod session;
-mod video;
+pub mod video;
 mod weights;
 
 /// Test hooks (device stand-ins, fuzzing properties, internals the benchmarks drive): only in
@@ -42,32 +49,36 @@ mod weights;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 
-pub use cache::{
-    pixel_hash, CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Priority, Source,
-};
-pub use device::{
-    ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
-};
-pub use device_copy::{copy_stats, CopyStats};
-pub use embedding::{live_bytes as live_embedding_bytes, Embedding, EmbeddingTensor, Location};
+// The pipeline: open an encoder and a predictor, encode an image, prompt it.
+pub use embedding::Embedding;
 pub use encoder::{Encoder, EncoderOptions, OutputTarget};
 pub use error::{Error, Result};
-pub use everything::{
-    crop_boxes, point_grid, segment_everything, segment_everything_embedding,
-    segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
-    EverythingCost, EverythingMask, EverythingOptions, Progress, DEFAULT_MAX_CLICKS,
-    DEFAULT_MAX_MEMORY_BYTES,
-};
-pub use export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec, InputType};
 pub use fingerprint::Fingerprint;
 pub use image::{ImageView, PixelFormat};
-pub use model_pair::{find_model_pair, ModelNaming, ModelPair};
-pub use polygon::{polygons as mask_polygons, rasterize as rasterize_polygons, Polygon};
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
-pub use rle::Rle;
-pub use session::SessionOptions;
-pub use video::{Direction, TrackedFrame, TrackedObject, Tracker, TrackerOptions, VideoModelPaths};
-pub use weights::{shared_models, Optimization, WeightSharing};
+
+// Used across the core by this name.
+pub(crate) use cache::pixel_hash;
+
+/// Masks in other forms: COCO run lengths, polygons, a mask's box and area.
+pub mod masks {
+    pub use crate::polygon::{polygons, rasterize, Polygon};
+    pub use crate::postprocess::box_and_area;
+    pub use crate::rle::Rle;
+}
+
+/// Models: the SAM2 exports the library recognises, and encoder/decoder pairs found by file name.
+pub mod models {
+    pub use crate::export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec};
+    pub use crate::model_pair::{find_model_pair, ModelNaming, ModelPair};
+}
+
+/// The largest requests the core accepts; a larger one is `Error::InvalidArgument` naming the
+/// limit. (The C ABI checks its arguments against them before converting them.)
+pub mod limits {
+    pub use crate::everything::{MAX_CROP_LAYERS, MAX_GRID_POINTS};
+    pub use crate::predictor::{MAX_OBJECTS, MAX_POINTS, MAX_POOL};
+}
 
 /// Version of this library.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,5 +1,7 @@
-//! Panics the library contains: where they are caught (the C boundary's guards, the cache's
-//! worker), and the panic hook that routes their message to the log instead of the host's stderr.
+//! Panics the library contains: where they are caught (the C ABI's guards, in sam2-capi, and the
+//! cache's worker), and the panic hook that routes their message to the log instead of the host's
+//! stderr. Public for the boundary crates over the core: a caller that must not unwind (the C
+//! ABI) runs each call inside [`catch`] after [`install_hook`], and reports [`describe`].
 //!
 //! Rust's default hook prints "thread '…' panicked at …" (and, with `RUST_BACKTRACE`, a whole
 //! backtrace) on stderr before the panic is caught, so every `SAM2_ERR_PANIC` used to write on a
@@ -69,7 +71,7 @@ pub(crate) fn message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// Installs the hook (once per process; later calls cost one atomic load). The hook it replaces
 /// is kept and still receives every panic that is not the library's.
-pub(crate) fn install_hook() {
+pub fn install_hook() {
     HOOK.call_once(|| {
         let previous = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
@@ -94,14 +96,14 @@ pub(crate) fn install_hook() {
 
 /// Runs `body`, catching a panic. Inside, a panic's message goes to the log (once the hook is
 /// installed) rather than to stderr.
-pub(crate) fn catch<T>(body: impl FnOnce() -> T) -> std::thread::Result<T> {
+pub fn catch<T>(body: impl FnOnce() -> T) -> std::thread::Result<T> {
     let _scope = Scope::enter();
     LOCATION.with(|l| *l.borrow_mut() = None);
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(body))
 }
 
 /// The message of a panic [`catch`] returned, with where it happened when the hook saw it.
-pub(crate) fn describe(payload: &(dyn std::any::Any + Send)) -> String {
+pub fn describe(payload: &(dyn std::any::Any + Send)) -> String {
     let text = message(payload);
     match LOCATION.with(|l| l.borrow_mut().take()) {
         Some(location) => format!("{text} (at {location})"),

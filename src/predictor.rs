@@ -119,14 +119,14 @@ pub struct Predictor {
 
 /// Largest number of objects in one call and points per object: far beyond any UI, and a bound
 /// that keeps the prompt tensors small.
-pub(crate) const MAX_OBJECTS: usize = 256;
-pub(crate) const MAX_POINTS: usize = 1024;
+pub const MAX_OBJECTS: usize = 256;
+pub const MAX_POINTS: usize = 1024;
 /// Largest result of one predict: `objects × candidates × width × height` mask bytes (multimask
 /// counted as 3 candidates). A larger request is refused before anything runs; predict fewer
 /// prompts per call instead.
 pub(crate) const MAX_RESULT_BYTES: usize = 4 << 30;
 /// Largest predictor pool.
-pub(crate) const MAX_POOL: usize = 64;
+pub const MAX_POOL: usize = 64;
 
 impl Predictor {
     pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {

@@ -8,10 +8,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use common::*;
-use sam2::{
-    CacheOptions, EmbeddingCache, Encoder, Error, ImageView, JobState, PixelFormat, Priority,
-    Source,
-};
+use sam2::cache::{CacheOptions, EmbeddingCache, JobState, Priority, Source};
+use sam2::{Encoder, Error, ImageView, PixelFormat};
 
 fn encoder(pair: &str) -> Arc<Encoder> {
     init_runtime();

@@ -10,7 +10,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use sam2::{CacheOptions, EmbeddingCache, Encoder, ImageView, PixelFormat, Priority};
+use sam2::cache::{CacheOptions, EmbeddingCache, Priority};
+use sam2::{Encoder, ImageView, PixelFormat};
 
 #[test]
 fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
@@ -24,7 +25,7 @@ fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
             .unwrap();
         e.tensors().iter().map(|t| t.byte_len()).sum::<usize>()
     };
-    let baseline = sam2::live_embedding_bytes();
+    let baseline = sam2::embedding::live_bytes();
     let budget = 3 * one;
     const IMAGES: usize = 16;
     let cache = EmbeddingCache::new(CacheOptions {
@@ -39,7 +40,7 @@ fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
     std::thread::scope(|s| {
         s.spawn(|| {
             while !stop.load(Ordering::Relaxed) {
-                let live = sam2::live_embedding_bytes().saturating_sub(baseline);
+                let live = sam2::embedding::live_bytes().saturating_sub(baseline);
                 peak.fetch_max(live, Ordering::Relaxed);
                 std::thread::yield_now();
             }
@@ -91,7 +92,7 @@ fn memory_stays_within_the_budget_plus_the_embedding_in_flight() {
     assert_eq!(stats.host_bytes, budget);
     drop(cache);
     assert_eq!(
-        sam2::live_embedding_bytes(),
+        sam2::embedding::live_bytes(),
         baseline,
         "dropping the cache released every embedding it kept"
     );

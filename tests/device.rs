@@ -6,11 +6,11 @@ mod common;
 use std::sync::{Arc, Mutex};
 
 use common::*;
+use sam2::device::{DeviceOptions, MismatchPolicy, Provider, ProviderRequest};
 use sam2::log::{self, LogLevel};
 use sam2::{
-    DeviceOptions, Embedding, Encoder, EncoderOptions, Error, ImageView, MismatchPolicy,
-    PixelFormat, Point, PredictOptions, Predictor, PredictorOptions, Prompt, Provider,
-    ProviderRequest,
+    Embedding, Encoder, EncoderOptions, Error, ImageView, PixelFormat, Point, PredictOptions,
+    Predictor, PredictorOptions, Prompt,
 };
 
 /// The log sink is process-wide: these tests take turns.

@@ -11,10 +11,12 @@
 mod common;
 
 use common::*;
-use sam2::{
-    crop_boxes, segment_everything, segment_everything_embedding, segment_everything_with_progress,
-    Everything, EverythingOptions, ImageView, PixelFormat,
+use sam2::everything::{
+    segment_everything, segment_everything_embedding, segment_everything_with_progress, Everything,
+    EverythingOptions,
 };
+use sam2::test_support::crop_boxes;
+use sam2::{ImageView, PixelFormat};
 
 const FOUND_IOU: f64 = 0.9;
 const DUPLICATE_IOU: f64 = 0.5;

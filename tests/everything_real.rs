@@ -18,10 +18,9 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use common::*;
-use sam2::{
-    segment_everything_embedding, Encoder, EverythingOptions, ImageView, PixelFormat, Predictor,
-    PredictorOptions, Rle,
-};
+use sam2::everything::{segment_everything_embedding, EverythingOptions};
+use sam2::masks::Rle;
+use sam2::{Encoder, ImageView, PixelFormat, Predictor, PredictorOptions};
 
 const MATCH_IOU: f64 = 0.9;
 const MATCHED_SHARE: f64 = 0.95;

@@ -7,10 +7,10 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use sam2::device::{DeviceOptions, MismatchPolicy, Provider, ProviderRequest};
 use sam2::{
-    embedding_file, DeviceOptions, Encoder, EncoderOptions, Error, ImageView, MismatchPolicy,
-    OutputTarget, PixelFormat, PredictOptions, Predictor, PredictorOptions, Provider,
-    ProviderRequest,
+    embedding_file, Encoder, EncoderOptions, Error, ImageView, OutputTarget, PixelFormat,
+    PredictOptions, Predictor, PredictorOptions,
 };
 
 fn cuda_available() -> bool {

@@ -6,7 +6,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use sam2::{find_model_pair, DecoderExport, ModelNaming, Predictor, PredictorOptions};
+use sam2::models::{find_model_pair, DecoderExport, ModelNaming};
+use sam2::{Predictor, PredictorOptions};
 
 fn real_dir() -> PathBuf {
     std::env::var_os("SAM2_REAL_MODELS")

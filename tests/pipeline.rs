@@ -3,9 +3,10 @@
 mod common;
 
 use common::*;
+use sam2::models::DecoderExport;
 use sam2::{
-    DecoderExport, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions,
-    Predictor, PredictorOptions, Prompt,
+    Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
+    PredictorOptions, Prompt,
 };
 
 const TINY: [(&str, DecoderExport); 4] = [

@@ -15,9 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::*;
+use sam2::cache::EmbeddingCache;
 use sam2::{
-    EmbeddingCache, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions,
-    Prediction, Predictor, PredictorOptions, Prompt,
+    Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Prediction, Predictor,
+    PredictorOptions, Prompt,
 };
 use serde_json::Value;
 
@@ -444,11 +445,14 @@ fn every_optimization_level_and_weight_policy_works() {
     let embedding = encoder.encode(&rgb(&image)).unwrap();
     let baseline = single(&predictor, &embedding, click(580.0, 190.0));
     for level in [
-        sam2::Optimization::None,
-        sam2::Optimization::Basic,
-        sam2::Optimization::All,
+        sam2::device::Optimization::None,
+        sam2::device::Optimization::Basic,
+        sam2::device::Optimization::All,
     ] {
-        for weights in [sam2::WeightSharing::Shared, sam2::WeightSharing::Copy] {
+        for weights in [
+            sam2::device::WeightSharing::Shared,
+            sam2::device::WeightSharing::Copy,
+        ] {
             let mut options = EncoderOptions::default();
             options.session.optimization = level;
             options.session.weights = weights;
@@ -458,7 +462,7 @@ fn every_optimization_level_and_weight_policy_works() {
             let what = format!("{level:?} {weights:?}");
             let e = Encoder::new(&pair.encoder, &options).expect(&what);
             let p = Predictor::new(&pair.decoder, &poptions).expect(&what);
-            if weights == sam2::WeightSharing::Copy {
+            if weights == sam2::device::WeightSharing::Copy {
                 assert_ne!(e.weights_address(), encoder.weights_address(), "{what}");
             }
             let emb = e.encode(&rgb(&image)).expect(&what);
@@ -485,7 +489,7 @@ fn the_cache_serves_real_encoders() {
     let (first, _) = cache.encode(&encoder, &rgb(&image)).unwrap();
     let (second, source) = cache.encode(&encoder, &rgb(&image)).unwrap();
     assert!(Arc::ptr_eq(&first, &second));
-    assert_eq!(source, sam2::Source::Cache);
+    assert_eq!(source, sam2::cache::Source::Cache);
     assert_eq!(cache.stats().misses, 1);
     let r = single(&predictor, &second, click(580.0, 190.0));
     let direct = single(

@@ -8,9 +8,8 @@ mod common;
 
 use common::track_clip::{distractor_left, frame, target_centre, FRAMES, HEIGHT, WIDTH};
 use common::*;
-use sam2::{
-    Direction, ImageView, PixelFormat, Point, Prompt, Tracker, TrackerOptions, VideoModelPaths,
-};
+use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::{ImageView, PixelFormat, Point, Prompt};
 
 fn click(x: i64, y: i64) -> Prompt {
     Prompt {

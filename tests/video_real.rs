@@ -19,10 +19,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::init_runtime;
-use sam2::{
-    Direction, ImageView, PixelFormat, Point, Prompt, TrackedObject, Tracker, TrackerOptions,
-    VideoModelPaths,
-};
+use sam2::video::{Direction, TrackedObject, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::{ImageView, PixelFormat, Point, Prompt};
 use serde_json::Value;
 
 const MIN_CORRELATION: f64 = 0.999;

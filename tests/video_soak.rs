@@ -21,10 +21,8 @@ mod common;
 
 use common::memory::{arena, heap, rss};
 use common::*;
-use sam2::{
-    Direction, ImageView, PixelFormat, Point, Predictor, Prompt, Tracker, TrackerOptions,
-    VideoModelPaths,
-};
+use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::{ImageView, PixelFormat, Point, Predictor, Prompt};
 
 use common::track_clip::{HEIGHT, WIDTH};
 /// Goals: the most each measure may grow after warm-up.

@@ -18,12 +18,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use common::memory::rss;
 use common::*;
+use sam2::cache::{CacheOptions, EmbeddingCache};
+use sam2::device::{copy_stats, DeviceOptions, MismatchPolicy, Provider, ProviderRequest};
+use sam2::everything::{segment_everything, segment_everything_embedding, EverythingOptions};
 use sam2::log::{self, LogLevel};
 use sam2::{
-    copy_stats, embedding_file, segment_everything, segment_everything_embedding, CacheOptions,
-    DeviceOptions, Embedding, EmbeddingCache, Encoder, EncoderOptions, Error, EverythingOptions,
-    ImageView, MismatchPolicy, PixelFormat, PredictOptions, Predictor, PredictorOptions, Prompt,
-    Provider, ProviderRequest,
+    embedding_file, Embedding, Encoder, EncoderOptions, Error, ImageView, PixelFormat,
+    PredictOptions, Predictor, PredictorOptions, Prompt,
 };
 
 /// Copy counters and the log sink are process-wide: the tests take turns.

@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use sam2::WeightSharing;
+use sam2::device::WeightSharing;
 use sam2::{
     Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
     PredictorOptions, Prompt,
@@ -59,15 +59,15 @@ fn the_registry_releases_weights_with_the_last_session() {
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("tiny_b_encoder.onnx");
     std::fs::copy(model("tiny_b_encoder.onnx"), &path).unwrap();
-    let before = sam2::shared_models();
+    let before = sam2::device::shared_models();
     let a = Encoder::new(&path, &EncoderOptions::default()).unwrap();
     let b = Encoder::new(&path, &EncoderOptions::default()).unwrap();
-    assert_eq!(sam2::shared_models(), before + 1);
+    assert_eq!(sam2::device::shared_models(), before + 1);
     drop(a);
-    assert_eq!(sam2::shared_models(), before + 1, "still used by b");
+    assert_eq!(sam2::device::shared_models(), before + 1, "still used by b");
     drop(b);
     assert_eq!(
-        sam2::shared_models(),
+        sam2::device::shared_models(),
         before,
         "released with the last session"
     );
@@ -115,9 +115,9 @@ fn a_link_to_a_model_computes_that_model_whatever_lies_beside_the_link() {
     )
     .unwrap();
     for level in [
-        sam2::Optimization::None,
-        sam2::Optimization::Basic,
-        sam2::Optimization::All,
+        sam2::device::Optimization::None,
+        sam2::device::Optimization::Basic,
+        sam2::device::Optimization::All,
     ] {
         let mut o = EncoderOptions::default();
         o.session.optimization = level;
@@ -182,7 +182,10 @@ fn a_model_with_its_weights_in_a_file_beside_it_loads() {
     assert!(!split.initializers.is_empty());
     std::fs::write(dir.join("external.onnx"), &split.model).unwrap();
     std::fs::write(dir.join("weights.bin"), &original).unwrap();
-    for level in [sam2::Optimization::None, sam2::Optimization::All] {
+    for level in [
+        sam2::device::Optimization::None,
+        sam2::device::Optimization::All,
+    ] {
         let mut o = EncoderOptions::default();
         o.session.optimization = level;
         let inline = embed(&Encoder::new(model("tiny_a_encoder.onnx"), &o).unwrap());

@@ -3,7 +3,7 @@
 # directory that is removed at the end:
 #
 #  1. scripts/install.sh into a temporary prefix: the layout, the SONAME (libsam2.so.<abi> by the
-#     rule of build.rs, computed here from Cargo.toml), the header, sam2.pc, the CMake package
+#     rule of capi/libsam2/build.rs, computed here from Cargo.toml), the header, sam2.pc, the CMake package
 #     and its version file; the sam2 command in bin/, run from there; a DESTDIR-staged install.
 #  2. A C program built with `pkg-config --cflags --libs sam2` and a C++ program built with CMake's
 #     find_package(sam2 CONFIG REQUIRED) run from that prefix with no LD_LIBRARY_PATH: each checks

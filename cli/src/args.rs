@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use sam2::{MismatchPolicy, Provider};
+use sam2::device::{MismatchPolicy, Provider};
 
 /// A usage error: printed as one line, exit code 2.
 #[derive(Debug)]

@@ -12,10 +12,11 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use args::{Command, Device, Models};
+use sam2::device::{DeviceOptions, ProviderRequest, SessionOptions};
+use sam2::everything::{segment_everything, EverythingOptions};
 use sam2::{
-    segment_everything, DeviceOptions, Encoder, EncoderOptions, Error, EverythingOptions,
-    Fingerprint, ImageView, PixelFormat, PredictOptions, Predictor, PredictorOptions, Prompt,
-    ProviderRequest, SessionOptions,
+    Encoder, EncoderOptions, Error, Fingerprint, ImageView, PixelFormat, PredictOptions, Predictor,
+    PredictorOptions, Prompt,
 };
 
 /// Exit codes (also in `sam2 --help` and docs/cli.md).
@@ -251,7 +252,7 @@ fn session_options(device: Device) -> SessionOptions {
 /// The encoder and decoder files the options name.
 fn model_files(models: &Models) -> Result<(PathBuf, Option<PathBuf>), Failure> {
     if let Some(path) = &models.model {
-        let pair = sam2::find_model_pair(path).map_err(|e| Failure::of(e, exit::MODEL))?;
+        let pair = sam2::models::find_model_pair(path).map_err(|e| Failure::of(e, exit::MODEL))?;
         return Ok((pair.encoder, Some(pair.decoder)));
     }
     let encoder = models
@@ -680,7 +681,7 @@ fn polygons_json(
     tolerance: f32,
 ) -> Vec<serde_json::Value> {
     let flat = |ring: &Vec<[f32; 2]>| ring.iter().flat_map(|p| [p[0], p[1]]).collect::<Vec<f32>>();
-    sam2::mask_polygons(mask, width, height, tolerance)
+    sam2::masks::polygons(mask, width, height, tolerance)
         .iter()
         .map(|p| serde_json::json!({ "outer": flat(&p.outer), "holes": p.holes.iter().map(flat).collect::<Vec<_>>() }))
         .collect()
@@ -703,7 +704,8 @@ fn info(i: args::Info) -> Result<(), Failure> {
     let files: Vec<PathBuf> = if i.model.is_file() {
         vec![i.model.clone()]
     } else {
-        let pair = sam2::find_model_pair(&i.model).map_err(|e| Failure::of(e, exit::MODEL))?;
+        let pair =
+            sam2::models::find_model_pair(&i.model).map_err(|e| Failure::of(e, exit::MODEL))?;
         println!("pair: {} ({} naming)", pair.name, pair.naming.name());
         vec![pair.encoder, pair.decoder]
     };
@@ -773,7 +775,7 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
     }
 }
 
-fn print_device(device: &sam2::EffectiveDevice) {
+fn print_device(device: &sam2::device::EffectiveDevice) {
     let names: Vec<&str> = device.providers.iter().map(|p| p.ort_name()).collect();
     println!(
         "  runs on: {}{} (providers: {})",

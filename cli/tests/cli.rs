@@ -126,7 +126,8 @@ fn check_json(json_path: &Path, mask: &[u8], w: usize, h: usize) {
     let a = &doc["annotations"][0];
     assert_eq!(a["segmentation"]["size"], serde_json::json!([h, w]));
     let rle =
-        sam2::Rle::from_coco_string(a["segmentation"]["counts"].as_str().unwrap(), w, h).unwrap();
+        sam2::masks::Rle::from_coco_string(a["segmentation"]["counts"].as_str().unwrap(), w, h)
+            .unwrap();
     assert_eq!(
         rle.decode().unwrap(),
         mask,
@@ -149,18 +150,18 @@ fn check_json(json_path: &Path, mask: &[u8], w: usize, h: usize) {
             .collect();
         flat.chunks(2).map(|p| [p[0], p[1]]).collect()
     };
-    let polygons: Vec<sam2::Polygon> = a["polygons"]
+    let polygons: Vec<sam2::masks::Polygon> = a["polygons"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| sam2::Polygon {
+        .map(|p| sam2::masks::Polygon {
             outer: ring(&p["outer"]),
             holes: p["holes"].as_array().unwrap().iter().map(ring).collect(),
         })
         .collect();
     assert!(!polygons.is_empty());
     assert_eq!(
-        sam2::rasterize_polygons(&polygons, w, h),
+        sam2::masks::rasterize(&polygons, w, h),
         mask,
         "the polygons at tolerance 0 are the mask"
     );
@@ -223,7 +224,7 @@ fn everything_finds_each_shape_and_writes_coco_annotations() {
             assert!(a["predicted_iou"].as_f64().unwrap() > 0.8);
             assert!(a["stability_score"].as_f64().unwrap() >= 0.95);
             let counts = a["segmentation"]["counts"].as_str().unwrap();
-            let rle = sam2::Rle::from_coco_string(counts, 512, 384).unwrap();
+            let rle = sam2::masks::Rle::from_coco_string(counts, 512, 384).unwrap();
             assert_eq!(rle.area(), a["area"].as_u64().unwrap());
             rle.decode().unwrap()
         })

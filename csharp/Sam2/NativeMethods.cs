@@ -301,7 +301,7 @@ namespace Sam2
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_masks_low_res(MasksHandle masks, UIntPtr index_, out IntPtr out_data, out UIntPtr out_len, out uint out_side);
 
-        // ---- mask formats and model pairs (src/ffi/mask_formats.rs, src/ffi/model_pair.rs) ------
+        // ---- mask formats and model pairs (capi/src/mask_formats.rs, capi/src/model_pair.rs) ----
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_masks_copy_mask(MasksHandle masks, UIntPtr index_, [Out] byte[] buffer, UIntPtr size);
@@ -373,7 +373,7 @@ namespace Sam2
         internal static extern Sam2Status sam2_set_log_callback(sam2_log_callback callback, IntPtr user_data, uint min_level);
     
 
-        // ---- segment everything (src/ffi/everything.rs) ------------------------------------------
+        // ---- segment everything (capi/src/everything.rs) ----------------------------------------
 
         [StructLayout(LayoutKind.Sequential)]
         internal struct sam2_everything_options
@@ -441,7 +441,7 @@ namespace Sam2
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_everything_rle(EverythingHandle everything, UIntPtr index, out IntPtr out_counts, out UIntPtr out_count);
 
-        // ---- video tracking (src/ffi/tracker.rs) -----------------------------------------------
+        // ---- video tracking (capi/src/tracker.rs) ----------------------------------------------
 
         [StructLayout(LayoutKind.Sequential)]
         internal struct sam2_tracker_options

@@ -46,7 +46,7 @@ mod store;
 pub use job::Job;
 use job::Request;
 use queue::{work, Shared, State, Task};
-pub use store::pixel_hash;
+pub(crate) use store::pixel_hash;
 use store::Key;
 
 const MIB: usize = 1 << 20;

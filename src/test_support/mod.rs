@@ -1,7 +1,7 @@
 //! Test support, compiled only with the `test-support` cargo feature (the test builds turn it on;
 //! a release build of the library has none of it): stand-ins for device memory on machines
 //! without a GPU, the properties the fuzz targets check, and a hook to hold an encoder busy.
-//! The C side is `src/ffi/test_support.rs`, declared in its own header
+//! The C side is `capi/src/test_support.rs` (in the C ABI crate), declared in its own header
 //! (`tests/c/sam2_test_support.h`).
 
 use std::sync::Arc;
@@ -19,6 +19,21 @@ pub mod fuzzing;
 pub use crate::onnx_split::{split, split_with_location};
 pub use crate::postprocess::{box_and_area, upsample_threshold};
 pub use crate::preprocess::{f32_to_f16_bits, preprocess, preprocess_into};
+
+/// Segment everything's point grid: `n × n` cell centres in [0, 1]², rows first.
+pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
+    crate::everything::point_grid(n)
+}
+
+/// Segment everything's crops of a `width × height` image: each box and its layer.
+pub fn crop_boxes(
+    width: usize,
+    height: usize,
+    layers: u32,
+    overlap_ratio: f32,
+) -> Vec<([u32; 4], u32)> {
+    crate::everything::crop_boxes(width, height, layers, overlap_ratio)
+}
 
 impl Embedding {
     /// A view of a host embedding whose tensors are labelled as living in

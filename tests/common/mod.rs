@@ -7,8 +7,15 @@ use std::path::{Path, PathBuf};
 pub mod memory;
 pub mod track_clip;
 
+/// The repository: this module serves the core's tests and the C ABI crate's (capi/tests), so it
+/// is the first directory above the test's package that holds `testdata/`.
 pub fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    let package = Path::new(env!("CARGO_MANIFEST_DIR"));
+    package
+        .ancestors()
+        .find(|dir| dir.join("testdata").is_dir())
+        .unwrap_or(package)
+        .to_path_buf()
 }
 
 pub fn models_dir() -> PathBuf {

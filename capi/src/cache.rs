@@ -7,12 +7,11 @@ use std::time::Duration;
 use super::c_enum::c_enum;
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
-use super::{
-    arg_out, guard, handle_ref, impl_handle, impl_options, read_options, sam2_status, HandleTag,
-};
-use crate::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
-use crate::error::Error;
-use crate::image::ImageView;
+use super::{arg_out, guard, handle_ref, impl_options, read_options, sam2_status, Handle};
+use sam2::cache::{CacheOptions, EmbeddingCache, Job, JobState, Priority, Source};
+use sam2::Encoder;
+use sam2::Error;
+use sam2::ImageView;
 
 /// `sam2_cache_encode` found the embedding kept in the cache.
 pub const SAM2_CACHE_HIT: u32 = 0;
@@ -76,21 +75,22 @@ const MAX_QUEUE_LIMIT: u32 = 65536;
 /// release with `sam2_cache_free`. Thread-safe: every function but `sam2_cache_free` may be
 /// called from several threads at once. One cache may serve several encoders (and models); its
 /// budgets are shared by all of them.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_cache {
-    tag: HandleTag,
-    pub(crate) inner: EmbeddingCache,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_cache, b"sam2_cch");
+impl Handle for sam2_cache {
+    type Inner = EmbeddingCache;
+}
 
 /// An encode requested by `sam2_cache_encode_async`. Opaque; release with
-/// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
+/// `sam2_encode_job_free` (which does not cancel the encode). Thread-safe: several threads may
+/// wait for it, ask its state and cancel it at once.
 pub struct sam2_encode_job {
-    tag: HandleTag,
-    pub(crate) inner: Job,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_encode_job, b"sam2_job");
+impl Handle for sam2_encode_job {
+    type Inner = Job;
+}
 
 /// Options of `sam2_cache_new`. Initialise with `sam2_cache_options_init`, then change fields.
 #[repr(C)]
@@ -165,7 +165,7 @@ fn request<'a>(
     cache: *const sam2_cache,
     encoder: *const sam2_encoder,
     (pixels, pixels_len, width, height, stride, pixel_format): PixelArgs,
-) -> Result<(&'a sam2_cache, &'a sam2_encoder, ImageView<'a>), Error> {
+) -> Result<(&'a EmbeddingCache, &'a Arc<Encoder>, ImageView<'a>), Error> {
     let cache = handle_ref(cache, "cache")?;
     let encoder = handle_ref(encoder, "encoder")?;
     let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
@@ -183,9 +183,11 @@ pub extern "C" fn sam2_cache_options_init(
 
 /// Creates a cache and starts its encoder thread.
 ///
-/// `options`: NULL for the defaults. On success `*out` receives a new cache owned by the caller,
-/// released with `sam2_cache_free`. Errors: `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the
-/// thread could not be started).
+/// `options`: NULL for the defaults. On success `*out` receives a new cache. Errors:
+/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_IO` (the thread could not be started).
+///
+/// The caller owns `*out` and frees it with `sam2_cache_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_cache_new(
     options: *const sam2_cache_options,
@@ -208,10 +210,7 @@ pub extern "C" fn sam2_cache_new(
             device_budget: usize::try_from(options.device_budget_bytes).unwrap_or(usize::MAX),
             queue_limit: options.queue_limit as usize,
         })?;
-        out.set(super::publish(sam2_cache {
-            tag: HandleTag::new::<sam2_cache>(),
-            inner: cache,
-        }));
+        out.set(super::publish::<sam2_cache>(cache));
         Ok(())
     })
 }
@@ -219,8 +218,8 @@ pub extern "C" fn sam2_cache_new(
 /// Releases a cache: cancels its queued encodes, terminates the one in flight, drops the kept
 /// embeddings and joins its thread (returning once ONNX Runtime honours the termination, between
 /// two nodes of the model). Embeddings handed out stay valid; jobs stay valid and report
-/// `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free twice, nor while
-/// another thread uses the cache.
+/// `SAM2_JOB_CANCELLED` unless they had finished. NULL is a no-op. Do not free it twice, nor while
+/// it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_cache_free(cache: *mut sam2_cache) {
     super::free_handle(cache, "cache");
@@ -232,10 +231,13 @@ pub extern "C" fn sam2_cache_free(cache: *mut sam2_cache) {
 /// the embedding is there.
 ///
 /// Pixel arguments as in `sam2_encode` (read during the call only). On success `*out` receives a
-/// new embedding handle owned by the caller (`sam2_embedding_free`), and `*out_source` (if not
-/// NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or `SAM2_CACHE_MISS`. The embedding is kept when it
-/// fits its budget (host or device memory), dropping the least recently used ones. Errors: those
-/// of `sam2_encode`, and `SAM2_ERR_CANCELLED` when the cache is being freed.
+/// new embedding handle, and `*out_source` (if not NULL) `SAM2_CACHE_HIT`, `SAM2_CACHE_JOINED` or
+/// `SAM2_CACHE_MISS`. The embedding is kept when it fits its budget (host or device memory),
+/// dropping the least recently used ones. Errors: those of `sam2_encode`, and `SAM2_ERR_CANCELLED`
+/// when the cache is being freed.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_cache_encode(
     cache: *const sam2_cache,
@@ -256,12 +258,12 @@ pub extern "C" fn sam2_cache_encode(
             (pixels, pixels_len, width, height, stride, pixel_format),
         )?;
         let out = arg_out(out, "out")?;
-        let (embedding, source) = cache.inner.encode(&encoder.inner, &image)?;
+        let (embedding, source) = cache.encode(encoder, &image)?;
         if !out_source.is_null() {
             // SAFETY: checked non-NULL; the caller promises it is writable.
             unsafe { *out_source = CacheSourceCodes::code(source) };
         }
-        out.set(super::publish(sam2_embedding::new(embedding)));
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -277,10 +279,13 @@ pub extern "C" fn sam2_cache_encode(
 /// thread: ahead of background requests, interrupting a background encode in flight, which runs
 /// again afterwards; never refused for a full queue).
 ///
-/// On success `*out` receives a new job owned by the caller (`sam2_encode_job_free`; freeing it
-/// does not cancel the encode, whose result still lands in the cache). Errors: those of
-/// `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`, `SAM2_ERR_CANCELLED` when the cache
-/// is being freed. Errors of the encode itself are reported by `sam2_encode_job_wait`.
+/// On success `*out` receives a new job; freeing it does not cancel the encode, whose result still
+/// lands in the cache. Errors: those of `sam2_encode` about the arguments, `SAM2_ERR_QUEUE_FULL`,
+/// `SAM2_ERR_CANCELLED` when the cache is being freed. Errors of the encode itself are reported by
+/// `sam2_encode_job_wait`.
+///
+/// The caller owns `*out` and frees it with `sam2_encode_job_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_cache_encode_async(
     cache: *const sam2_cache,
@@ -302,11 +307,8 @@ pub extern "C" fn sam2_cache_encode_async(
         )?;
         let priority = PriorityCodes::parse(priority, "priority")?;
         let out = arg_out(out, "out")?;
-        let job = cache.inner.encode_async(&encoder.inner, &image, priority)?;
-        out.set(super::publish(sam2_encode_job {
-            tag: HandleTag::new::<sam2_encode_job>(),
-            inner: job,
-        }));
+        let job = cache.encode_async(encoder, &image, priority)?;
+        out.set(super::publish::<sam2_encode_job>(job));
         Ok(())
     })
 }
@@ -334,9 +336,7 @@ pub extern "C" fn sam2_cache_put(
             (pixels, pixels_len, width, height, stride, pixel_format),
         )?;
         let embedding = handle_ref(embedding, "embedding")?;
-        cache
-            .inner
-            .put(&encoder.inner, &image, Arc::clone(&embedding.inner))
+        cache.put(encoder, &image, Arc::clone(&embedding.inner))
     })
 }
 
@@ -344,7 +344,7 @@ pub extern "C" fn sam2_cache_put(
 #[no_mangle]
 pub extern "C" fn sam2_cache_clear(cache: *const sam2_cache) -> sam2_status {
     guard(|| {
-        handle_ref(cache, "cache")?.inner.clear();
+        handle_ref(cache, "cache")?.clear();
         Ok(())
     })
 }
@@ -358,7 +358,7 @@ pub extern "C" fn sam2_cache_cancel_all(
     out_cancelled: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let cancelled = handle_ref(cache, "cache")?.inner.cancel_all();
+        let cancelled = handle_ref(cache, "cache")?.cancel_all();
         if !out_cancelled.is_null() {
             // SAFETY: checked non-NULL; the caller promises it is writable.
             unsafe { *out_cancelled = cancelled };
@@ -391,7 +391,7 @@ pub extern "C" fn sam2_cache_get_stats(
             ));
         }
         let out = arg_out(out, "out")?;
-        let s = cache.inner.stats();
+        let s = cache.stats();
         out.set(sam2_cache_stats {
             struct_size: full as u32,
             running: s.running as u32,
@@ -412,10 +412,13 @@ pub extern "C" fn sam2_cache_get_stats(
 }
 
 /// Waits for a job's embedding at most `timeout_ms` milliseconds (`SAM2_WAIT_FOREVER`: as long as
-/// it takes; 0: just look). On success `*out` receives a new embedding handle owned by the caller
-/// (`sam2_embedding_free`); a job may be waited for again, each success giving a new handle of the
-/// same embedding. Errors: `SAM2_ERR_TIMEOUT` (the encode goes on), `SAM2_ERR_CANCELLED`, or the
-/// status and message of the failed encode. Thread-safe.
+/// it takes; 0: just look). On success `*out` receives a new embedding handle; a job may be waited
+/// for again, each success giving a new handle of the same embedding. Errors: `SAM2_ERR_TIMEOUT`
+/// (the encode goes on), `SAM2_ERR_CANCELLED`, or the status and message of the failed encode.
+/// Thread-safe.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_wait(
     job: *const sam2_encode_job,
@@ -427,8 +430,8 @@ pub extern "C" fn sam2_encode_job_wait(
         let out = arg_out(out, "out")?;
         let timeout =
             (timeout_ms != SAM2_WAIT_FOREVER).then(|| Duration::from_millis(u64::from(timeout_ms)));
-        let embedding = job.inner.wait(timeout)?;
-        out.set(super::publish(sam2_embedding::new(embedding)));
+        let embedding = job.wait(timeout)?;
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -442,7 +445,7 @@ pub extern "C" fn sam2_encode_job_state(
     guard(|| {
         let job = handle_ref(job, "job")?;
         let out = arg_out(out_state, "out_state")?;
-        out.set(JobStateCodes::code(job.inner.state()));
+        out.set(JobStateCodes::code(job.state()));
         Ok(())
     })
 }
@@ -454,13 +457,13 @@ pub extern "C" fn sam2_encode_job_state(
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_cancel(job: *const sam2_encode_job) -> sam2_status {
     guard(|| {
-        handle_ref(job, "job")?.inner.cancel();
+        handle_ref(job, "job")?.cancel();
         Ok(())
     })
 }
 
 /// Releases a job handle; the encode goes on (cancel it first to stop it). NULL is a no-op. Do not
-/// free twice, nor while another thread uses the job.
+/// free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_encode_job_free(job: *mut sam2_encode_job) {
     super::free_handle(job, "job");

@@ -10,12 +10,11 @@ use super::device::{
 use super::encoder::image_arg;
 use super::predictor::{convert_prompt, sam2_prompt};
 use super::{
-    arg_out, arg_str, flag, guard, handle_ref, impl_handle, impl_options, read_options,
-    sam2_status, HandleTag,
+    arg_out, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status, Handle,
 };
-use crate::error::Error;
-use crate::postprocess::box_and_area;
-use crate::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::masks::box_and_area;
+use sam2::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::Error;
 
 /// Tracking direction: frames after the prompted ones (default).
 pub const SAM2_TRACK_FORWARD: u32 = 0;
@@ -132,37 +131,34 @@ fn tracker_options(o: &sam2_tracker_options) -> Result<TrackerOptions, Error> {
 /// A video tracker: the four modules of a SAM2 video export and the objects it follows with
 /// their memory. Opaque; create with `sam2_tracker_new`, release with `sam2_tracker_free`.
 /// Thread-safe: calls on one tracker are serialised.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_tracker {
-    tag: HandleTag,
-    pub(crate) inner: Tracker,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_tracker, b"sam2_trk");
+impl Handle for sam2_tracker {
+    type Inner = Tracker;
+}
 
 /// One frame's result: a mask and a presence score per object. Opaque and immutable; release
-/// with `sam2_track_result_free`. Pointers it hands out stay valid until then.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
+/// with `sam2_track_result_free`. Pointers it hands out stay valid until then. Thread-safe:
+/// several threads may read it at once.
 pub struct sam2_track_result {
-    tag: HandleTag,
-    pub(crate) inner: TrackedFrame,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_track_result, b"sam2_trr");
-
-fn publish_result(inner: TrackedFrame) -> *mut sam2_track_result {
-    super::publish(sam2_track_result {
-        tag: HandleTag::new::<sam2_track_result>(),
-        inner,
-    })
+impl Handle for sam2_track_result {
+    type Inner = TrackedFrame;
 }
 
 /// Loads the four modules of a SAM2 video export (docs/video.md: `image_encoder`,
 /// `memory_attention`, `image_decoder`, `memory_encoder`, recognised by their tensor names).
 ///
-/// Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out`
-/// receives a new tracker owned by the caller. Errors: those of `sam2_encoder_new`
-/// (`SAM2_ERR_MODEL` names the module and the tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for
-/// modules of different exports (naming both modules and the tensor whose dimensions differ),
-/// and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when the modules would run on different devices.
+/// Each path is NUL-terminated UTF-8. `options`: NULL for the defaults. On success `*out` receives
+/// a new tracker. Errors: those of `sam2_encoder_new` (`SAM2_ERR_MODEL` names the module and the
+/// tensors it lacks), `SAM2_ERR_MODEL_MISMATCH` for modules of different exports (naming both
+/// modules and the tensor whose dimensions differ), and `SAM2_ERR_ENVIRONMENT_CONFIGURATION` when
+/// the modules would run on different devices.
+///
+/// The caller owns `*out` and frees it with `sam2_tracker_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_new(
     image_encoder_path: *const c_char,
@@ -182,16 +178,13 @@ pub extern "C" fn sam2_tracker_new(
         let out = arg_out(out, "out")?;
         let options = tracker_options(&read_options(options, "options")?)?;
         let tracker = Tracker::new(&paths, &options).map_err(with_c_names)?;
-        out.set(super::publish(sam2_tracker {
-            tag: HandleTag::new::<sam2_tracker>(),
-            inner: tracker,
-        }));
+        out.set(super::publish::<sam2_tracker>(tracker));
         Ok(())
     })
 }
 
-/// Releases a tracker and every memory it holds. NULL is a no-op. Results it returned stay
-/// valid.
+/// Releases a tracker and every memory it holds. Results it returned stay valid. NULL is a no-op.
+/// Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_free(tracker: *mut sam2_tracker) {
     super::free_handle(tracker, "tracker");
@@ -207,6 +200,9 @@ pub extern "C" fn sam2_tracker_free(tracker: *mut sam2_tracker) {
 /// same frame index with other pixels is encoded afresh. Errors: `SAM2_ERR_INVALID_ARGUMENT`
 /// (a prompt outside the frame, a frame outside `num_frames`), `SAM2_ERR_MODEL` (a module's
 /// output of the wrong shape, named), and those of `sam2_encode`.
+///
+/// The caller owns `*out` and frees it with `sam2_track_result_free`. Out-parameters are untouched
+/// on failure.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_add_prompt(
     tracker: *const sam2_tracker,
@@ -222,7 +218,7 @@ pub extern "C" fn sam2_tracker_add_prompt(
     out: *mut *mut sam2_track_result,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         if pixels.is_null() {
             return Err(Error::NullArgument("pixels"));
         }
@@ -245,7 +241,7 @@ pub extern "C" fn sam2_tracker_add_prompt(
         let object = tracker
             .add_prompt(frame_index, &image, object_id, &prompt)
             .map_err(with_c_names)?;
-        out.set(publish_result(TrackedFrame {
+        out.set(super::publish::<sam2_track_result>(TrackedFrame {
             frame: frame_index,
             width: image.width,
             height: image.height,
@@ -260,6 +256,9 @@ pub extern "C" fn sam2_tracker_add_prompt(
 /// A frame an object was prompted on gives its prompted mask. Frames are usually tracked one
 /// after the other from a prompted frame. Errors: `SAM2_ERR_INVALID_ARGUMENT` (no object yet,
 /// a frame outside `num_frames`), and those of `sam2_encode`.
+///
+/// The caller owns `*out` and frees it with `sam2_track_result_free`. Out-parameters are untouched
+/// on failure.
 #[no_mangle]
 pub extern "C" fn sam2_tracker_track(
     tracker: *const sam2_tracker,
@@ -274,7 +273,7 @@ pub extern "C" fn sam2_tracker_track(
     out: *mut *mut sam2_track_result,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         if pixels.is_null() {
             return Err(Error::NullArgument("pixels"));
         }
@@ -284,7 +283,7 @@ pub extern "C" fn sam2_tracker_track(
         let frame = tracker
             .track(frame_index, &image, direction)
             .map_err(with_c_names)?;
-        out.set(publish_result(frame));
+        out.set(super::publish::<sam2_track_result>(frame));
         Ok(())
     })
 }
@@ -298,7 +297,7 @@ pub extern "C" fn sam2_tracker_remove_object(
     out_removed: *mut i32,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         let removed = tracker.remove_object(object_id);
         if !out_removed.is_null() {
             arg_out(out_removed, "out_removed")?.set(i32::from(removed));
@@ -311,7 +310,7 @@ pub extern "C" fn sam2_tracker_remove_object(
 #[no_mangle]
 pub extern "C" fn sam2_tracker_reset(tracker: *const sam2_tracker) -> sam2_status {
     guard(|| {
-        handle_ref(tracker, "tracker")?.inner.reset();
+        handle_ref(tracker, "tracker")?.reset();
         Ok(())
     })
 }
@@ -326,7 +325,7 @@ pub extern "C" fn sam2_tracker_memory_frames(
     out_frames: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         arg_out(out_frames, "out_frames")?.set(tracker.memory_frames());
         Ok(())
     })
@@ -342,7 +341,7 @@ pub extern "C" fn sam2_tracker_memory_bytes(
     out_bytes: *mut u64,
 ) -> sam2_status {
     guard(|| {
-        let tracker = &handle_ref(tracker, "tracker")?.inner;
+        let tracker = handle_ref(tracker, "tracker")?;
         arg_out(out_bytes, "out_bytes")?.set(tracker.memory_bytes() as u64);
         Ok(())
     })
@@ -358,11 +357,11 @@ pub extern "C" fn sam2_tracker_device(
 ) -> sam2_status {
     guard(|| {
         let t = handle_ref(tracker, "tracker")?;
-        super::device::write_device(t.inner.device(), out_provider, out_device_id, out_fell_back)
+        super::device::write_device(t.device(), out_provider, out_device_id, out_fell_back)
     })
 }
 
-/// Releases a result. NULL is a no-op.
+/// Releases a result. NULL is a no-op. Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_track_result_free(result: *mut sam2_track_result) {
     super::free_handle(result, "result");
@@ -378,7 +377,7 @@ pub extern "C" fn sam2_track_result_count(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let r = &handle_ref(result, "result")?.inner;
+        let r = handle_ref(result, "result")?;
         let f = arg_out(out_frame_index, "out_frame_index")?;
         let c = arg_out(out_count, "out_count")?;
         let w = arg_out(out_width, "out_width")?;
@@ -411,7 +410,7 @@ fn object_at<'a>(
     result: *const sam2_track_result,
     index: usize,
 ) -> Result<(&'a TrackedFrame, usize), Error> {
-    let r = &handle_ref(result, "result")?.inner;
+    let r = handle_ref(result, "result")?;
     if index >= r.objects.len() {
         return Err(Error::invalid(
             "index",
@@ -448,7 +447,9 @@ pub extern "C" fn sam2_track_result_object(
 }
 
 /// Gives object `index`'s mask: `width × height` bytes, row-major, 1 = object, 0 = background.
-/// `*out_mask` stays valid until `sam2_track_result_free`.
+///
+/// `*out_mask` is owned by the result and valid until `sam2_track_result_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_track_result_mask(
     result: *const sam2_track_result,
@@ -467,7 +468,9 @@ pub extern "C" fn sam2_track_result_mask(
 }
 
 /// Gives object `index`'s low-res logits (256 × 256 floats, row-major), SAM2's `pred_masks`.
-/// `*out_logits` stays valid until `sam2_track_result_free`.
+///
+/// `*out_logits` is owned by the result and valid until `sam2_track_result_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_track_result_low_res(
     result: *const sam2_track_result,

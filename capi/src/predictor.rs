@@ -11,12 +11,12 @@ use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
 use super::masks::sam2_masks;
 use super::{
-    arg_out, arg_slice, arg_str, guard, handle_ref, impl_handle, impl_options, opt_handle_ref,
-    read_options, sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, guard, handle_ref, impl_options, opt_handle_ref, read_options,
+    sam2_status, Handle,
 };
-use crate::error::Error;
-use crate::fingerprint::Fingerprint;
-use crate::predictor::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
+use sam2::Error;
+use sam2::Fingerprint;
+use sam2::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
 
 /// Point label: include what is under the point.
 pub const SAM2_POINT_POSITIVE: i32 = 1;
@@ -33,12 +33,12 @@ c_enum! {
 
 /// A prompt decoder. Opaque; create with `sam2_predictor_new`, release with `sam2_predictor_free`.
 /// Thread-safe: `sam2_predict` may be called from several threads at once.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_predictor {
-    tag: HandleTag,
-    pub(crate) inner: Predictor,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_predictor, b"sam2_prd");
+impl Handle for sam2_predictor {
+    type Inner = Predictor;
+}
 
 /// Options of `sam2_predictor_new`. Initialise with `sam2_predictor_options_init`.
 #[repr(C)]
@@ -162,15 +162,17 @@ pub extern "C" fn sam2_predict_options_init(
 
 /// Loads a prompt decoder.
 ///
-/// `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint
-/// is recorded; the encoder may be freed afterwards). Alternatively give
+/// `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint is
+/// recorded; the encoder may be freed afterwards). Alternatively give
 /// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
 /// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
-/// receives a new predictor owned by the caller (release with `sam2_predictor_free`).
-/// Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of another export family
-/// than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
-/// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
-/// not available, with `SAM2_ON_MISMATCH_FAIL`).
+/// receives a new predictor. Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of
+/// another export family than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
+/// `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is not
+/// available, with `SAM2_ON_MISMATCH_FAIL`).
+///
+/// The caller owns `*out` and frees it with `sam2_predictor_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_predictor_new(
     encoder: *const sam2_encoder,
@@ -190,13 +192,13 @@ pub extern "C" fn sam2_predictor_new(
             weights_and_optimization(raw.weight_sharing, raw.graph_optimization)?;
         opts.pool_size = match raw.pool_size {
             0 => None,
-            n if n as usize <= crate::predictor::MAX_POOL => Some(n as usize),
+            n if n as usize <= sam2::limits::MAX_POOL => Some(n as usize),
             n => {
                 return Err(Error::invalid(
                     "options.pool_size",
                     format!(
                         "must be 0 (one per core) to {}, got {n}",
-                        crate::predictor::MAX_POOL
+                        sam2::limits::MAX_POOL
                     ),
                 ))
             }
@@ -215,7 +217,7 @@ pub extern "C" fn sam2_predictor_new(
         }
         let encoder = opt_handle_ref(encoder, "encoder")?;
         if let Some(encoder) = encoder {
-            let fp = encoder.inner.fingerprint();
+            let fp = encoder.fingerprint();
             if let Some(given) = opts.encoder_fingerprint {
                 if given != fp {
                     return Err(Error::invalid(
@@ -228,19 +230,16 @@ pub extern "C" fn sam2_predictor_new(
         }
         let predictor = Predictor::new(path, &opts)?;
         if let Some(encoder) = encoder {
-            predictor.check_encoder(&encoder.inner)?;
+            predictor.check_encoder(encoder)?;
         }
-        out.set(super::publish(sam2_predictor {
-            tag: HandleTag::new::<sam2_predictor>(),
-            inner: predictor,
-        }));
+        out.set(super::publish::<sam2_predictor>(predictor));
         Ok(())
     })
 }
 
-/// Releases a predictor. NULL is a no-op. Do not free twice, nor while another thread uses it.
-/// A pointer that is not a live predictor (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases a predictor. A pointer that is not a live predictor (already freed, another handle
+/// type) is detected where possible and ignored with a warning through the log callback: best
+/// effort, not a licence. NULL is a no-op. Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
     super::free_handle(predictor, "predictor");
@@ -251,12 +250,12 @@ pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
 pub(crate) fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
     // The names are the ones validate_prompts gives the same faults (hosts read them back,
     // .NET as ArgumentException.ParamName).
-    if p.point_count > crate::predictor::MAX_POINTS {
+    if p.point_count > sam2::limits::MAX_POINTS {
         return Err(Error::invalid(
             "points",
             format!(
                 "at most {} points per object, got {}",
-                crate::predictor::MAX_POINTS,
+                sam2::limits::MAX_POINTS,
                 p.point_count
             ),
         ));
@@ -304,18 +303,20 @@ pub(crate) fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt,
 
 /// Predicts masks for `prompt_count` independent prompts (one object each) on one embedding.
 ///
-/// `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`:
-/// NULL for the defaults (best mask per object). On success `*out` receives a new result owned
-/// by the caller (release with `sam2_masks_free`), holding `prompt_count × candidates` masks at
-/// the original image size. The embedding is read in place, never copied. Errors:
-/// `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty prompt, a box with
-/// x2 < x1, an embedding in device memory this predictor cannot read, a result over 4 GiB of
-/// masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3 — …, naming
-/// the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
+/// `prompts`: an array of `prompt_count` (≥ 1) prompts, read during the call only. `options`: NULL
+/// for the defaults (best mask per object). On success `*out` receives a new result, holding
+/// `prompt_count × candidates` masks at the original image size. The embedding is read in place,
+/// never copied. Errors: `SAM2_ERR_INVALID_ARGUMENT` (a point outside the image, NaN, an empty
+/// prompt, a box with x2 < x1, an embedding in device memory this predictor cannot read, a result
+/// over 4 GiB of masks — `prompt_count × candidates × width × height` bytes, multimask counted as 3
+/// — …, naming the argument), `SAM2_ERR_MODEL_MISMATCH` (an embedding made by another model),
 /// `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a device embedding that could not be copied, with
 /// `allow_embedding_copy`), `SAM2_ERR_OUT_OF_MEMORY` (the result's memory could not be had; the
-/// process goes on). Thread-safe: several threads
-/// may predict at once on one predictor and one embedding.
+/// process goes on). Thread-safe: several threads may predict at once on one predictor and one
+/// embedding.
+///
+/// The caller owns `*out` and frees it with `sam2_masks_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_predict(
     predictor: *const sam2_predictor,
@@ -335,28 +336,26 @@ pub extern "C" fn sam2_predict(
         if prompt_count == 0 {
             return Err(Error::invalid("prompt_count", "must be at least 1"));
         }
-        if prompt_count > crate::predictor::MAX_OBJECTS {
+        if prompt_count > sam2::limits::MAX_OBJECTS {
             return Err(Error::invalid(
                 "prompt_count",
                 format!(
                     "at most {} objects per call, got {prompt_count}",
-                    crate::predictor::MAX_OBJECTS
+                    sam2::limits::MAX_OBJECTS
                 ),
             ));
         }
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
         let opts = read_options(options, "options")?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
-        let low_res = predictor.inner.spec().low_res_size;
+        let low_res = predictor.spec().low_res_size;
         let prompts = raw
             .iter()
             .map(|p| convert_prompt(p, low_res * low_res))
             .collect::<Result<Vec<_>, Error>>()?;
         let prediction =
-            predictor
-                .inner
-                .predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
-        out.set(super::publish(sam2_masks::new(prediction)));
+            predictor.predict(&embedding.inner, &prompts, PredictOptions { multimask })?;
+        out.set(super::publish::<super::masks::sam2_masks>(prediction));
         Ok(())
     })
 }
@@ -371,7 +370,7 @@ pub extern "C" fn sam2_predictor_device(
 ) -> sam2_status {
     guard(|| {
         let p = handle_ref(predictor, "predictor")?;
-        super::device::write_device(p.inner.device(), out_provider, out_device_id, out_fell_back)
+        super::device::write_device(p.device(), out_provider, out_device_id, out_fell_back)
     })
 }
 
@@ -386,6 +385,6 @@ pub extern "C" fn sam2_predictor_providers(
 ) -> sam2_status {
     guard(|| {
         let p = handle_ref(predictor, "predictor")?;
-        super::device::write_providers(p.inner.device(), buf, buf_len, needed)
+        super::device::write_providers(p.device(), buf, buf_len, needed)
     })
 }

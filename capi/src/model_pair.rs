@@ -3,8 +3,8 @@
 use std::ffi::c_char;
 
 use super::{arg_str, copy_out_str, guard, sam2_status};
-use crate::error::Error;
-use crate::model_pair::find_model_pair;
+use sam2::models::find_model_pair;
+use sam2::Error;
 
 /// Finds one encoder/decoder pair from `path` (NUL-terminated UTF-8): a directory holding exactly
 /// one pair, `DIR/NAME` for the pair called NAME in DIR, or the path of an encoder or decoder

@@ -4,12 +4,11 @@ use std::ffi::c_char;
 
 use super::c_enum::c_enum;
 use super::{arg_out, arg_slice, copy_out_str};
-use crate::device::{
+use sam2::device::{
     ArenaStrategy, DeviceOptions, EffectiveDevice, MismatchPolicy, Provider, ProviderRequest,
 };
-use crate::error::Error;
-use crate::weights::Optimization;
-use crate::weights::WeightSharing;
+use sam2::device::{Optimization, WeightSharing};
+use sam2::Error;
 
 /// Execution provider: the CPU.
 pub const SAM2_PROVIDER_CPU: u32 = 0;

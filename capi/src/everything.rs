@@ -3,13 +3,13 @@
 use super::embedding::sam2_embedding;
 use super::encoder::{image_arg, sam2_encoder};
 use super::predictor::sam2_predictor;
-use super::{arg_out, arg_slice, guard, handle_ref, impl_handle, impl_options, read_options};
-use super::{sam2_status, HandleTag};
-use crate::error::Error;
-use crate::everything::{
+use super::sam2_status;
+use super::{arg_out, arg_slice, guard, handle_ref, impl_options, read_options, Handle};
+use sam2::everything::{
     segment_everything_embedding_with_progress, segment_everything_with_progress, Everything,
     EverythingMask, EverythingOptions,
 };
+use sam2::Error;
 use std::ffi::c_void;
 
 /// Options of `sam2_segment_everything`: SAM2's `SAM2AutomaticMaskGenerator` parameters, with its
@@ -148,12 +148,12 @@ fn convert_options(
         callback,
         user: o.progress_user,
     });
-    if o.point_count > crate::everything::MAX_GRID_POINTS {
+    if o.point_count > sam2::limits::MAX_GRID_POINTS {
         return Err(Error::invalid(
             "options.point_count",
             format!(
                 "must be at most {}, got {}",
-                crate::everything::MAX_GRID_POINTS,
+                sam2::limits::MAX_GRID_POINTS,
                 o.point_count
             ),
         ));
@@ -177,7 +177,7 @@ fn convert_options(
             .collect();
         Some(vec![
             points;
-            o.crop_n_layers.min(crate::everything::MAX_CROP_LAYERS)
+            o.crop_n_layers.min(sam2::limits::MAX_CROP_LAYERS)
                 as usize
                 + 1
         ])
@@ -205,32 +205,27 @@ fn convert_options(
 
 /// The masks segment everything found in one image. Opaque and immutable; release with
 /// `sam2_everything_free`. Masks are held run-length encoded; pointers it hands out stay valid
-/// until then. Thread-safe to read from several threads.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
+/// until then. Thread-safe: several threads may read it at once.
 pub struct sam2_everything {
-    tag: HandleTag,
-    pub(crate) inner: Everything,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_everything, b"sam2_evr");
-
-fn publish_result(inner: Everything) -> *mut sam2_everything {
-    super::publish(sam2_everything {
-        tag: HandleTag::new::<sam2_everything>(),
-        inner,
-    })
+impl Handle for sam2_everything {
+    type Inner = Everything;
 }
 
 /// Segments everything in an image: encodes it (and each crop, with `crop_n_layers` > 0) with
 /// `encoder`, clicks a grid of points through `predictor`, and keeps the masks SAM2's automatic
 /// mask generator keeps (see `sam2_everything_options`).
 ///
-/// The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On
-/// success `*out` receives a new result owned by the caller (release with
-/// `sam2_everything_free`). Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
-/// request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress
-/// callback asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could
-/// not be had; nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder),
-/// and those of `sam2_encode` and `sam2_predict`. Thread-safe.
+/// The pixel arguments are those of `sam2_encode`. `options`: NULL for SAM2's defaults. On success
+/// `*out` receives a new result. Errors: `SAM2_ERR_INVALID_ARGUMENT` (an option out of range, or a
+/// request over its work or memory budget, naming it), `SAM2_ERR_CANCELLED` (the progress callback
+/// asked to stop), `SAM2_ERR_OUT_OF_MEMORY` (a buffer the image's size calls for could not be had;
+/// nothing is written), `SAM2_ERR_MODEL_MISMATCH` (a predictor for another encoder), and those of
+/// `sam2_encode` and `sam2_predict`. Thread-safe.
+///
+/// The caller owns `*out` and frees it with `sam2_everything_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_segment_everything(
     encoder: *const sam2_encoder,
@@ -254,20 +249,18 @@ pub extern "C" fn sam2_segment_everything(
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let (options, progress) = convert_options(options)?;
         let go_on = |done, total| progress.as_ref().map_or(true, |p| p.go_on(done, total));
-        let result = segment_everything_with_progress(
-            &image,
-            &encoder.inner,
-            &predictor.inner,
-            &options,
-            Some(&go_on),
-        )?;
-        out.set(publish_result(result));
+        let result =
+            segment_everything_with_progress(&image, encoder, predictor, &options, Some(&go_on))?;
+        out.set(super::publish::<sam2_everything>(result));
         Ok(())
     })
 }
 
 /// Segments everything in an image already encoded (`crop_n_layers` must be 0: crops need
 /// encodes of their own). Otherwise as `sam2_segment_everything`.
+///
+/// The caller owns `*out` and frees it with `sam2_everything_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_segment_everything_embedding(
     predictor: *const sam2_predictor,
@@ -283,16 +276,17 @@ pub extern "C" fn sam2_segment_everything_embedding(
         let go_on = |done, total| progress.as_ref().map_or(true, |p| p.go_on(done, total));
         let result = segment_everything_embedding_with_progress(
             &embedding.inner,
-            &predictor.inner,
+            predictor,
             &options,
             Some(&go_on),
         )?;
-        out.set(publish_result(result));
+        out.set(super::publish::<sam2_everything>(result));
         Ok(())
     })
 }
 
-/// Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
+/// Releases a result. Pointers obtained from it become invalid. NULL is a no-op. Do not free it
+/// twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_everything_free(everything: *mut sam2_everything) {
     super::free_handle(everything, "everything");
@@ -307,7 +301,7 @@ pub extern "C" fn sam2_everything_count(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let e = &handle_ref(everything, "everything")?.inner;
+        let e = handle_ref(everything, "everything")?;
         let c = arg_out(out_count, "out_count")?;
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
@@ -322,7 +316,7 @@ fn mask_at<'a>(
     everything: *const sam2_everything,
     index: usize,
 ) -> Result<&'a EverythingMask, Error> {
-    let e = &handle_ref(everything, "everything")?.inner;
+    let e = handle_ref(everything, "everything")?;
     e.masks.get(index).ok_or_else(|| {
         Error::invalid(
             "index",
@@ -401,9 +395,12 @@ pub extern "C" fn sam2_everything_mask(
     })
 }
 
-/// Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the
-/// first of 0s, possibly empty), in column-major order (down the first column, then the next),
-/// as COCO's uncompressed RLE. `*out_counts` stays valid until `sam2_everything_free`.
+/// Gives mask `index` as COCO run lengths: `*out_count` counts, alternately of 0s and 1s (the first
+/// of 0s, possibly empty), in column-major order (down the first column, then the next), as COCO's
+/// uncompressed RLE.
+///
+/// `*out_counts` is owned by the result and valid until `sam2_everything_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_everything_rle(
     everything: *const sam2_everything,

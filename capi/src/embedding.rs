@@ -5,35 +5,45 @@ use std::sync::{Arc, OnceLock};
 
 use super::c_enum::c_enum;
 use super::{
-    arg_out, copy_out_str, fail, guard, guard_value, handle_ref, impl_handle, opt_handle_ref,
-    sam2_status, HandleTag,
+    arg_out, copy_out_str, fail, guard, guard_value, handle_ref, opt_handle_ref, sam2_status,
+    Handle,
 };
-use crate::embedding::Embedding;
+use sam2::Embedding;
 
-/// An image embedding. Opaque and immutable: it may be read by several predictors on several
-/// threads at once. Release with `sam2_embedding_free`.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
+/// An image embedding. Opaque and immutable. Thread-safe: several predictors on several threads
+/// may read it at once. Release with `sam2_embedding_free`.
 pub struct sam2_embedding {
-    tag: HandleTag,
-    pub(crate) inner: Arc<Embedding>,
-    pub(crate) allocator_name: OnceLock<CString>,
+    _opaque: [u8; 0],
+}
+impl Handle for sam2_embedding {
+    type Inner = EmbeddingHandle;
 }
 
-impl_handle!(sam2_embedding, b"sam2_emb");
+/// What a `sam2_embedding` points at: the embedding, shared with the cache that may also hold
+/// it, and its allocator's name as a C string, made on the first `sam2_embedding_allocator_name`.
+pub(crate) struct EmbeddingHandle {
+    pub(crate) inner: Arc<Embedding>,
+    allocator_name: OnceLock<CString>,
+}
 
-impl sam2_embedding {
-    pub(crate) fn new(inner: Arc<Embedding>) -> Self {
-        sam2_embedding {
-            tag: HandleTag::new::<Self>(),
+impl From<Arc<Embedding>> for EmbeddingHandle {
+    fn from(inner: Arc<Embedding>) -> Self {
+        EmbeddingHandle {
             inner,
             allocator_name: OnceLock::new(),
         }
     }
 }
 
-/// Releases an embedding. NULL is a no-op. Do not free twice, nor while another thread uses it.
-/// A pointer that is not a live embedding (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+impl From<Embedding> for EmbeddingHandle {
+    fn from(embedding: Embedding) -> Self {
+        Arc::new(embedding).into()
+    }
+}
+
+/// Releases an embedding. A pointer that is not a live embedding (already freed, another handle
+/// type) is detected where possible and ignored with a warning through the log callback: best
+/// effort, not a licence. NULL is a no-op. Do not free it twice, nor while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_free(embedding: *mut sam2_embedding) {
     super::free_handle(embedding, "embedding");
@@ -166,9 +176,9 @@ pub extern "C" fn sam2_embedding_save(
         let e = handle_ref(embedding, "embedding")?;
         let path = super::arg_str(path, "path")?;
         if path.is_empty() {
-            return Err(crate::Error::invalid("path", "is empty"));
+            return Err(sam2::Error::invalid("path", "is empty"));
         }
-        crate::embedding_file::save(&e.inner, std::path::Path::new(path))
+        sam2::embedding_file::save(&e.inner, std::path::Path::new(path))
     })
 }
 
@@ -176,12 +186,14 @@ pub extern "C" fn sam2_embedding_save(
 ///
 /// `predictor`: NULL, or the predictor the embedding is for: a file made by a different encoder
 /// than the predictor's (or by an encoder of another export family) gives
-/// `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or
-/// `SAM2_PLACE_DEVICE` (the predictor's device; needs a predictor). A truncated, corrupted,
-/// foreign or unsupported file gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by
-/// earlier releases, and 2 are read); an OS failure `SAM2_ERR_IO`,
-/// as does anything but a regular file (a directory, a FIFO, a device), refused without opening
-/// it or waiting. On success `*out` receives a new embedding owned by the caller (`sam2_embedding_free`).
+/// `SAM2_ERR_MODEL_MISMATCH`. `placement`: `SAM2_PLACE_HOST` or `SAM2_PLACE_DEVICE` (the
+/// predictor's device; needs a predictor). A truncated, corrupted, foreign or unsupported file
+/// gives `SAM2_ERR_EMBEDDING_FORMAT` (format versions 1, written by earlier releases, and 2 are
+/// read); an OS failure `SAM2_ERR_IO`, as does anything but a regular file (a directory, a FIFO, a
+/// device), refused without opening it or waiting. On success `*out` receives a new embedding.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_load(
     path: *const c_char,
@@ -192,39 +204,42 @@ pub extern "C" fn sam2_embedding_load(
     guard(|| {
         let path = super::arg_str(path, "path")?;
         if path.is_empty() {
-            return Err(crate::Error::invalid("path", "is empty"));
+            return Err(sam2::Error::invalid("path", "is empty"));
         }
         let out = arg_out(out, "out")?;
         let predictor = opt_handle_ref(predictor, "predictor")?;
         let placement = PlacementCodes::parse(placement, "placement")?;
         if placement == Placement::Device && predictor.is_none() {
-            return Err(crate::Error::invalid(
+            return Err(sam2::Error::invalid(
                 "placement",
                 "SAM2_PLACE_DEVICE needs the predictor whose device to use",
             ));
         }
-        let expected = predictor.and_then(|p| p.inner.expected_fingerprint());
-        let embedding = crate::embedding_file::load(std::path::Path::new(path), expected)?;
+        let expected = predictor.and_then(|p| p.expected_fingerprint());
+        let embedding = sam2::embedding_file::load(std::path::Path::new(path), expected)?;
         if let Some(p) = predictor {
             // Family and layout too, so a file this predictor cannot use is refused now.
-            p.inner.check_embedding(&embedding)?;
+            p.check_embedding(&embedding)?;
         }
         let embedding = match (placement, predictor) {
-            (Placement::Device, Some(p)) => p.inner.place_on_device(embedding)?,
+            (Placement::Device, Some(p)) => p.place_on_device(embedding)?,
             _ => embedding,
         };
-        out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
 
 /// Makes a host copy of an embedding, for saving a device embedding.
 ///
-/// On a host embedding this is cheap: the new handle shares the same immutable tensors. On a
-/// device embedding ONNX Runtime copies each tensor to the host through the device's execution
-/// provider; without that provider (a CPU-only ONNX Runtime) it fails with
-/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding owned by the
-/// caller (`sam2_embedding_free`); the original is unchanged.
+/// On a host embedding this is cheap: the new handle shares the same immutable tensors. On a device
+/// embedding ONNX Runtime copies each tensor to the host through the device's execution provider;
+/// without that provider (a CPU-only ONNX Runtime) it fails with
+/// `SAM2_ERR_ENVIRONMENT_CONFIGURATION`. On success `*out` receives a new embedding; the original
+/// is unchanged.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_embedding_to_host(
     embedding: *const sam2_embedding,
@@ -234,7 +249,7 @@ pub extern "C" fn sam2_embedding_to_host(
         let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out, "out")?;
         let host = e.inner.to_host()?;
-        out.set(super::publish(sam2_embedding::new(host)));
+        out.set(super::publish::<sam2_embedding>(host));
         Ok(())
     })
 }

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
 
 use super::status::sam2_status;
-use crate::error::Error;
+use sam2::Error;
 
 thread_local! {
     static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };

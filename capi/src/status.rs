@@ -3,7 +3,7 @@
 
 use super::c_enum::c_enum;
 use super::strings::fail;
-use crate::error::Error;
+use sam2::Error;
 
 /// Result of every fallible function. Values are fixed forever; retired values stay reserved.
 #[repr(u32)]
@@ -94,19 +94,46 @@ c_enum! {
 
 /// Runs an export's body: a `Result<(), Error>` becomes a status (recording the message), and a
 /// panic becomes `SAM2_ERR_PANIC` instead of unwinding into C. The first call installs the panic
-/// hook (`crate::panics`), so the panic's message reaches the last error and the log callback,
+/// hook (`sam2::panics`), so the panic's message reaches the last error and the log callback,
 /// not the host's stderr.
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
-    crate::panics::install_hook();
-    match crate::panics::catch(body) {
+    sam2::panics::install_hook();
+    match sam2::panics::catch(body) {
         Ok(Ok(())) => sam2_status::SAM2_OK,
         Ok(Err(e)) => fail(e),
-        Err(payload) => fail(Error::Panic(crate::panics::describe(payload.as_ref()))),
+        Err(payload) => fail(Error::Panic(sam2::panics::describe(payload.as_ref()))),
     }
 }
 
-/// Runs an infallible export that returns a value, giving `fallback` if it panics.
+/// Runs an export that returns a value rather than a status (a pointer, a flag, a count): a panic
+/// gives `fallback`, its message recorded as the thread's last error and sent to the log callback
+/// as [`guard`] does.
 pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    crate::panics::install_hook();
-    crate::panics::catch(body).unwrap_or(fallback)
+    sam2::panics::install_hook();
+    match sam2::panics::catch(body) {
+        Ok(value) => value,
+        Err(payload) => {
+            fail(Error::Panic(sam2::panics::describe(payload.as_ref())));
+            fallback
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A panic in an export that returns a value reaches the host as it does from a status
+    /// export: the fallback, and the panic's message (with its place) as the last error.
+    #[test]
+    fn guard_value_keeps_the_panic_message() {
+        let got = guard_value(-1, || -> i32 { panic!("boom in a value export") });
+        assert_eq!(got, -1);
+        let message = super::super::last_error();
+        assert!(
+            message.contains("boom in a value export") && message.contains("status.rs"),
+            "{message}"
+        );
+        assert_eq!(guard_value(-1, || 7), 7);
+    }
 }

@@ -7,8 +7,8 @@
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::process::Command;
 
-use sam2::ffi::sam2_status;
-use sam2::ffi::test_support::sam2_test_panic;
+use sam2_capi::sam2_status;
+use sam2_capi::test_support::sam2_test_panic;
 
 const CHILD: &str = "SAM2_PANIC_HOOK_CHILD";
 
@@ -21,7 +21,7 @@ unsafe extern "C" fn log_to_stdout(level: u32, message: *const c_char, _: *mut c
 fn last_error() -> String {
     let mut buf = vec![0 as c_char; 1024];
     let mut needed = 0;
-    sam2::ffi::runtime::sam2_last_error_message(buf.as_mut_ptr(), buf.len(), &mut needed);
+    sam2_capi::runtime::sam2_last_error_message(buf.as_mut_ptr(), buf.len(), &mut needed);
     // SAFETY: NUL-terminated by sam2_last_error_message.
     unsafe { CStr::from_ptr(buf.as_ptr()) }
         .to_string_lossy()
@@ -49,10 +49,10 @@ fn child() {
             println!("host hook: {text}");
         }));
     }
-    sam2::ffi::runtime::sam2_set_log_callback(
+    sam2_capi::runtime::sam2_set_log_callback(
         Some(log_to_stdout),
         std::ptr::null_mut(),
-        sam2::ffi::runtime::SAM2_LOG_DEBUG,
+        sam2_capi::runtime::SAM2_LOG_DEBUG,
     );
     for (on_worker, text) in [(0, "boom on the caller"), (1, "boom on a worker")] {
         let message = CString::new(text).unwrap();

@@ -9,7 +9,7 @@
 
 use std::fmt::Display;
 
-use crate::error::Error;
+use sam2::Error;
 
 /// Generates the conversions of one C enumeration.
 ///
@@ -62,10 +62,10 @@ macro_rules! c_enum {
             $vis fn parse(
                 raw: $raw,
                 argument: &'static str,
-            ) -> Result<$value, $crate::error::Error> {
+            ) -> Result<$value, sam2::Error> {
                 match raw {
                     $($constant => Ok($($variant)::+),)+
-                    other => Err($crate::ffi::c_enum::out_of_range(argument, Self::VALUES, other)),
+                    other => Err($crate::c_enum::out_of_range(argument, Self::VALUES, other)),
                 }
             }
 
@@ -97,7 +97,7 @@ macro_rules! c_enum {
             pub(crate) fn as_str(self) -> &'static std::ffi::CStr {
                 match self {
                     $($enum::$variant => const {
-                        $crate::ffi::c_enum::c_str(
+                        $crate::c_enum::c_str(
                             concat!(stringify!($variant), ": ", $description, "\0"),
                         )
                     },)+

@@ -2,7 +2,7 @@
 //! and the small scalar fields the options share.
 
 use super::status::{guard, sam2_status};
-use crate::error::Error;
+use sam2::Error;
 
 /// A NULL-checked out-param, written through its raw pointer: no `&mut` is formed, so a host
 /// that passes one pointer for two out-params (or an out-param that overlaps an input) gets the
@@ -60,7 +60,7 @@ pub(crate) trait OptionsStruct: Copy + Default {
 /// Implements [`OptionsStruct`]: `impl_options!(sam2_thing_options, earlier_sizes: [12]);`.
 macro_rules! impl_options {
     ($ty:ident, earlier_sizes: [$($size:expr),* $(,)?]) => {
-        impl $crate::ffi::OptionsStruct for $ty {
+        impl $crate::OptionsStruct for $ty {
             const EARLIER_SIZES: &'static [usize] = &[$($size),*];
         }
         // `struct_size` is read and written at offset 0 whatever the version, and an earlier

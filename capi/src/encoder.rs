@@ -10,12 +10,12 @@ use super::device::{
 };
 use super::embedding::sam2_embedding;
 use super::{
-    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_handle, impl_options,
-    read_options, sam2_status, HandleTag,
+    arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_options, read_options,
+    sam2_status, Handle,
 };
-use crate::encoder::{Encoder, EncoderOptions, OutputTarget};
-use crate::error::Error;
-use crate::image::{ImageView, PixelFormat};
+use sam2::Error;
+use sam2::{Encoder, EncoderOptions, OutputTarget};
+use sam2::{ImageView, PixelFormat};
 
 /// Pixel format: 3 bytes per pixel, R G B.
 pub const SAM2_PIXEL_RGB: u32 = 0;
@@ -54,13 +54,13 @@ c_enum! {
 
 /// An image encoder. Opaque; create with `sam2_encoder_new`, release with `sam2_encoder_free`.
 /// Thread-safe: `sam2_encode` may be called from several threads at once.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
 pub struct sam2_encoder {
-    tag: HandleTag,
-    /// Shared with the caches and background encodes that use it.
-    pub(crate) inner: Arc<Encoder>,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_encoder, b"sam2_enc");
+impl Handle for sam2_encoder {
+    /// Shared with the caches and background encodes that use it.
+    type Inner = Arc<Encoder>;
+}
 
 /// Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
 #[repr(C)]
@@ -156,12 +156,14 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
 /// Loads an image encoder (a SAM2 encoder exported to ONNX; the contract is recognised from its
 /// input and output names).
 ///
-/// `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults.
-/// On success `*out` receives a new encoder, owned by the caller, released with
-/// `sam2_encoder_free`. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
+/// `model_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
+/// receives a new encoder. Errors: `SAM2_ERR_MODEL` (unreadable or unrecognised model, the message
 /// lists the names expected and found), `SAM2_ERR_IO`, `SAM2_ERR_RUNTIME_NOT_FOUND`,
-/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is
-/// not available, with `SAM2_ON_MISMATCH_FAIL`).
+/// `SAM2_ERR_INVALID_ARGUMENT`, `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (a GPU provider that is not
+/// available, with `SAM2_ON_MISMATCH_FAIL`).
+///
+/// The caller owns `*out` and frees it with `sam2_encoder_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_encoder_new(
     model_path: *const c_char,
@@ -174,18 +176,15 @@ pub extern "C" fn sam2_encoder_new(
         let options = read_options(options, "options")?;
         let options = encoder_options(&options)?;
         let encoder = Encoder::new(path, &options)?;
-        out.set(super::publish(sam2_encoder {
-            tag: HandleTag::new::<sam2_encoder>(),
-            inner: Arc::new(encoder),
-        }));
+        out.set(super::publish::<sam2_encoder>(encoder));
         Ok(())
     })
 }
 
-/// Releases an encoder. NULL is a no-op. Embeddings it made stay valid. Do not free twice, and
-/// do not free while another thread is using it.
-/// A pointer that is not a live encoder (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases an encoder. Embeddings it made stay valid. A pointer that is not a live encoder
+/// (already freed, another handle type) is detected where possible and ignored with a warning
+/// through the log callback: best effort, not a licence. NULL is a no-op. Do not free it twice, nor
+/// while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_encoder_free(encoder: *mut sam2_encoder) {
     super::free_handle(encoder, "encoder");
@@ -195,8 +194,11 @@ pub extern "C" fn sam2_encoder_free(encoder: *mut sam2_encoder) {
 ///
 /// `pixels`: `pixels_len` bytes holding `height` rows of `width` pixels in `pixel_format`
 /// (`SAM2_PIXEL_*`), rows `stride` bytes apart (0 means tightly packed). The buffer is only read
-/// during the call. On success `*out` receives a new embedding owned by the caller (release with
-/// `sam2_embedding_free`); it does not depend on the encoder afterwards. Thread-safe.
+/// during the call. On success `*out` receives a new embedding; it does not depend on the encoder
+/// afterwards. Thread-safe.
+///
+/// The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched on
+/// failure.
 #[no_mangle]
 pub extern "C" fn sam2_encode(
     encoder: *const sam2_encoder,
@@ -215,8 +217,8 @@ pub extern "C" fn sam2_encode(
         }
         let out = arg_out(out, "out")?;
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
-        let embedding = encoder.inner.encode(&image)?;
-        out.set(super::publish(sam2_embedding::new(Arc::new(embedding))));
+        let embedding = encoder.encode(&image)?;
+        out.set(super::publish::<sam2_embedding>(embedding));
         Ok(())
     })
 }
@@ -232,12 +234,7 @@ pub extern "C" fn sam2_encoder_fingerprint(
 ) -> sam2_status {
     guard(|| {
         let encoder = handle_ref(encoder, "encoder")?;
-        copy_out_str(
-            &encoder.inner.fingerprint().to_string(),
-            buf,
-            buf_len,
-            needed,
-        )
+        copy_out_str(&encoder.fingerprint().to_string(), buf, buf_len, needed)
     })
 }
 
@@ -253,7 +250,7 @@ pub extern "C" fn sam2_encoder_device(
 ) -> sam2_status {
     guard(|| {
         let e = handle_ref(encoder, "encoder")?;
-        super::device::write_device(e.inner.device(), out_provider, out_device_id, out_fell_back)
+        super::device::write_device(e.device(), out_provider, out_device_id, out_fell_back)
     })
 }
 
@@ -269,6 +266,6 @@ pub extern "C" fn sam2_encoder_providers(
 ) -> sam2_status {
     guard(|| {
         let e = handle_ref(encoder, "encoder")?;
-        super::device::write_providers(e.inner.device(), buf, buf_len, needed)
+        super::device::write_providers(e.device(), buf, buf_len, needed)
     })
 }

@@ -6,8 +6,8 @@ use std::sync::{Arc, OnceLock};
 
 use super::c_enum::c_enum;
 use super::{arg_str, copy_out_str, guard, guard_value, last_error, sam2_status};
-use crate::error::Error;
-use crate::log::{self, LogLevel};
+use sam2::log::{self, LogLevel};
+use sam2::Error;
 
 /// Major version of this library (also `sam2_version()`).
 pub const SAM2_VERSION_MAJOR: u32 = 0;
@@ -47,7 +47,7 @@ pub type sam2_log_callback =
 pub extern "C" fn sam2_version() -> *const c_char {
     static VERSION: OnceLock<CString> = OnceLock::new();
     VERSION
-        .get_or_init(|| CString::new(crate::VERSION).expect("no NUL in version"))
+        .get_or_init(|| CString::new(sam2::VERSION).expect("no NUL in version"))
         .as_ptr()
 }
 
@@ -114,7 +114,7 @@ pub extern "C" fn sam2_runtime_init(onnxruntime_path: *const c_char) -> sam2_sta
                 "is empty (pass NULL to search)",
             ));
         }
-        crate::runtime::init(path.map(Path::new)).map(|_| ())
+        sam2::runtime::init(path.map(Path::new)).map(|_| ())
     })
 }
 
@@ -124,7 +124,7 @@ pub extern "C" fn sam2_runtime_init(onnxruntime_path: *const c_char) -> sam2_sta
 #[no_mangle]
 pub extern "C" fn sam2_runtime_version() -> *const c_char {
     static VERSION: OnceLock<CString> = OnceLock::new();
-    guard_value(std::ptr::null(), || match crate::runtime::info() {
+    guard_value(std::ptr::null(), || match sam2::runtime::info() {
         Some(info) => VERSION
             .get_or_init(|| CString::new(info.version).unwrap_or_default())
             .as_ptr(),

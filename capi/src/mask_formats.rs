@@ -7,7 +7,7 @@
 
 use super::masks::{check_index, sam2_masks};
 use super::{arg_out, copy_out_str, guard, handle_ref, sam2_status};
-use crate::error::Error;
+use sam2::Error;
 
 /// A caller buffer of `len` elements; NULL is accepted only when `len` is 0.
 fn arg_buffer<'a, T>(ptr: *mut T, len: usize, name: &'static str) -> Result<&'a mut [T], Error> {
@@ -48,7 +48,7 @@ pub extern "C" fn sam2_masks_copy_mask(
     size: usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         if buffer.is_null() {
             return Err(Error::NullArgument("buffer"));
         }
@@ -74,7 +74,7 @@ pub extern "C" fn sam2_masks_crop(
     out_needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         if out_box.is_null() {
             return Err(Error::NullArgument("out_box"));
         }
@@ -104,7 +104,7 @@ pub extern "C" fn sam2_masks_rle(
     out_count: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         arg_out(out_count, "out_count")?;
         check_index(m, index)?;
         let out = arg_buffer(counts, capacity, "counts")?;
@@ -128,7 +128,7 @@ pub extern "C" fn sam2_masks_rle_string(
     out_needed: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         check_index(m, index)?;
         copy_out_str(
             &m.try_rle(index)?.try_to_coco_string()?,
@@ -176,7 +176,7 @@ pub extern "C" fn sam2_masks_polygons(
     out_rings: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         arg_out(out_points, "out_points")?;
         arg_out(out_rings, "out_rings")?;
         check_index(m, index)?;

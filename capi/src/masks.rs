@@ -1,31 +1,23 @@
 //! `sam2_masks`: the result of one `sam2_predict`.
 
-use super::{arg_out, guard, handle_ref, impl_handle, sam2_status, HandleTag};
-use crate::error::Error;
-use crate::predictor::Prediction;
+use super::{arg_out, guard, handle_ref, sam2_status, Handle};
+use sam2::Error;
+use sam2::Prediction;
 
 /// A prediction result: `objects × candidates` masks, object-major (mask `i` belongs to object
 /// `i / candidates`). Opaque and immutable; release with `sam2_masks_free`. Pointers it hands
-/// out stay valid until then.
-#[cfg_attr(all(), repr(C))] // the tag first; cbindgen keeps the type opaque (see HandleTag)
+/// out stay valid until then. Thread-safe: several threads may read it at once.
 pub struct sam2_masks {
-    tag: HandleTag,
-    pub(crate) inner: Prediction,
+    _opaque: [u8; 0],
 }
-impl_handle!(sam2_masks, b"sam2_msk");
-
-impl sam2_masks {
-    pub(crate) fn new(inner: Prediction) -> Self {
-        sam2_masks {
-            tag: HandleTag::new::<Self>(),
-            inner,
-        }
-    }
+impl Handle for sam2_masks {
+    type Inner = Prediction;
 }
 
-/// Releases a result. NULL is a no-op. Pointers obtained from it become invalid.
-/// A pointer that is not a live result (already freed, another handle type) is detected where
-/// possible and ignored with a warning through the log callback: best effort, not a licence.
+/// Releases a result. Pointers obtained from it become invalid. A pointer that is not a live result
+/// (already freed, another handle type) is detected where possible and ignored with a warning
+/// through the log callback: best effort, not a licence. NULL is a no-op. Do not free it twice, nor
+/// while it is in use.
 #[no_mangle]
 pub extern "C" fn sam2_masks_free(masks: *mut sam2_masks) {
     super::free_handle(masks, "masks");
@@ -53,7 +45,7 @@ pub extern "C" fn sam2_masks_count(
     out_candidates: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         let o = arg_out(out_objects, "out_objects")?;
         let c = arg_out(out_candidates, "out_candidates")?;
         o.set(m.objects);
@@ -70,7 +62,7 @@ pub extern "C" fn sam2_masks_size(
     out_height: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         let w = arg_out(out_width, "out_width")?;
         let h = arg_out(out_height, "out_height")?;
         w.set(m.width as u32);
@@ -81,6 +73,9 @@ pub extern "C" fn sam2_masks_size(
 
 /// Gives mask `index`: `width × height` bytes, row-major, 1 = foreground, 0 = background.
 /// `*out_data` stays valid until `sam2_masks_free`; `*out_len` receives the byte count.
+///
+/// `*out_data` is owned by the result and valid until `sam2_masks_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_masks_mask(
     masks: *const sam2_masks,
@@ -89,7 +84,7 @@ pub extern "C" fn sam2_masks_mask(
     out_len: *mut usize,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         let d = arg_out(out_data, "out_data")?;
         let l = arg_out(out_len, "out_len")?;
         check_index(m, index)?;
@@ -108,7 +103,7 @@ pub extern "C" fn sam2_masks_score(
     out_score: *mut f32,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         let s = arg_out(out_score, "out_score")?;
         check_index(m, index)?;
         s.set(m.scores[index]);
@@ -126,7 +121,7 @@ pub extern "C" fn sam2_masks_box(
     out_area: *mut u64,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         if out_box.is_null() {
             return Err(Error::NullArgument("out_box"));
         }
@@ -139,8 +134,11 @@ pub extern "C" fn sam2_masks_box(
     })
 }
 
-/// Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back
-/// as `sam2_prompt.mask_input` for refinement. Valid until `sam2_masks_free`.
+/// Gives the low-res logits of mask `index` (`side × side` floats, 256 for SAM2), to pass back as
+/// `sam2_prompt.mask_input` for refinement.
+///
+/// `*out_data` is owned by the result and valid until `sam2_masks_free`; do not free it.
+/// Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_masks_low_res(
     masks: *const sam2_masks,
@@ -150,7 +148,7 @@ pub extern "C" fn sam2_masks_low_res(
     out_side: *mut u32,
 ) -> sam2_status {
     guard(|| {
-        let m = &handle_ref(masks, "masks")?.inner;
+        let m = handle_ref(masks, "masks")?;
         let d = arg_out(out_data, "out_data")?;
         let l = arg_out(out_len, "out_len")?;
         let s = arg_out(out_side, "out_side")?;
