@@ -7,7 +7,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use sam2::{Direction, ImageView, PixelFormat, Prompt, Rle, Tracker, TrackerOptions};
+use sam2::masks::Rle;
+use sam2::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::{ImageView, PixelFormat, Prompt};
 
 use crate::args::{Directions, Track};
 use crate::{add_json, create_parent, exit, init_runtime, picture, progress, session_options};
@@ -157,7 +159,7 @@ pub fn track(t: Track) -> Result<(), Failure> {
             ));
         }
     }
-    let paths = sam2::VideoModelPaths::find(&t.model).map_err(|e| Failure::of(e, exit::MODEL))?;
+    let paths = VideoModelPaths::find(&t.model).map_err(|e| Failure::of(e, exit::MODEL))?;
     init_runtime(t.onnxruntime.as_deref())?;
     let tracker = {
         let _p = progress::step("loading the video model");
@@ -244,7 +246,7 @@ pub fn track(t: Track) -> Result<(), Failure> {
         Directions::Backward => passes.push((Direction::Backward, (0..=last).rev().collect())),
         Directions::Forward => {}
     }
-    let mut results: BTreeMap<u32, sam2::TrackedFrame> = BTreeMap::new();
+    let mut results: BTreeMap<u32, TrackedFrame> = BTreeMap::new();
     let mut bar = Bar::new(passes.iter().map(|(_, f)| f.len()).sum());
     for (direction, frames) in &passes {
         let what = match direction {
@@ -273,9 +275,9 @@ pub fn track(t: Track) -> Result<(), Failure> {
 fn write_outputs(
     t: &Track,
     files: &[PathBuf],
-    results: &BTreeMap<u32, sam2::TrackedFrame>,
-    paths: &sam2::VideoModelPaths,
-    device: &sam2::EffectiveDevice,
+    results: &BTreeMap<u32, TrackedFrame>,
+    paths: &VideoModelPaths,
+    device: &sam2::device::EffectiveDevice,
 ) -> Result<(), Failure> {
     let names = frame_names(files);
     let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
