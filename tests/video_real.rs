@@ -85,8 +85,15 @@ impl Reference {
             image_decoder: file("image_decoder"),
             memory_encoder: file("memory_encoder"),
         };
-        let dir = models.join(manifest["reference"].as_str().unwrap());
-        let dir = dir.parent().unwrap().to_path_buf();
+        // The set-up names the reference its own scripts made; the export's `reference` link
+        // names the last one made by any clone sharing the cache.
+        let dir = match std::env::var_os("SAM2_VIDEO_REFERENCE") {
+            Some(dir) => PathBuf::from(dir),
+            None => {
+                let dir = models.join(manifest["reference"].as_str().unwrap());
+                dir.parent().unwrap().to_path_buf()
+            }
+        };
         let json: Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
                 .unwrap();

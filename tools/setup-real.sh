@@ -52,6 +52,28 @@ else
 fi
 
 # 2. The exports, then the reference masks (each regenerated only when its inputs change).
+# Keeps the entries NAME... of the cache folder PARENT (marking them used now) and removes the
+# others once unused for a week: another clone of another version shares the cache, and what it
+# is computing or still needs must not vanish under it (a fresh entry counts as used).
+prune_unused() {
+    local parent="$1" d name keep
+    shift
+    for name in "$@"; do
+        [ -d "$parent/$name" ] && touch "$parent/$name/.last-used"
+    done
+    for d in "$parent"/*/; do
+        [ -d "$d" ] || continue
+        name="$(basename "$d")"
+        keep=0
+        for n in "$@"; do [ "$n" = "$name" ] && keep=1; done
+        [ "$keep" = 1 ] && continue
+        if [ -z "$(find "$d" -maxdepth 1 -name .last-used -mtime -7)" ] &&
+            [ -z "$(find "$d" -maxdepth 0 -mtime -7)" ]; then
+            rm -rf "$d"
+        fi
+    done
+}
+
 setup_begin "real SAM2 exports (tools/export_real.py)"
 export_hash="$(cat "$ROOT/tools/export_real.py" "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
 REAL_MODELS="$CACHE/real-models/$export_hash"
@@ -60,12 +82,11 @@ if [ ! -f "$REAL_MODELS/.sam2-exported" ]; then
     mkdir -p "$REAL_MODELS"
     logged "$REAL_MODELS/export.log" "$REAL_VENV/bin/python" "$ROOT/tools/export_real.py" --out "$REAL_MODELS"
     touch "$REAL_MODELS/.sam2-exported"
-    # Exports of older versions of the script are not needed any more.
-    find "$CACHE/real-models" -mindepth 1 -maxdepth 1 -type d ! -name "$export_hash" -exec rm -rf {} +
     setup_end ran
 else
     setup_end cached
 fi
+prune_unused "$CACHE/real-models" "$export_hash"
 setup_begin "reference masks of the real exports (tools/real_reference.py)"
 ref_hash="$(cat "$ROOT/tools/real_reference.py" "$ROOT/testdata/demo.ppm" | sha256sum | cut -c1-16)"
 if [ ! -f "$REAL_MODELS/.sam2-reference-$ref_hash" ]; then

@@ -37,7 +37,9 @@ if [ ! -f "$VIDEO_REFERENCE/.sam2-video-reference-done" ]; then
     touch "$VIDEO_REFERENCE/.sam2-video-reference-done"
 fi
 ln -sfn "$VIDEO_REFERENCE" "$VIDEO_MODELS/reference"
-# Outputs of older versions of the scripts are not needed any more.
-find "$CACHE/video" -mindepth 1 -maxdepth 1 ! -name "export-$export_hash" \
-    ! -name "reference-$reference_hash" -exec rm -rf {} +
+# Outputs of other versions of the scripts go once unused for a week (prune_unused, setup-real.sh).
+prune_unused "$CACHE/video" "export-$export_hash" "reference-$reference_hash"
 export SAM2_VIDEO_MODELS="$VIDEO_MODELS"
+# The reference this checkout's scripts made, by its own path: the `reference` link in the shared
+# export folder names the one made last, by whichever clone ran last.
+export SAM2_VIDEO_REFERENCE="$VIDEO_REFERENCE"

@@ -1269,9 +1269,14 @@ fn track_follows_two_objects_forward_writing_a_mask_per_frame_and_a_coco_json() 
         assert_eq!(file, out_dir.join(format!("masks/obj{id}/{t:05}.png")));
         let mask = read_mask(&file);
         // The RLE is the mask file's mask.
-        let rle = sam2::masks::Rle::from_coco_string(a["segmentation"]["counts"].as_str().unwrap(), w, h)
-            .unwrap();
-        assert_eq!(rle, sam2::masks::Rle::encode(&mask, w, h), "frame {t} object {id}");
+        let rle =
+            sam2::masks::Rle::from_coco_string(a["segmentation"]["counts"].as_str().unwrap(), w, h)
+                .unwrap();
+        assert_eq!(
+            rle,
+            sam2::masks::Rle::encode(&mask, w, h),
+            "frame {t} object {id}"
+        );
         assert_eq!(a["area"], mask.iter().filter(|&&v| v != 0).count());
         let visible = truth.iter().any(|&v| v != 0);
         assert_eq!(
