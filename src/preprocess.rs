@@ -346,29 +346,29 @@ trait Resize: Sync {
 /// Source row `row` as four lanes per pixel (R, G, B, 0) of `L`, followed by `pad` copies of the
 /// last pixel (what windows reaching past the end read).
 fn widen_row<L: Lane>(image: &ImageView<'_>, row: usize, pad: usize, out: &mut Vec<[L; 4]>) {
-    fn widen<L: Lane, const C: usize>(src: &[u8], [ro, go, bo]: [usize; 3], out: &mut Vec<[L; 4]>) {
-        out.extend(src.chunks_exact(C).map(|px| {
+    fn widen<L: Lane, const C: usize>(src: &[u8], [ro, go, bo]: [usize; 3], out: &mut [[L; 4]]) {
+        for (o, px) in out.iter_mut().zip(src.chunks_exact(C)) {
             let px: &[u8; C] = px.try_into().expect("C bytes");
-            [
+            *o = [
                 L::from_byte(px[ro]),
                 L::from_byte(px[go]),
                 L::from_byte(px[bo]),
                 L::default(),
-            ]
-        }));
+            ];
+        }
     }
     let channels = image.format.channels();
     let offsets = image.format.rgb_offsets();
     let start = row * image.stride;
     let src = &image.data[start..start + image.width * channels];
-    out.clear();
+    out.resize(image.width + pad, [L::default(); 4]);
+    let (pixels, padding) = out.split_at_mut(image.width);
     match channels {
-        1 => widen::<L, 1>(src, offsets, out),
-        3 => widen::<L, 3>(src, offsets, out),
-        _ => widen::<L, 4>(src, offsets, out),
+        1 => widen::<L, 1>(src, offsets, pixels),
+        3 => widen::<L, 3>(src, offsets, pixels),
+        _ => widen::<L, 4>(src, offsets, pixels),
     }
-    let last = out[out.len() - 1];
-    out.extend((0..pad).map(|_| last));
+    padding.fill(pixels[image.width - 1]);
 }
 
 /// The horizontal pass with `N` taps per output (`N` known at compile time, so the tap loop
