@@ -24,7 +24,7 @@
 
 use rayon::prelude::*;
 
-use crate::image::ImageView;
+use crate::image::{ImageView, PixelFormat};
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.
 pub(crate) const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -251,12 +251,18 @@ trait Lane:
 {
     fn from_byte(v: u8) -> Self;
 
-    /// `start + Σ w[j] · window[j]` in each of the four lanes, tap by tap in order.
+    /// `start + Σ w[j] · window[j·stride + k]` in each lane `k` of four, tap by tap in order.
+    /// `window` holds at least `(N − 1)·stride + 4` values.
     #[inline(always)]
-    fn dot4<const N: usize>(start: Self, window: &[[Self; 4]; N], w: &[Self; N]) -> [Self; 4] {
+    fn dot4<const N: usize>(
+        start: Self,
+        window: &[Self],
+        stride: usize,
+        w: &[Self; N],
+    ) -> [Self; 4] {
         let mut sum = [start; 4];
         for j in 0..N {
-            let (w, p) = (w[j], window[j]);
+            let (w, p) = (w[j], &window[j * stride..j * stride + 4]);
             sum = [
                 sum[0] + w * p[0],
                 sum[1] + w * p[1],
@@ -278,16 +284,17 @@ impl Lane for f32 {
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     #[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
-    fn dot4<const N: usize>(start: f32, window: &[[f32; 4]; N], w: &[f32; N]) -> [f32; 4] {
+    fn dot4<const N: usize>(start: f32, window: &[f32], stride: usize, w: &[f32; N]) -> [f32; 4] {
         use std::arch::x86_64::*;
+        assert!(window.len() >= (N - 1) * stride + 4);
         let mut out = [0.0f32; 4];
-        // SAFETY: SSE2 is part of x86_64; each load reads the 4 floats of `window[j]` and the
-        // store writes the 4 of `out` (unaligned accesses).
+        // SAFETY: SSE2 is part of x86_64; each load reads the 4 floats from j·stride, within
+        // `window` (asserted above), and the store writes the 4 of `out` (unaligned accesses).
         unsafe {
             let mut acc = _mm_set1_ps(start);
-            for j in 0..N {
-                let p = _mm_loadu_ps(window[j].as_ptr());
-                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(w[j]), p));
+            for (j, &wj) in w.iter().enumerate() {
+                let p = _mm_loadu_ps(window.as_ptr().add(j * stride));
+                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(wj), p));
             }
             _mm_storeu_ps(out.as_mut_ptr(), acc);
         }
@@ -300,21 +307,23 @@ impl Lane for f64 {
         v as f64
     }
 
-    /// Two SSE2 multiply-adds per tap (lanes R, G and B, 0).
+    /// Two SSE2 multiply-adds per tap (lanes 0–1 and 2–3).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     #[allow(unused_unsafe)] // as for f32
-    fn dot4<const N: usize>(start: f64, window: &[[f64; 4]; N], w: &[f64; N]) -> [f64; 4] {
+    fn dot4<const N: usize>(start: f64, window: &[f64], stride: usize, w: &[f64; N]) -> [f64; 4] {
         use std::arch::x86_64::*;
+        assert!(window.len() >= (N - 1) * stride + 4);
         let mut out = [0.0f64; 4];
-        // SAFETY: SSE2 is part of x86_64; the loads read the 4 doubles of `window[j]` and the
-        // stores write the 4 of `out` (unaligned accesses).
+        // SAFETY: SSE2 is part of x86_64; the loads read the 4 doubles from j·stride, within
+        // `window` (asserted above), and the stores write the 4 of `out` (unaligned accesses).
         unsafe {
             let (mut lo, mut hi) = (_mm_set1_pd(start), _mm_set1_pd(start));
-            for j in 0..N {
-                let wj = _mm_set1_pd(w[j]);
-                lo = _mm_add_pd(lo, _mm_mul_pd(wj, _mm_loadu_pd(window[j].as_ptr())));
-                hi = _mm_add_pd(hi, _mm_mul_pd(wj, _mm_loadu_pd(window[j][2..].as_ptr())));
+            for (j, &wj) in w.iter().enumerate() {
+                let wj = _mm_set1_pd(wj);
+                let p = window.as_ptr().add(j * stride);
+                lo = _mm_add_pd(lo, _mm_mul_pd(wj, _mm_loadu_pd(p)));
+                hi = _mm_add_pd(hi, _mm_mul_pd(wj, _mm_loadu_pd(p.add(2))));
             }
             _mm_storeu_pd(out.as_mut_ptr(), lo);
             _mm_storeu_pd(out[2..].as_mut_ptr(), hi);
@@ -343,39 +352,30 @@ trait Resize: Sync {
     );
 }
 
-/// Source row `row` as four lanes per pixel (R, G, B, 0) of `L`, followed by `pad` copies of the
-/// last pixel (what windows reaching past the end read).
-fn widen_row<L: Lane>(image: &ImageView<'_>, row: usize, pad: usize, out: &mut Vec<[L; 4]>) {
-    fn widen<L: Lane, const C: usize>(src: &[u8], [ro, go, bo]: [usize; 3], out: &mut [[L; 4]]) {
-        for (o, px) in out.iter_mut().zip(src.chunks_exact(C)) {
-            let px: &[u8; C] = px.try_into().expect("C bytes");
-            *o = [
-                L::from_byte(px[ro]),
-                L::from_byte(px[go]),
-                L::from_byte(px[bo]),
-                L::default(),
-            ];
-        }
-    }
+/// Source row `row` converted to `L` value by value (its own channel order), followed by `pad`
+/// copies of the last pixel (what windows reaching past the end read) and 3 spare values, so that
+/// four lanes can be read from any pixel of a window.
+fn widen_row<L: Lane>(image: &ImageView<'_>, row: usize, pad: usize, out: &mut Vec<L>) {
     let channels = image.format.channels();
-    let offsets = image.format.rgb_offsets();
     let start = row * image.stride;
     let src = &image.data[start..start + image.width * channels];
-    out.resize(image.width + pad, [L::default(); 4]);
-    let (pixels, padding) = out.split_at_mut(image.width);
-    match channels {
-        1 => widen::<L, 1>(src, offsets, pixels),
-        3 => widen::<L, 3>(src, offsets, pixels),
-        _ => widen::<L, 4>(src, offsets, pixels),
+    let n = src.len();
+    out.resize(n + pad * channels + 3, L::default());
+    for (o, &v) in out.iter_mut().zip(src) {
+        *o = L::from_byte(v);
     }
-    padding.fill(pixels[image.width - 1]);
+    for p in 0..pad * channels {
+        out[n + p] = out[n - channels + p % channels];
+    }
 }
 
 /// The horizontal pass with `N` taps per output (`N` known at compile time, so the tap loop
-/// unrolls into one four-lane multiply-add per tap). Each output's sums start at `R::START` and
-/// add `weight · pixel` tap by tap, in order.
+/// unrolls into one four-lane multiply-add per tap, the lanes a pixel's channels). Each output's
+/// sums start at `R::START` and add `weight · value` tap by tap, in order.
 fn horizontal_n<R: Resize, const N: usize>(
-    wide: &[[R::L; 4]],
+    wide: &[R::L],
+    channels: usize,
+    [ro, go, bo]: [usize; 3],
     axis: &Axis<R::L>,
     out: &mut [R::L],
 ) {
@@ -390,17 +390,24 @@ fn horizontal_n<R: Resize, const N: usize>(
         .zip(g)
         .zip(b)
     {
-        let window: &[[R::L; 4]; N] = wide[first..first + N].try_into().expect("N pixels");
+        let at = first * channels;
+        let window = &wide[at..at + (N - 1) * channels + 4];
         let w: &[R::L; N] = w.try_into().expect("N weights");
-        let sum = R::L::dot4(R::START, window, w);
-        *r = R::finish(sum[0]);
-        *g = R::finish(sum[1]);
-        *b = R::finish(sum[2]);
+        let sum = R::L::dot4(R::START, window, channels, w);
+        *r = R::finish(sum[ro]);
+        *g = R::finish(sum[go]);
+        *b = R::finish(sum[bo]);
     }
 }
 
 /// [`horizontal_n`] for any number of taps.
-fn horizontal_any<R: Resize>(wide: &[[R::L; 4]], axis: &Axis<R::L>, out: &mut [R::L]) {
+fn horizontal_any<R: Resize>(
+    wide: &[R::L],
+    channels: usize,
+    offsets: [usize; 3],
+    axis: &Axis<R::L>,
+    out: &mut [R::L],
+) {
     let (n, width) = (axis.taps, axis.len());
     for (x, (&first, w)) in axis
         .first
@@ -408,31 +415,30 @@ fn horizontal_any<R: Resize>(wide: &[[R::L; 4]], axis: &Axis<R::L>, out: &mut [R
         .zip(axis.weight.chunks_exact(n))
         .enumerate()
     {
-        let mut sum = [R::START; 4];
-        for (&w, p) in w.iter().zip(&wide[first..first + n]) {
-            for (s, &v) in sum.iter_mut().zip(p) {
-                *s = *s + w * v;
+        for (c, &off) in offsets.iter().enumerate() {
+            let mut sum = R::START;
+            for (j, &w) in w.iter().enumerate() {
+                sum = sum + w * wide[(first + j) * channels + off];
             }
-        }
-        for (c, &s) in sum[..3].iter().enumerate() {
-            out[c * width + x] = R::finish(s);
+            out[c * width + x] = R::finish(sum);
         }
     }
 }
 
 /// Resamples the widened source row `wide` horizontally into `out` (planes R, G, B).
-fn horizontal<R: Resize>(wide: &[[R::L; 4]], axis: &Axis<R::L>, out: &mut [R::L]) {
+fn horizontal<R: Resize>(wide: &[R::L], format: PixelFormat, axis: &Axis<R::L>, out: &mut [R::L]) {
+    let (ch, off) = (format.channels(), format.rgb_offsets());
     match axis.taps {
-        1 => horizontal_n::<R, 1>(wide, axis, out),
-        2 => horizontal_n::<R, 2>(wide, axis, out),
-        3 => horizontal_n::<R, 3>(wide, axis, out),
-        4 => horizontal_n::<R, 4>(wide, axis, out),
-        5 => horizontal_n::<R, 5>(wide, axis, out),
-        6 => horizontal_n::<R, 6>(wide, axis, out),
-        7 => horizontal_n::<R, 7>(wide, axis, out),
-        8 => horizontal_n::<R, 8>(wide, axis, out),
-        9 => horizontal_n::<R, 9>(wide, axis, out),
-        _ => horizontal_any::<R>(wide, axis, out),
+        1 => horizontal_n::<R, 1>(wide, ch, off, axis, out),
+        2 => horizontal_n::<R, 2>(wide, ch, off, axis, out),
+        3 => horizontal_n::<R, 3>(wide, ch, off, axis, out),
+        4 => horizontal_n::<R, 4>(wide, ch, off, axis, out),
+        5 => horizontal_n::<R, 5>(wide, ch, off, axis, out),
+        6 => horizontal_n::<R, 6>(wide, ch, off, axis, out),
+        7 => horizontal_n::<R, 7>(wide, ch, off, axis, out),
+        8 => horizontal_n::<R, 8>(wide, ch, off, axis, out),
+        9 => horizontal_n::<R, 9>(wide, ch, off, axis, out),
+        _ => horizontal_any::<R>(wide, ch, off, axis, out),
     }
 }
 
@@ -619,7 +625,7 @@ fn resize_band<R: Resize>(
     let mut held = vec![usize::MAX; taps];
     let mut slot_of = vec![0usize; taps];
     let mut wanted = vec![0usize; taps];
-    let mut wide = Vec::with_capacity(image.width + xa.taps);
+    let mut wide = Vec::with_capacity((image.width + xa.taps) * image.format.channels() + 3);
     let [pr, pg, pb] = planes;
     for row in 0..rows {
         let y = first_row + row;
@@ -637,7 +643,7 @@ fn resize_band<R: Resize>(
                         .position(|h| !wanted.contains(h))
                         .expect("one slot per tap: one is free");
                     widen_row(image, src_row, xa.taps, &mut wide);
-                    horizontal::<R>(&wide, xa, &mut cache[slot]);
+                    horizontal::<R>(&wide, image.format, xa, &mut cache[slot]);
                     held[slot] = src_row;
                     slot
                 }
