@@ -1476,7 +1476,7 @@ fn main() -> Res<()> {
         _ => None,
     };
     r.note = format!(
-        "floor = one read of the {:.1} MB input + one write of the {:.1} MB output ({} thread{}); peer = cv2.resize + numpy on RGB input; samexporter exactly (cvtColor from BGR first): {} ms; max |peer − library| = {} (cv2 rounds the resized image to uint8)",
+        "floor = one read of the {:.1} MB input + one write of the {:.1} MB output ({} thread{}); peer = cv2.resize + numpy on RGB input; samexporter exactly (cvtColor from BGR first): {} ms; max |peer − library| = {} (cv2 rounds the resized image to uint8 and does not antialias)",
         rgb.len() as f64 / 1e6,
         pre_out.len() as f64 * 4.0 / 1e6,
         floor_threads,

@@ -1,10 +1,30 @@
-//! Host pixels → the encoder's input tensor, in one fused pass per output row: bilinear resize
-//! (stretch, half-pixel centres, as upstream SAM2 and OpenCV's INTER_LINEAR do), channel reorder
-//! to RGB, ImageNet normalisation, and NCHW layout.
+//! Host pixels → the encoder's input tensor, in one fused pass per output row: the resize to the
+//! model's square input (stretch), channel reorder to RGB, ImageNet normalisation and NCHW layout.
+//!
+//! Two resizes, each the one Meta's predictors apply, so the tensor the encoder sees is the one
+//! PyTorch SAM2 feeds its own encoder (docs/models.md, "Preprocessing"):
+//!
+//! - images ([`preprocess_into`]): `SAM2ImagePredictor`'s transforms, torchvision's `Resize` on
+//!   the float image. Along an axis that shrinks that is an antialiased bilinear resize (ATen's
+//!   `_upsample_bilinear2d_aa`: a triangle filter whose support is scaled by the shrink factor,
+//!   weights normalised per output pixel, half-pixel centres); along an axis that grows or keeps
+//!   its size it is plain bilinear with half-pixel centres and edge clamp, which the library
+//!   computes in the arithmetic of the Python reference client (`tools/reference_check.py`) so
+//!   the two give the same bits;
+//! - video frames ([`preprocess_video_frame_into`]): `SAM2VideoPredictor.init_state`'s loader,
+//!   PIL's `Image.resize((1024, 1024))` of the 8-bit frame (bicubic, a = −0.5, support scaled by
+//!   the shrink factor, 22-bit fixed-point weights, rounding and clipping to 8 bits after each of
+//!   its two passes), then `/ 255`, `− mean`, `/ std` in float32: bit for bit what Meta computes.
+//!
+//! Both are separable: per axis, a table of source taps and weights is computed once per image
+//! size ([`Axis`]); each source row a band of output rows needs is resampled horizontally once
+//! (all three channels, one pass over the interleaved pixels) into a small cache of rows, and
+//! output rows blend cached rows over contiguous memory and are normalised as they are written.
+//! Output rows are split into one band per worker thread.
 
 use rayon::prelude::*;
 
-use crate::image::ImageView;
+use crate::image::{ImageView, PixelFormat};
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.
 pub(crate) const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -56,23 +76,520 @@ pub(crate) fn worker_threads() -> usize {
         .min(8)
 }
 
-/// Writes the normalised NCHW tensor (`3 × size × size`, planes R, G, B) into `out`.
-///
-/// Separable: each source row a band of output rows needs is resampled horizontally once (all
-/// three channels, one pass over the interleaved pixels) into a two-row cache, and output rows
-/// blend two cached rows over contiguous memory. The arithmetic is the reference's, in its
-/// order, so the result is bit-identical to `tools/reference_check.py`. Output rows are split
-/// into one band per worker thread.
+/// How one axis is resampled: output `i` reads the `taps` consecutive source pixels from
+/// `first[i]` with the weights `weight[i * taps..(i + 1) * taps]`. Outputs that need fewer taps
+/// than the widest are padded with zero weights (adding `0 · x` changes no sum), so every output
+/// has the same, fixed number of taps and the loops over them unroll. A window may reach up to
+/// `taps − 1` pixels past the source's end; those read the last pixel (rows: the last row), which
+/// is also what the bilinear edge clamp reads.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Axis<W> {
+    pub(crate) taps: usize,
+    pub(crate) first: Vec<usize>,
+    pub(crate) weight: Vec<W>,
+}
+
+impl<W: Copy> Axis<W> {
+    /// Each output is its own source pixel (the size does not change: both Meta's resizes are then
+    /// copies).
+    fn identity(n: usize, one: W) -> Axis<W> {
+        Axis {
+            taps: 1,
+            first: (0..n).collect(),
+            weight: vec![one; n],
+        }
+    }
+
+    /// An axis from each output's first source pixel and its weights; as many taps as the
+    /// widest output needs.
+    fn from_windows(windows: Vec<(usize, Vec<W>)>, zero: W) -> Self {
+        let taps = windows
+            .iter()
+            .map(|(_, w)| w.len())
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        let mut first = Vec::with_capacity(windows.len());
+        let mut weight = Vec::with_capacity(windows.len() * taps);
+        for (f, w) in windows {
+            first.push(f);
+            weight.extend((0..taps).map(|j| w.get(j).copied().unwrap_or(zero)));
+        }
+        Axis {
+            taps,
+            first,
+            weight,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.first.len()
+    }
+}
+
+/// The image path's axis: torchvision's antialiased bilinear when it shrinks, the reference
+/// client's bilinear ([`taps`]) when it grows, a copy when the size stays.
+pub(crate) fn image_axis(src: usize, dst: usize) -> Axis<f32> {
+    use std::cmp::Ordering::*;
+    match src.cmp(&dst) {
+        Equal => Axis::identity(dst, 1.0),
+        Greater => antialiased_bilinear_axis(src, dst),
+        Less => {
+            // i1 is i0 + 1, or i0 itself at the clamped edge, where the window's second pixel
+            // (one past the end) reads the last pixel: the same value either way.
+            let t = taps(src, dst);
+            debug_assert!(t.iter().all(|t| t.i1 == t.i0 + 1 || t.i1 == t.i0));
+            Axis {
+                taps: 2,
+                first: t.iter().map(|t| t.i0).collect(),
+                weight: t.iter().flat_map(|t| [t.w0, t.w1]).collect(),
+            }
+        }
+    }
+}
+
+/// ATen's antialiased bilinear weights for a float tensor (`_upsample_bilinear2d_aa`,
+/// align_corners=False, no explicit scale), with its precision: the scale, the support, each
+/// output's centre and the weights are float32, the intermediate sums around them double where
+/// C++'s promotions make them double. `src > dst`.
+fn antialiased_bilinear_axis(src: usize, dst: usize) -> Axis<f32> {
+    let scale = src as f32 / dst as f32;
+    // The triangle's support (1) scaled by the shrink factor; ATen's bound on the taps,
+    // 2·ceil(support) + 1, clips the rare window that rounding widens by one.
+    let support = scale as f64 as f32;
+    let max_taps = support.ceil() as i64 * 2 + 1;
+    let invscale = (1.0 / scale as f64) as f32;
+    let windows = (0..dst)
+        .map(|i| {
+            let center = (scale as f64 * (i as f64 + 0.5)) as f32;
+            let first = (((center - support) as f64 + 0.5) as i64).max(0);
+            let end = (((center + support) as f64 + 0.5) as i64).min(src as i64);
+            let size = (end - first).clamp(1, max_taps);
+            let mut w: Vec<f32> = (0..size)
+                .map(|j| {
+                    let x =
+                        (((((j + first) as f32 - center) as f64) + 0.5) * invscale as f64) as f32;
+                    let x = x.abs();
+                    if x < 1.0 {
+                        (1.0 - x as f64) as f32
+                    } else {
+                        0.0
+                    }
+                })
+                .collect();
+            let total: f32 = w.iter().fold(0.0, |a, &b| a + b);
+            if total != 0.0 {
+                w.iter_mut().for_each(|v| *v /= total);
+            }
+            (first as usize, w)
+        })
+        .collect();
+    Axis::from_windows(windows, 0.0)
+}
+
+/// PIL's fixed-point precision for 8-bit images: 32 bits less 8 for the value and 2 for the
+/// filter's overshoot.
+const PIL_PRECISION_BITS: u32 = 22;
+
+/// PIL's bicubic filter (a = −0.5), in f64 as Pillow evaluates it.
+fn pil_bicubic(x: f64) -> f64 {
+    const A: f64 = -0.5;
+    let x = x.abs();
+    if x < 1.0 {
+        ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0
+    } else if x < 2.0 {
+        (((x - 5.0) * x + 8.0) * x - 4.0) * A
+    } else {
+        0.0
+    }
+}
+
+/// The video path's axis: Pillow's `precompute_coeffs` for the bicubic filter over the whole
+/// image (box 0..src), then its `normalize_coeffs_8bpc` (weights × 2²², rounded half away from
+/// zero to integers).
+pub(crate) fn pil_bicubic_axis(src: usize, dst: usize) -> Axis<f64> {
+    let one = (1i32 << PIL_PRECISION_BITS) as f64;
+    if src == dst {
+        return Axis::identity(dst, one);
+    }
+    // Pillow takes the box's edges as float32; (in1 − in0) / outSize in double.
+    let scale = (src as f32 - 0.0f32) as f64 / dst as f64;
+    let filterscale = scale.max(1.0);
+    let support = 2.0 * filterscale;
+    let inv_filterscale = 1.0 / filterscale;
+    let windows = (0..dst)
+        .map(|xx| {
+            let center = (xx as f64 + 0.5) * scale;
+            let first = ((center - support + 0.5) as i64).max(0);
+            let end = ((center + support + 0.5) as i64).min(src as i64);
+            let size = (end - first).max(1);
+            let mut k: Vec<f64> = (0..size)
+                .map(|x| pil_bicubic(((x + first) as f64 - center + 0.5) * inv_filterscale))
+                .collect();
+            let total: f64 = k.iter().sum();
+            if total != 0.0 {
+                k.iter_mut().for_each(|v| *v /= total);
+            }
+            let fixed = k
+                .iter()
+                .map(|&v| {
+                    let scaled = v * one;
+                    (if v < 0.0 { scaled - 0.5 } else { scaled + 0.5 }) as i32 as f64
+                })
+                .collect();
+            (first as usize, fixed)
+        })
+        .collect();
+    Axis::from_windows(windows, 0.0)
+}
+
+/// A value of a resampled row: f32 (the image path) or f64 (PIL's fixed point: integer weights
+/// times bytes, whose sums f64 holds exactly, so the integer arithmetic is PIL's bit for bit while
+/// the lanes vectorise).
+trait Lane:
+    Copy + Default + Send + Sync + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + 'static
+{
+    fn from_byte(v: u8) -> Self;
+
+    /// `start + Σ w[j] · window[j·stride + k]` in each lane `k` of four, tap by tap in order.
+    /// `window` holds at least `(N − 1)·stride + 4` values.
+    #[inline(always)]
+    fn dot4<const N: usize>(
+        start: Self,
+        window: &[Self],
+        stride: usize,
+        w: &[Self; N],
+    ) -> [Self; 4] {
+        let mut sum = [start; 4];
+        for j in 0..N {
+            let (w, p) = (w[j], &window[j * stride..j * stride + 4]);
+            sum = [
+                sum[0] + w * p[0],
+                sum[1] + w * p[1],
+                sum[2] + w * p[2],
+                sum[3] + w * p[3],
+            ];
+        }
+        sum
+    }
+}
+
+impl Lane for f32 {
+    fn from_byte(v: u8) -> f32 {
+        v as f32
+    }
+
+    /// One SSE2 multiply and add per tap (the compiler leaves the four lanes scalar otherwise);
+    /// lane by lane the same IEEE operations in the same order, so the same bits.
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    #[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
+    fn dot4<const N: usize>(start: f32, window: &[f32], stride: usize, w: &[f32; N]) -> [f32; 4] {
+        use std::arch::x86_64::*;
+        assert!(window.len() >= (N - 1) * stride + 4);
+        let mut out = [0.0f32; 4];
+        // SAFETY: SSE2 is part of x86_64; each load reads the 4 floats from j·stride, within
+        // `window` (asserted above), and the store writes the 4 of `out` (unaligned accesses).
+        unsafe {
+            let mut acc = _mm_set1_ps(start);
+            for (j, &wj) in w.iter().enumerate() {
+                let p = _mm_loadu_ps(window.as_ptr().add(j * stride));
+                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(wj), p));
+            }
+            _mm_storeu_ps(out.as_mut_ptr(), acc);
+        }
+        out
+    }
+}
+
+impl Lane for f64 {
+    fn from_byte(v: u8) -> f64 {
+        v as f64
+    }
+
+    /// Two SSE2 multiply-adds per tap (lanes 0–1 and 2–3).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    #[allow(unused_unsafe)] // as for f32
+    fn dot4<const N: usize>(start: f64, window: &[f64], stride: usize, w: &[f64; N]) -> [f64; 4] {
+        use std::arch::x86_64::*;
+        assert!(window.len() >= (N - 1) * stride + 4);
+        let mut out = [0.0f64; 4];
+        // SAFETY: SSE2 is part of x86_64; the loads read the 4 doubles from j·stride, within
+        // `window` (asserted above), and the stores write the 4 of `out` (unaligned accesses).
+        unsafe {
+            let (mut lo, mut hi) = (_mm_set1_pd(start), _mm_set1_pd(start));
+            for (j, &wj) in w.iter().enumerate() {
+                let wj = _mm_set1_pd(wj);
+                let p = window.as_ptr().add(j * stride);
+                lo = _mm_add_pd(lo, _mm_mul_pd(wj, _mm_loadu_pd(p)));
+                hi = _mm_add_pd(hi, _mm_mul_pd(wj, _mm_loadu_pd(p.add(2))));
+            }
+            _mm_storeu_pd(out.as_mut_ptr(), lo);
+            _mm_storeu_pd(out[2..].as_mut_ptr(), hi);
+        }
+        out
+    }
+}
+
+/// One of the two resizes: the sums' start, what a horizontal sum becomes in the cache, and how
+/// cached rows blend into an output row.
+trait Resize: Sync {
+    type L: Lane;
+    /// Where every horizontal sum starts.
+    const START: Self::L;
+    /// A horizontal sum → the value cached for the vertical pass.
+    fn finish(sum: Self::L) -> Self::L;
+    /// Blends channel `c` of the cached rows `cache[slots[j]]` (tap `j`, weight `weights[j]`) into
+    /// `dst`, normalised.
+    fn vertical(
+        &self,
+        cache: &[Vec<Self::L>],
+        slots: &[usize],
+        weights: &[Self::L],
+        c: usize,
+        dst: &mut [f32],
+    );
+}
+
+/// Source row `row` converted to `L` value by value (its own channel order), followed by `pad`
+/// copies of the last pixel (what windows reaching past the end read) and 3 spare values, so that
+/// four lanes can be read from any pixel of a window.
+fn widen_row<L: Lane>(image: &ImageView<'_>, row: usize, pad: usize, out: &mut Vec<L>) {
+    let channels = image.format.channels();
+    let start = row * image.stride;
+    let src = &image.data[start..start + image.width * channels];
+    let n = src.len();
+    out.resize(n + pad * channels + 3, L::default());
+    for (o, &v) in out.iter_mut().zip(src) {
+        *o = L::from_byte(v);
+    }
+    for p in 0..pad * channels {
+        out[n + p] = out[n - channels + p % channels];
+    }
+}
+
+/// The horizontal pass with `N` taps per output (`N` known at compile time, so the tap loop
+/// unrolls into one four-lane multiply-add per tap, the lanes a pixel's channels). Each output's
+/// sums start at `R::START` and add `weight · value` tap by tap, in order.
+fn horizontal_n<R: Resize, const N: usize>(
+    wide: &[R::L],
+    channels: usize,
+    [ro, go, bo]: [usize; 3],
+    axis: &Axis<R::L>,
+    out: &mut [R::L],
+) {
+    let width = axis.len();
+    let (r, rest) = out.split_at_mut(width);
+    let (g, b) = rest.split_at_mut(width);
+    for ((((&first, w), r), g), b) in axis
+        .first
+        .iter()
+        .zip(axis.weight.chunks_exact(N))
+        .zip(r)
+        .zip(g)
+        .zip(b)
+    {
+        let at = first * channels;
+        let window = &wide[at..at + (N - 1) * channels + 4];
+        let w: &[R::L; N] = w.try_into().expect("N weights");
+        let sum = R::L::dot4(R::START, window, channels, w);
+        *r = R::finish(sum[ro]);
+        *g = R::finish(sum[go]);
+        *b = R::finish(sum[bo]);
+    }
+}
+
+/// [`horizontal_n`] for any number of taps.
+fn horizontal_any<R: Resize>(
+    wide: &[R::L],
+    channels: usize,
+    offsets: [usize; 3],
+    axis: &Axis<R::L>,
+    out: &mut [R::L],
+) {
+    let (n, width) = (axis.taps, axis.len());
+    for (x, (&first, w)) in axis
+        .first
+        .iter()
+        .zip(axis.weight.chunks_exact(n))
+        .enumerate()
+    {
+        for (c, &off) in offsets.iter().enumerate() {
+            let mut sum = R::START;
+            for (j, &w) in w.iter().enumerate() {
+                sum = sum + w * wide[(first + j) * channels + off];
+            }
+            out[c * width + x] = R::finish(sum);
+        }
+    }
+}
+
+/// Resamples the widened source row `wide` horizontally into `out` (planes R, G, B).
+fn horizontal<R: Resize>(wide: &[R::L], format: PixelFormat, axis: &Axis<R::L>, out: &mut [R::L]) {
+    let (ch, off) = (format.channels(), format.rgb_offsets());
+    match axis.taps {
+        1 => horizontal_n::<R, 1>(wide, ch, off, axis, out),
+        2 => horizontal_n::<R, 2>(wide, ch, off, axis, out),
+        3 => horizontal_n::<R, 3>(wide, ch, off, axis, out),
+        4 => horizontal_n::<R, 4>(wide, ch, off, axis, out),
+        5 => horizontal_n::<R, 5>(wide, ch, off, axis, out),
+        6 => horizontal_n::<R, 6>(wide, ch, off, axis, out),
+        7 => horizontal_n::<R, 7>(wide, ch, off, axis, out),
+        8 => horizontal_n::<R, 8>(wide, ch, off, axis, out),
+        9 => horizontal_n::<R, 9>(wide, ch, off, axis, out),
+        _ => horizontal_any::<R>(wide, ch, off, axis, out),
+    }
+}
+
+/// PIL's `clip8`: a fixed-point sum (its rounding half-unit included) back to 8 bits. The sum is
+/// an integer, held exactly by the f64.
+#[inline(always)]
+fn clip8(sum: f64) -> u8 {
+    ((sum as i32) >> PIL_PRECISION_BITS).clamp(0, 255) as u8
+}
+
+/// The image path: float taps, normalised by `v · scale + bias`.
+struct TorchvisionResize {
+    scale: [f32; 3],
+    bias: [f32; 3],
+}
+
+impl Resize for TorchvisionResize {
+    type L = f32;
+    // −0.0 is the identity of float addition (−0 + x is x bit for bit), so with two taps the
+    // arithmetic is the reference client's `w0·a + w1·b`.
+    const START: f32 = -0.0;
+
+    fn finish(sum: f32) -> f32 {
+        sum
+    }
+
+    fn vertical(
+        &self,
+        cache: &[Vec<f32>],
+        slots: &[usize],
+        weights: &[f32],
+        c: usize,
+        dst: &mut [f32],
+    ) {
+        // Tap by tap over the whole row (contiguous, so each pass vectorises); the sum's order is
+        // the reference client's.
+        let n = dst.len();
+        let row = |j: usize| &cache[slots[j]][c * n..(c + 1) * n];
+        for (d, &h) in dst.iter_mut().zip(row(0)) {
+            *d = weights[0] * h;
+        }
+        for (j, &w) in weights.iter().enumerate().skip(1) {
+            for (d, &h) in dst.iter_mut().zip(row(j)) {
+                *d += w * h;
+            }
+        }
+        let (s, b) = (self.scale[c], self.bias[c]);
+        for d in dst.iter_mut() {
+            *d = *d * s + b;
+        }
+    }
+}
+
+/// The video path: PIL's integer passes, then Meta's float32 normalisation of the 8-bit result,
+/// looked up per channel and value.
+struct PilResize {
+    normalised: [[f32; 256]; 3],
+}
+
+impl PilResize {
+    fn new() -> PilResize {
+        // `init_state`'s loader: `uint8 / 255.0` in float64, stored as float32, then `-= mean` and
+        // `/= std` on float32 tensors.
+        PilResize {
+            normalised: std::array::from_fn(|c| {
+                std::array::from_fn(|v| {
+                    ((v as f64 / 255.0) as f32 - MEAN[c] as f32) / STD[c] as f32
+                })
+            }),
+        }
+    }
+}
+
+impl Resize for PilResize {
+    type L = f64;
+    // Pillow starts each sum at half a unit, so the shift rounds.
+    const START: f64 = (1 << (PIL_PRECISION_BITS - 1)) as f64;
+
+    fn finish(sum: f64) -> f64 {
+        clip8(sum) as f64
+    }
+
+    fn vertical(
+        &self,
+        cache: &[Vec<f64>],
+        slots: &[usize],
+        weights: &[f64],
+        c: usize,
+        dst: &mut [f32],
+    ) {
+        // Integer sums of the 8-bit values of the horizontal pass times the weights (exact), in
+        // chunks that stay in L1.
+        const CHUNK: usize = 256;
+        let mut sum = [0.0f64; CHUNK];
+        let lut = &self.normalised[c];
+        let n = dst.len();
+        for (k, dst) in dst.chunks_mut(CHUNK).enumerate() {
+            let sum = &mut sum[..dst.len()];
+            sum.fill(Self::START);
+            for (&slot, &w) in slots.iter().zip(weights) {
+                let at = c * n + k * CHUNK;
+                let row = &cache[slot][at..at + dst.len()];
+                for (s, &v) in sum.iter_mut().zip(row) {
+                    *s += w * v;
+                }
+            }
+            for (d, &s) in dst.iter_mut().zip(sum.iter()) {
+                *d = lut[clip8(s) as usize];
+            }
+        }
+    }
+}
+
+/// Writes the normalised NCHW tensor (`3 × size × size`, planes R, G, B) of `image` into `out`,
+/// resized as `SAM2ImagePredictor` resizes (torchvision's antialiased bilinear `Resize`).
 pub fn preprocess_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
+    let (scale, bias) = normalisation();
+    let xa = image_axis(image.width, size);
+    let ya = image_axis(image.height, size);
+    resize_into(
+        image,
+        &TorchvisionResize { scale, bias },
+        &xa,
+        &ya,
+        size,
+        out,
+    );
+}
+
+/// Writes the normalised NCHW tensor of a video frame into `out`, resized and normalised as
+/// `SAM2VideoPredictor.init_state` loads frames (PIL's bicubic resize of the 8-bit RGB frame).
+pub fn preprocess_video_frame_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
+    let xa = pil_bicubic_axis(image.width, size);
+    let ya = pil_bicubic_axis(image.height, size);
+    resize_into(image, &PilResize::new(), &xa, &ya, size, out);
+}
+
+fn resize_into<R: Resize>(
+    image: &ImageView<'_>,
+    resize: &R,
+    xa: &Axis<R::L>,
+    ya: &Axis<R::L>,
+    size: usize,
+    out: &mut [f32],
+) {
     assert_eq!(
         out.len(),
         3 * size * size,
         "output must hold 3 planes of size²"
     );
-    let xt = taps(image.width, size);
-    let yt = taps(image.height, size);
-    // resample_row's precondition, checked once per image.
-    assert!(xt.iter().all(|t| t.i0 < image.width && t.i1 < image.width));
+    assert_eq!((xa.len(), ya.len()), (size, size));
     let plane = size * size;
     let (r_plane, rest) = out.split_at_mut(plane);
     let (g_plane, b_plane) = rest.split_at_mut(plane);
@@ -81,99 +598,76 @@ pub fn preprocess_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
     let threads = worker_threads().min(size);
     let band = size.div_ceil(threads);
     let chunk = band * size;
-    let (xt, yt) = (&xt, &yt);
     r_plane
         .par_chunks_mut(chunk)
         .zip(g_plane.par_chunks_mut(chunk))
         .zip(b_plane.par_chunks_mut(chunk))
         .enumerate()
-        .for_each(|(i, ((r, g), b))| resample_band(image, xt, yt, size, i * band, [r, g, b]));
-}
-
-/// Resamples source row `row` horizontally into `out` (three planes of `xt.len()`, RGB order).
-///
-/// # Safety
-/// Every tap of `xt` must be below `image.width` (what `taps(image.width, _)` gives, and what
-/// `preprocess_into` asserts once per image).
-unsafe fn resample_row(image: &ImageView<'_>, row: usize, xt: &[Tap], out: &mut [f32]) {
-    let channels = image.format.channels();
-    let [ro, go, bo] = image.format.rgb_offsets();
-    let src = &image.data[row * image.stride..row * image.stride + image.width * channels];
-    // Each index below is tap × channels + offset < width × channels = src.len(): unchecked
-    // reads instead of six bounds checks per output pixel in the hottest loop of preprocessing.
-    debug_assert!(ro < channels && go < channels && bo < channels);
-    let n = xt.len();
-    let (r, rest) = out.split_at_mut(n);
-    let (g, b) = rest.split_at_mut(n);
-    let at = |i: usize| -> f32 {
-        debug_assert!(i < src.len());
-        // SAFETY: i = tap × channels + offset < width × channels = src.len() (the caller's
-        // precondition on the taps; offsets are below `channels` by construction).
-        unsafe { *src.get_unchecked(i) as f32 }
-    };
-    for (((t, r), g), b) in xt.iter().zip(r).zip(g).zip(b) {
-        let (p, q) = (t.i0 * channels, t.i1 * channels);
-        *r = t.w0 * at(p + ro) + t.w1 * at(q + ro);
-        *g = t.w0 * at(p + go) + t.w1 * at(q + go);
-        *b = t.w0 * at(p + bo) + t.w1 * at(q + bo);
-    }
+        .for_each(|(i, ((r, g), b))| resize_band(image, resize, xa, ya, size, i * band, [r, g, b]));
 }
 
 /// Output rows `first_row..` (as many as `planes` hold) of the three planes.
-fn resample_band(
+fn resize_band<R: Resize>(
     image: &ImageView<'_>,
-    xt: &[Tap],
-    yt: &[Tap],
+    resize: &R,
+    xa: &Axis<R::L>,
+    ya: &Axis<R::L>,
     size: usize,
     first_row: usize,
     planes: [&mut [f32]; 3],
 ) {
     let rows = planes[0].len() / size;
-    // Two horizontally resampled source rows, and which rows they hold.
-    let mut cache = [vec![0.0f32; 3 * size], vec![0.0f32; 3 * size]];
-    let mut held = [usize::MAX; 2];
+    let taps = ya.taps;
+    // Horizontally resampled source rows, one slot per tap, and which source row each holds. A
+    // row already held is never resampled again; the source rows of successive output rows never
+    // go back, so a slot whose row the current output does not read is free.
+    let mut cache = vec![vec![R::L::default(); 3 * size]; taps];
+    let mut held = vec![usize::MAX; taps];
+    let mut slot_of = vec![0usize; taps];
+    let mut wanted = vec![0usize; taps];
+    let mut wide = Vec::with_capacity((image.width + xa.taps) * image.format.channels() + 3);
     let [pr, pg, pb] = planes;
-    let (scale, bias) = normalisation();
     for row in 0..rows {
-        let t = yt[first_row + row];
-        // Slot 0 holds source row i0 and slot 1 row i1 (when they differ); a row already held is
-        // never resampled again.
-        if held[0] != t.i0 {
-            if held[1] == t.i0 {
-                cache.swap(0, 1);
-                held.swap(0, 1);
-            } else {
-                // SAFETY: the taps were checked against the width in preprocess_into.
-                unsafe { resample_row(image, t.i0, xt, &mut cache[0]) };
-                held[0] = t.i0;
-            }
+        let y = first_row + row;
+        // Taps past the last row read the last row (with weight zero, or as the edge clamp).
+        for (j, w) in wanted.iter_mut().enumerate() {
+            *w = (ya.first[y] + j).min(image.height - 1);
         }
-        if t.i1 != t.i0 && held[1] != t.i1 {
-            // SAFETY: as above.
-            unsafe { resample_row(image, t.i1, xt, &mut cache[1]) };
-            held[1] = t.i1;
+        for j in 0..taps {
+            let src_row = wanted[j];
+            slot_of[j] = match held.iter().position(|&h| h == src_row) {
+                Some(slot) => slot,
+                None => {
+                    let slot = held
+                        .iter()
+                        .position(|h| !wanted.contains(h))
+                        .expect("one slot per tap: one is free");
+                    widen_row(image, src_row, xa.taps, &mut wide);
+                    horizontal::<R>(&wide, image.format, xa, &mut cache[slot]);
+                    held[slot] = src_row;
+                    slot
+                }
+            };
         }
-        let bottom_slot = if t.i1 == t.i0 { 0 } else { 1 };
-        let (wy0, wy1) = (t.w0, t.w1);
-        let dst_rows = [&mut *pr, &mut *pg, &mut *pb];
-        for (c, plane) in dst_rows.into_iter().enumerate() {
+        let weights = &ya.weight[y * taps..(y + 1) * taps];
+        for (c, plane) in [&mut *pr, &mut *pg, &mut *pb].into_iter().enumerate() {
             let dst = &mut plane[row * size..(row + 1) * size];
-            let top = &cache[0][c * size..(c + 1) * size];
-            let bottom = &cache[bottom_slot][c * size..(c + 1) * size];
-            let (s, b) = (scale[c], bias[c]);
-            for ((d, &h0), &h1) in dst.iter_mut().zip(top).zip(bottom) {
-                // Same operations in the same order as the reference, so the bits agree.
-                let v = wy0 * h0 + wy1 * h1;
-                *d = v * s + b;
-            }
+            resize.vertical(&cache, &slot_of, weights, c, dst);
         }
     }
 }
 
-/// The normalised tensor as a new buffer.
+/// The normalised tensor as a new buffer (the image path).
 pub fn preprocess(image: &ImageView<'_>, size: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; 3 * size * size];
     preprocess_into(image, size, &mut out);
+    out
+}
+
+/// The normalised tensor of a video frame as a new buffer.
+pub fn preprocess_video_frame(image: &ImageView<'_>, size: usize) -> Vec<f32> {
+    let mut out = vec![0.0f32; 3 * size * size];
+    preprocess_video_frame_into(image, size, &mut out);
     out
 }
 
@@ -261,22 +755,324 @@ mod tests {
         assert_eq!(f32_to_f16_bits(1e6), 0x7c00);
     }
 
+    /// A deterministic test image: `(w, h)` pixels of `format`, `pad` spare bytes per row.
+    fn pattern(w: usize, h: usize, format: PixelFormat, pad: usize) -> (Vec<u8>, usize) {
+        let stride = w * format.channels() + pad;
+        (
+            (0..stride * h).map(|i| (i * 7919 % 251) as u8).collect(),
+            stride,
+        )
+    }
+
+    fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0, f32::max)
+    }
+
     #[test]
-    fn constant_image_normalises_to_constant_planes() {
+    fn constant_images_stay_constant_through_both_resizes() {
         let px = [200u8, 100, 50];
-        let data: Vec<u8> = px.iter().copied().cycle().take(7 * 5 * 3).collect();
-        let img = ImageView::packed(&data, 7, 5, PixelFormat::Rgb).unwrap();
-        let out = preprocess(&img, 16);
-        for c in 0..3 {
-            let want = ((px[c] as f64 / 255.0 - MEAN[c]) / STD[c]) as f32;
-            for v in &out[c * 256..(c + 1) * 256] {
-                assert!((v - want).abs() < 1e-5, "{v} vs {want}");
+        let meta = PilResize::new();
+        // Shrinking, growing, mixed and equal sizes, along both axes.
+        for (w, h, size) in [
+            (7, 5, 16),
+            (300, 200, 64),
+            (40, 300, 64),
+            (64, 64, 64),
+            (1, 1, 8),
+        ] {
+            let data: Vec<u8> = px.iter().copied().cycle().take(w * h * 3).collect();
+            let img = ImageView::packed(&data, w, h, PixelFormat::Rgb).unwrap();
+            let image = preprocess(&img, size);
+            let video = preprocess_video_frame(&img, size);
+            let plane = size * size;
+            for c in 0..3 {
+                let want = ((px[c] as f64 / 255.0 - MEAN[c]) / STD[c]) as f32;
+                for v in &image[c * plane..(c + 1) * plane] {
+                    assert!((v - want).abs() < 1e-5, "{w}×{h} → {size}: {v} vs {want}");
+                }
+                // PIL's fixed point gives the byte back, and the normalisation is Meta's bits.
+                let want = meta.normalised[c][px[c] as usize];
+                assert!(
+                    video[c * plane..(c + 1) * plane]
+                        .iter()
+                        .all(|v| v.to_bits() == want.to_bits()),
+                    "{w}×{h} → {size}, channel {c}"
+                );
             }
         }
     }
 
-    /// The direct four-tap formula of the reference, pixel by pixel.
-    fn direct(image: &ImageView<'_>, size: usize) -> Vec<f32> {
+    #[test]
+    fn equal_size_is_a_copy_normalised() {
+        let (data, stride) = pattern(24, 24, PixelFormat::Bgr, 2);
+        let img = ImageView::new(&data, 24, 24, stride, PixelFormat::Bgr).unwrap();
+        let (scale, bias) = normalisation();
+        let meta = PilResize::new();
+        let (image, video) = (preprocess(&img, 24), preprocess_video_frame(&img, 24));
+        for c in 0..3 {
+            for y in 0..24 {
+                for x in 0..24 {
+                    let v = data[y * stride + x * 3 + (2 - c)];
+                    let at = c * 576 + y * 24 + x;
+                    assert_eq!(
+                        image[at].to_bits(),
+                        (v as f32 * scale[c] + bias[c]).to_bits()
+                    );
+                    assert_eq!(
+                        video[at].to_bits(),
+                        meta.normalised[c][v as usize].to_bits()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn float_weights_sum_to_one_and_integer_weights_to_the_fixed_point_unit() {
+        let unit = (1i64 << PIL_PRECISION_BITS) as f64;
+        for (src, dst) in [
+            (1920, 1024),
+            (1080, 1024),
+            (4000, 1024),
+            (640, 1024),
+            (480, 1024),
+            (3, 1024),
+            (1025, 1024),
+            (5, 2),
+        ] {
+            let a = image_axis(src, dst);
+            let p = pil_bicubic_axis(src, dst);
+            for w in a.weight.chunks_exact(a.taps) {
+                let sum: f32 = w.iter().sum();
+                assert!((sum - 1.0).abs() < 1e-5, "image {src} → {dst}: {sum}");
+                assert!(w.iter().all(|&v| v >= 0.0), "image {src} → {dst}: {w:?}");
+            }
+            for w in p.weight.chunks_exact(p.taps) {
+                // Each weight is rounded once: the sum is off by at most half a unit per tap.
+                let sum: i64 = w.iter().map(|&v| v as i64).sum();
+                assert!(
+                    ((sum as f64) - unit).abs() <= p.taps as f64 / 2.0,
+                    "pil {src} → {dst}: {sum}"
+                );
+            }
+            assert!(a.first.iter().chain(&p.first).all(|&i| i < src));
+        }
+    }
+
+    #[test]
+    fn antialiasing_widens_the_filter_by_the_shrink_factor() {
+        // Shrinking 4 → 2 (factor 2): the triangle spans two source pixels on each side of the
+        // output's centre (1 and 3). Output 0 reads pixels 0, 1, 2 at distances 0.5, 0.5, 1.5
+        // (in units of 2 source pixels: 0.25, 0.25, 0.75): weights 0.75, 0.75, 0.25 over their
+        // sum 1.75, i.e. 3/7, 3/7, 1/7; output 1 mirrors it.
+        let a = antialiased_bilinear_axis(4, 2);
+        assert_eq!(a.taps, 3);
+        let expect: [(usize, [f32; 3]); 2] = [
+            (0, [3.0 / 7.0, 3.0 / 7.0, 1.0 / 7.0]),
+            (1, [1.0 / 7.0, 3.0 / 7.0, 3.0 / 7.0]),
+        ];
+        for (i, (first, w)) in expect.iter().enumerate() {
+            let wt = &a.weight[i * 3..i * 3 + 3];
+            assert_eq!(a.first[i], *first);
+            for j in 0..3 {
+                assert!((wt[j] - w[j]).abs() < 1e-7, "{wt:?}");
+            }
+        }
+        // A 4 → 2 row [0, 70, 140, 210]: antialiased 50 and 160, where plain bilinear (the
+        // midpoints) gives 35 and 175.
+        let data: Vec<u8> = [0u8, 70, 140, 210]
+            .iter()
+            .flat_map(|&v| [v, v, v])
+            .collect();
+        let img = ImageView::packed(&data, 4, 1, PixelFormat::Rgb).unwrap();
+        let (scale, bias) = normalisation();
+        let out = preprocess(&img, 2);
+        for (got, want) in out[..2].iter().zip([50.0f32, 160.0]) {
+            let v = (got - bias[0]) / scale[0];
+            assert!((v - want).abs() < 1e-3, "{v} vs {want}");
+        }
+        // Growing keeps the two-tap bilinear of the reference client.
+        assert_eq!(image_axis(2, 4).taps, 2);
+    }
+
+    #[test]
+    fn pil_bicubic_filter_and_axis() {
+        // Keys' cubic with a = −0.5 at its knots and half-way points.
+        for (x, want) in [
+            (0.0, 1.0),
+            (0.5, 0.5625),
+            (1.0, 0.0),
+            (1.5, -0.0625),
+            (2.0, 0.0),
+            (-0.5, 0.5625),
+            (2.5, 0.0),
+        ] {
+            assert_eq!(pil_bicubic(x), want, "{x}");
+        }
+        // Growing 2 → 4 (filter support 2 source pixels): output 1's centre is at 0.75, so it
+        // reads pixel 0 at distance 0.25 and pixel 1 at 0.75 (pixel −1 lies outside): weights
+        // 0.8671875 and 0.2265625, normalised by their sum and scaled by 2²².
+        let p = pil_bicubic_axis(2, 4);
+        let (w0, w1) = (0.8671875f64, 0.2265625f64);
+        let unit = (1 << PIL_PRECISION_BITS) as f64;
+        let want = [
+            (w0 / (w0 + w1) * unit + 0.5) as i32 as f64,
+            (w1 / (w0 + w1) * unit + 0.5) as i32 as f64,
+        ];
+        assert_eq!(p.first[1], 0);
+        assert_eq!(&p.weight[p.taps..p.taps + 2], &want);
+        // Shrinking by 3 widens the support to 6 source pixels on each side: 12 taps.
+        assert_eq!(pil_bicubic_axis(3000, 1000).taps, 12);
+        // Overshoot is clipped to 8 bits: a hard edge grown 4× stays within 0..=255.
+        let data: Vec<u8> = [0u8, 0, 255, 255].iter().flat_map(|&v| [v, v, v]).collect();
+        let img = ImageView::packed(&data, 4, 1, PixelFormat::Rgb).unwrap();
+        let meta = PilResize::new();
+        let out = preprocess_video_frame(&img, 16);
+        let bytes: Vec<usize> = out[..16]
+            .iter()
+            .map(|v| {
+                meta.normalised[0]
+                    .iter()
+                    .position(|n| n == v)
+                    .expect("a byte's value")
+            })
+            .collect();
+        assert_eq!((bytes[0], bytes[15]), (0, 255));
+        assert!(bytes.windows(2).all(|w| w[0] <= w[1]), "{bytes:?}");
+    }
+
+    /// The resize computed pixel by pixel from the axes: every output the sum over its vertical
+    /// taps of the sums over its horizontal taps (in the banded pass's order and arithmetic).
+    fn direct<R: Resize>(
+        image: &ImageView<'_>,
+        xa: &Axis<R::L>,
+        ya: &Axis<R::L>,
+        size: usize,
+        pixel: impl Fn(u8, R::L) -> R::L,
+        vertical: impl Fn(&[R::L], &[R::L], usize) -> f32,
+        horizontal_finish: impl Fn(&[R::L]) -> R::L,
+    ) -> Vec<f32> {
+        let ch = image.format.channels();
+        let offsets = image.format.rgb_offsets();
+        let mut out = vec![0.0f32; 3 * size * size];
+        for c in 0..3 {
+            for y in 0..size {
+                for x in 0..size {
+                    let rows: Vec<R::L> = (0..ya.taps)
+                        .map(|i| {
+                            let sy = (ya.first[y] + i).min(image.height - 1);
+                            let terms: Vec<R::L> = (0..xa.taps)
+                                .map(|j| {
+                                    let sx = (xa.first[x] + j).min(image.width - 1);
+                                    pixel(
+                                        image.data[sy * image.stride + sx * ch + offsets[c]],
+                                        xa.weight[x * xa.taps + j],
+                                    )
+                                })
+                                .collect();
+                            horizontal_finish(&terms)
+                        })
+                        .collect();
+                    out[c * size * size + y * size + x] =
+                        vertical(&rows, &ya.weight[y * ya.taps..(y + 1) * ya.taps], c);
+                }
+            }
+        }
+        out
+    }
+
+    /// PIL's two passes pixel by pixel in integers (i64), from the axes' weights.
+    fn direct_pil_integer(
+        image: &ImageView<'_>,
+        xa: &Axis<f64>,
+        ya: &Axis<f64>,
+        size: usize,
+        meta: &PilResize,
+    ) -> Vec<f32> {
+        let (ch, offsets) = (image.format.channels(), image.format.rgb_offsets());
+        let half = 1i64 << (PIL_PRECISION_BITS - 1);
+        let clip = |s: i64| (s >> PIL_PRECISION_BITS).clamp(0, 255);
+        let mut out = vec![0.0f32; 3 * size * size];
+        for c in 0..3 {
+            for y in 0..size {
+                for x in 0..size {
+                    let mut vertical = half;
+                    for i in 0..ya.taps {
+                        let sy = (ya.first[y] + i).min(image.height - 1);
+                        let mut horizontal = half;
+                        for j in 0..xa.taps {
+                            let sx = (xa.first[x] + j).min(image.width - 1);
+                            let v = image.data[sy * image.stride + sx * ch + offsets[c]] as i64;
+                            horizontal += v * xa.weight[x * xa.taps + j] as i64;
+                        }
+                        vertical += clip(horizontal) * ya.weight[y * ya.taps + i] as i64;
+                    }
+                    out[c * size * size + y * size + x] =
+                        meta.normalised[c][clip(vertical) as usize];
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn the_banded_passes_are_bit_identical_to_the_direct_sums() {
+        let (scale, bias) = normalisation();
+        let meta = PilResize::new();
+        for (w, h, format, pad) in [
+            (37, 23, PixelFormat::Rgb, 0),
+            (150, 91, PixelFormat::Bgra, 5),
+            (64, 200, PixelFormat::Gray, 3),
+            (300, 41, PixelFormat::Rgba, 1),
+            (1, 1, PixelFormat::Rgba, 0),
+        ] {
+            let (data, stride) = pattern(w, h, format, pad);
+            let image = ImageView::new(&data, w, h, stride, format).unwrap();
+            for size in [16, 64, 97] {
+                let (xa, ya) = (image_axis(w, size), image_axis(h, size));
+                let slow = direct::<TorchvisionResize>(
+                    &image,
+                    &xa,
+                    &ya,
+                    size,
+                    |v, w| w * v as f32,
+                    |rows, wy, c| {
+                        let v = rows
+                            .iter()
+                            .zip(wy)
+                            .skip(1)
+                            .fold(wy[0] * rows[0], |s, (r, w)| s + w * r);
+                        v * scale[c] + bias[c]
+                    },
+                    |terms| terms.iter().fold(-0.0f32, |s, t| s + t),
+                );
+                let fast = preprocess(&image, size);
+                assert!(
+                    fast.iter()
+                        .zip(&slow)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "image path {w}×{h} {format:?} → {size}: max diff {}",
+                    max_abs_diff(&fast, &slow)
+                );
+                let (xa, ya) = (pil_bicubic_axis(w, size), pil_bicubic_axis(h, size));
+                let slow = direct_pil_integer(&image, &xa, &ya, size, &meta);
+                let fast = preprocess_video_frame(&image, size);
+                assert!(
+                    fast.iter()
+                        .zip(&slow)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "video path {w}×{h} {format:?} → {size}: max diff {}",
+                    max_abs_diff(&fast, &slow)
+                );
+            }
+        }
+    }
+
+    /// The reference client's four-tap bilinear formula, pixel by pixel.
+    fn reference_bilinear(image: &ImageView<'_>, size: usize) -> Vec<f32> {
         let (xt, yt) = (taps(image.width, size), taps(image.height, size));
         let ch = image.format.channels();
         let offsets = image.format.rgb_offsets();
@@ -298,19 +1094,18 @@ mod tests {
     }
 
     #[test]
-    fn the_separable_pass_is_bit_identical_to_the_direct_formula() {
+    fn growing_is_bit_identical_to_the_reference_bilinear_formula() {
         for (w, h, format, pad) in [
             (37, 23, PixelFormat::Rgb, 0),
             (150, 91, PixelFormat::Bgra, 5),
-            (64, 200, PixelFormat::Gray, 3),
+            (64, 64, PixelFormat::Gray, 3),
             (1, 1, PixelFormat::Rgba, 0),
         ] {
-            let stride = w * format.channels() + pad;
-            let data: Vec<u8> = (0..stride * h).map(|i| (i * 7919 % 251) as u8).collect();
+            let (data, stride) = pattern(w, h, format, pad);
             let image = ImageView::new(&data, w, h, stride, format).unwrap();
-            for size in [16, 64, 97] {
+            for size in [150, 197] {
                 let fast = preprocess(&image, size);
-                let slow = direct(&image, size);
+                let slow = reference_bilinear(&image, size);
                 assert!(
                     fast.iter()
                         .zip(&slow)

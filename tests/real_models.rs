@@ -499,3 +499,77 @@ fn the_cache_serves_real_encoders() {
     );
     assert_eq!(r.masks, direct.masks);
 }
+
+/// Issue 32: an image larger than the model's input is shrunk as `SAM2ImagePredictor` shrinks it
+/// (torchvision's antialiased bilinear `Resize`), so on a 1920×1080 landscape and a 1080×1920
+/// portrait (tools/resize_reference.py) the library's input tensor is Meta's transform's to
+/// float32 rounding, the SAM2.1 tiny embedding is Meta's, and the masks of a click and a box match
+/// Meta's predictor with the tolerances of the parity test above (IoU ≥ 0.99, score within 0.02).
+/// Without the antialiasing the tensor differs by tenths and the embedding by 5e-3.
+#[test]
+fn large_images_are_resized_as_sam2_image_predictor_resizes_them() {
+    const MAX_INPUT_DIFF: f64 = 1e-5;
+    const MAX_EMBED_DIFF: f64 = 1e-4;
+    init_runtime();
+    let dir = real_dir().join("resize");
+    let reference = json(&dir.join("reference.json"));
+    let pair = tiny_pairs()
+        .into_iter()
+        .find(|p| p.family == "samexporter")
+        .expect("the samexporter export of SAM2.1 tiny");
+    let (encoder, predictor) = open(&pair);
+    let mut lines = vec![format!(
+        "{:<10} {:>9} {:>12} {:>12} {:<6} {:>8} {:>10}",
+        "image", "size", "input diff", "embed diff", "case", "IoU", "score diff"
+    )];
+    let mut failures = Vec::new();
+    for img in reference["images"].as_array().unwrap() {
+        let name = img["name"].as_str().unwrap();
+        let (w, h) = (
+            img["width"].as_u64().unwrap() as usize,
+            img["height"].as_u64().unwrap() as usize,
+        );
+        let pixels = std::fs::read(dir.join(img["pixels"].as_str().unwrap())).unwrap();
+        let view = ImageView::packed(&pixels, w, h, PixelFormat::Rgb).unwrap();
+        let (shape, meta_input) = npy_f32(&dir.join(img["input"].as_str().unwrap()));
+        assert_eq!(shape, [3, 1024, 1024]);
+        let input_diff = max_abs_diff(&sam2::test_support::preprocess(&view, 1024), &meta_input);
+        let embedding = encoder.encode(&view).unwrap();
+        let ours: Vec<f32> = embedding.tensors()[2]
+            .host_bytes()
+            .unwrap()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        let (_, meta_embed) = npy_f32(&dir.join(img["embed"].as_str().unwrap()));
+        let embed_diff = max_abs_diff(&ours, &meta_embed);
+        if input_diff > MAX_INPUT_DIFF || embed_diff > MAX_EMBED_DIFF {
+            failures.push(format!(
+                "{name}: input differs by {input_diff:.2e} (≤ {MAX_INPUT_DIFF:e}), embedding by \
+                 {embed_diff:.2e} (≤ {MAX_EMBED_DIFF:e})"
+            ));
+        }
+        for case in img["cases"].as_array().unwrap() {
+            let case_name = case["name"].as_str().unwrap();
+            let got = single(&predictor, &embedding, prompt_of(case));
+            let want = decode_rle(&case["rle"], w * h);
+            let agree = iou(got.mask(0), &want);
+            let score_diff = (got.scores[0] as f64 - case["score"].as_f64().unwrap()).abs();
+            lines.push(format!(
+                "{name:<10} {:>9} {input_diff:>12.2e} {embed_diff:>12.2e} {case_name:<6} \
+                 {agree:>8.4} {score_diff:>10.4}",
+                format!("{w}×{h}")
+            ));
+            if agree < 0.99 || score_diff > 0.02 {
+                failures.push(format!(
+                    "{name} {case_name}: IoU {agree:.4} with Meta's predictor, score off by \
+                     {score_diff:.4}"
+                ));
+            }
+        }
+    }
+    let text = lines.join("\n");
+    println!("{text}");
+    report("resize_parity.txt", &text);
+    assert!(failures.is_empty(), "{failures:#?}");
+}

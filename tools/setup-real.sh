@@ -99,6 +99,21 @@ if [ ! -f "$REAL_MODELS/.sam2-reference-$ref_hash" ]; then
 else
     setup_end cached
 fi
+# Meta's resize on images larger than the model's input (issue 32): SAM2ImagePredictor's transforms,
+# embedding and two prompts on a 1920x1080 and a 1080x1920 image, in $REAL_MODELS/resize.
+setup_begin "Meta's resize of large images (tools/resize_reference.py image)"
+resize_hash="$(cat "$ROOT/tools/resize_reference.py" "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
+if [ ! -f "$REAL_MODELS/resize/.sam2-resize-$resize_hash" ]; then
+    say "running SAM2ImagePredictor on a 1920x1080 and a 1080x1920 image (under a minute)"
+    rm -rf "$REAL_MODELS/resize"
+    mkdir -p "$REAL_MODELS/resize"
+    logged "$REAL_MODELS/resize.log" "$REAL_VENV/bin/python" "$ROOT/tools/resize_reference.py" image \
+        --models "$REAL_MODELS" --out "$REAL_MODELS/resize"
+    touch "$REAL_MODELS/resize/.sam2-resize-$resize_hash"
+    setup_end ran
+else
+    setup_end cached
+fi
 export SAM2_REAL_MODELS="$REAL_MODELS"
 export SAM2_REAL_PYTHON="$REAL_VENV/bin/python"
 

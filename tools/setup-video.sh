@@ -10,6 +10,8 @@
 #                                   modules, the checkpoint, manifest.json; `reference` links to
 #   $CACHE/video/reference-<hash>/  keyed by video_reference.py, the pins and the weights' own
 #                                   hash (manifest.json's weights_sha256): clip, prompts, arrays
+#   $CACHE/video/resize-<hash>/     keyed by resize_reference.py, the pins and the weights: Meta's
+#                                   frame loader and predictor on a 640x480 clip (`resize` links)
 # A second run recomputes nothing. Exports SAM2_VIDEO_MODELS. tools/video_track_check.py (SAM2's
 # tracker in numpy on the four modules, against the reference) is a developer's check, not run
 # here: the Rust tests compare the library itself with the same reference.
@@ -37,9 +39,23 @@ if [ ! -f "$VIDEO_REFERENCE/.sam2-video-reference-done" ]; then
     touch "$VIDEO_REFERENCE/.sam2-video-reference-done"
 fi
 ln -sfn "$VIDEO_REFERENCE" "$VIDEO_MODELS/reference"
+# Meta's frame loader and predictor on a 640x480 clip (issue 32: the resize to 1024x1024 matters
+# there), keyed like the reference; `resize` links to it.
+resize_hash="$( (cat "$ROOT/tools/resize_reference.py" "$ROOT/tools/real-requirements.txt"; echo "$weights") | sha256sum | cut -c1-16)"
+VIDEO_RESIZE="$CACHE/video/resize-$resize_hash"
+if [ ! -f "$VIDEO_RESIZE/.sam2-video-resize-done" ]; then
+    say "running Meta's frame loader and SAM2VideoPredictor on a 640x480 clip into $VIDEO_RESIZE (under a minute)"
+    rm -rf "$VIDEO_RESIZE"
+    mkdir -p "$VIDEO_RESIZE"
+    logged "$VIDEO_RESIZE/reference.log" "$REAL_VENV/bin/python" "$ROOT/tools/resize_reference.py" video \
+        --models "$VIDEO_MODELS" --out "$VIDEO_RESIZE"
+    touch "$VIDEO_RESIZE/.sam2-video-resize-done"
+fi
+ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
 # Outputs of other versions of the scripts go once unused for a week (prune_unused, setup-real.sh).
-prune_unused "$CACHE/video" "export-$export_hash" "reference-$reference_hash"
+prune_unused "$CACHE/video" "export-$export_hash" "reference-$reference_hash" "resize-$resize_hash"
 export SAM2_VIDEO_MODELS="$VIDEO_MODELS"
 # The reference this checkout's scripts made, by its own path: the `reference` link in the shared
 # export folder names the one made last, by whichever clone ran last.
 export SAM2_VIDEO_REFERENCE="$VIDEO_REFERENCE"
+export SAM2_VIDEO_RESIZE="$VIDEO_RESIZE"

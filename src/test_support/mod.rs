@@ -18,7 +18,10 @@ pub mod fuzzing;
 /// (so ONNX Runtime alone is measured with the same arithmetic), and the ONNX splitter.
 pub use crate::onnx_split::{split, split_with_location};
 pub use crate::postprocess::{box_and_area, upsample_threshold};
-pub use crate::preprocess::{f32_to_f16_bits, preprocess, preprocess_into};
+pub use crate::preprocess::{
+    f32_to_f16_bits, preprocess, preprocess_into, preprocess_video_frame,
+    preprocess_video_frame_into,
+};
 
 /// Segment everything's point grid: `n × n` cell centres in [0, 1]², rows first.
 pub fn point_grid(n: usize) -> Vec<[f64; 2]> {

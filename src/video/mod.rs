@@ -431,7 +431,7 @@ impl Tracker {
         }
         // The previous frame's features are no longer needed: let them go before the encode.
         state.frame = None;
-        let input = preprocess::preprocess(image, MODEL_SIDE);
+        let input = preprocess::preprocess_video_frame(image, MODEL_SIDE);
         let input = Tensor::from_array(([1usize, 3, MODEL_SIDE, MODEL_SIDE], input))?.into_dyn();
         let mem = &self.device_memory;
         let mut out = self.modules.encoder.run(

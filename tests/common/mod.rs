@@ -238,3 +238,53 @@ pub fn real_pair(family: &str) -> (PathBuf, PathBuf) {
     let file = |key: &str| dir.join(entry[key].as_str().unwrap());
     (file("encoder"), file("decoder"))
 }
+
+/// A little-endian float32 `.npy` array (format 1.0 or 2.0, C order): its shape and values.
+pub fn npy_f32(path: &Path) -> (Vec<usize>, Vec<f32>) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(
+        &bytes[..6],
+        b"\x93NUMPY",
+        "{}: not an .npy file",
+        path.display()
+    );
+    let (header_len, start) = if bytes[6] == 1 {
+        (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10)
+    } else {
+        (
+            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
+            12,
+        )
+    };
+    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
+    assert!(
+        header.contains("'<f4'") && header.contains("'fortran_order': False"),
+        "{}: {header}",
+        path.display()
+    );
+    let shape_text = &header[header.find("'shape': (").unwrap() + 10..];
+    let shape: Vec<usize> = shape_text[..shape_text.find(')').unwrap()]
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let data: Vec<f32> = bytes[start + header_len..]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        data.len(),
+        shape.iter().product::<usize>(),
+        "{}",
+        path.display()
+    );
+    (shape, data)
+}
+
+/// The largest absolute difference between two equally long arrays.
+pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).abs())
+        .fold(0.0, f64::max)
+}
