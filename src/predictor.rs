@@ -59,6 +59,22 @@ pub struct PredictorOptions {
     pub allow_embedding_copy: bool,
 }
 
+impl PredictorOptions {
+    /// Refuses settings no predictor can honour, naming the field: a pool of 0 or more than
+    /// [`MAX_POOL`] sessions, and what [`SessionOptions::validate`] refuses.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(n) = self.pool_size {
+            if n == 0 || n > MAX_POOL {
+                return Err(Error::invalid(
+                    "pool_size",
+                    format!("must be 1 to {MAX_POOL} (unset: one per core), got {n}"),
+                ));
+            }
+        }
+        self.session.validate()
+    }
+}
+
 /// The result of one prediction: `objects × candidates` masks at the original image size.
 #[derive(Debug, Clone)]
 pub struct Prediction {
@@ -126,10 +142,11 @@ pub(crate) const MAX_POINTS: usize = 1024;
 /// prompts per call instead.
 pub(crate) const MAX_RESULT_BYTES: usize = 4 << 30;
 /// Largest predictor pool.
-pub(crate) const MAX_POOL: usize = 64;
+pub const MAX_POOL: usize = 64;
 
 impl Predictor {
     pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {
+        options.validate()?;
         let path = path.as_ref();
         let weights = weights::get(
             path,
@@ -845,4 +862,38 @@ pub fn prompt_points(prompts: &[&Prompt], image_size: (u32, u32)) -> (usize, Vec
         }
     }
     (n, coords, labels)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_size_is_bounded() {
+        let options = |n: Option<usize>| PredictorOptions {
+            pool_size: n,
+            ..Default::default()
+        };
+        for ok in [None, Some(1), Some(MAX_POOL)] {
+            assert!(options(ok).validate().is_ok(), "{ok:?}");
+        }
+        for bad in [0, MAX_POOL + 1, u32::MAX as usize] {
+            let e = options(Some(bad)).validate().unwrap_err().to_string();
+            assert!(
+                e.contains("`pool_size`") && e.contains(&format!("got {bad}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_session_part_is_checked() {
+        let mut options = PredictorOptions::default();
+        options.session.intra_threads = Some(crate::session::MAX_INTRA_THREADS + 1);
+        let e = options.validate().unwrap_err().to_string();
+        assert!(e.contains("`intra_threads`"), "{e}");
+        // The constructor refuses it before it reads the model.
+        let e = Predictor::new("/nonexistent/decoder.onnx", &options).unwrap_err();
+        assert!(e.to_string().contains("`intra_threads`"), "{e}");
+    }
 }

@@ -29,8 +29,8 @@ pub mod test_support;
 pub mod tracker;
 
 pub(crate) use args::{
-    arg_out, arg_slice, flag, impl_options, init_options, intra_threads, read_options,
-    OptionsStruct,
+    arg_out, arg_slice, flag, impl_options, init_options, intra_threads, option_names,
+    read_options, OptionsStruct,
 };
 pub(crate) use handle::{
     free_handle, handle_ref, impl_handle, opt_handle_ref, publish, Handle, HandleTag,

@@ -55,6 +55,35 @@ pub struct TrackerOptions {
     pub memory_frames: usize,
 }
 
+/// Fewest and most tracked frames an object may keep the memory of ([`TrackerOptions::memory_frames`]).
+pub const MIN_MEMORY_FRAMES: usize = 6;
+pub const MAX_MEMORY_FRAMES: usize = 1024;
+
+impl TrackerOptions {
+    /// Refuses settings no tracker can honour, naming the field: a clip of no frames, a memory
+    /// outside [`MIN_MEMORY_FRAMES`]..=[`MAX_MEMORY_FRAMES`], and what [`SessionOptions::validate`]
+    /// refuses.
+    pub fn validate(&self) -> Result<()> {
+        if self.num_frames == Some(0) {
+            return Err(Error::invalid(
+                "num_frames",
+                "a clip has at least one frame",
+            ));
+        }
+        if !(MIN_MEMORY_FRAMES..=MAX_MEMORY_FRAMES).contains(&self.memory_frames) {
+            return Err(Error::invalid(
+                "memory_frames",
+                format!(
+                    "must be {MIN_MEMORY_FRAMES} to {MAX_MEMORY_FRAMES} (a frame attends to the six \
+                     before it), got {}",
+                    self.memory_frames
+                ),
+            ));
+        }
+        self.session.validate()
+    }
+}
+
 impl Default for TrackerOptions {
     fn default() -> Self {
         TrackerOptions {
@@ -165,21 +194,7 @@ impl std::fmt::Debug for Tracker {
 impl Tracker {
     /// Loads the four modules.
     pub fn new(paths: &VideoModelPaths, options: &TrackerOptions) -> Result<Tracker> {
-        if options.num_frames == Some(0) {
-            return Err(Error::invalid(
-                "num_frames",
-                "a clip has at least one frame",
-            ));
-        }
-        if options.memory_frames < 6 || options.memory_frames > 1024 {
-            return Err(Error::invalid(
-                "memory_frames",
-                format!(
-                    "must be 6 to 1024 (a frame attends to the six before it), got {}",
-                    options.memory_frames
-                ),
-            ));
-        }
+        options.validate()?;
         let modules = Modules::load(paths, &options.session)?;
         let device_memory = modules.device.output_memory()?;
         Ok(Tracker {
@@ -930,4 +945,48 @@ const POINTER_DIM: usize = 256;
 fn _assert_send_sync() {
     fn is<T: Send + Sync>() {}
     is::<Tracker>();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clip_has_frames() {
+        let options = |num_frames: Option<u32>| TrackerOptions {
+            num_frames,
+            ..Default::default()
+        };
+        for ok in [None, Some(1), Some(u32::MAX)] {
+            assert!(options(ok).validate().is_ok(), "{ok:?}");
+        }
+        let e = options(Some(0)).validate().unwrap_err().to_string();
+        assert!(e.contains("`num_frames`"), "{e}");
+    }
+
+    #[test]
+    fn memory_frames_are_bounded() {
+        let options = |memory_frames: usize| TrackerOptions {
+            memory_frames,
+            ..Default::default()
+        };
+        for ok in [MIN_MEMORY_FRAMES, MAX_MEMORY_FRAMES] {
+            assert!(options(ok).validate().is_ok(), "{ok}");
+        }
+        for bad in [0, MIN_MEMORY_FRAMES - 1, MAX_MEMORY_FRAMES + 1, usize::MAX] {
+            let e = options(bad).validate().unwrap_err().to_string();
+            assert!(
+                e.contains("`memory_frames`") && e.contains(&format!("got {bad}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_session_part_is_checked() {
+        let mut options = TrackerOptions::default();
+        options.session.intra_threads = Some(0);
+        let e = options.validate().unwrap_err().to_string();
+        assert!(e.contains("`intra_threads`"), "{e}");
+    }
 }
