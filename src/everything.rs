@@ -25,6 +25,7 @@ use crate::image::ImageView;
 use crate::postprocess;
 use crate::predictor::{Point, PredictOptions, Predictor, Prompt, MAX_OBJECTS};
 use crate::preprocess::{taps, Tap};
+use crate::resample::resample_rows;
 use crate::rle::Rle;
 
 /// The generator's parameters. Names, meanings and defaults are those of SAM2's
@@ -494,7 +495,7 @@ impl EverythingOptions {
         } else {
             0
         };
-        let per_thread = crop_pixels + lr * crop_w * 4 + full + cleaning;
+        let per_thread = crop_pixels + 2 * crop_w * 4 + full + cleaning;
         let threads = (rayon::current_num_threads() as u64)
             .min(batch * kept_candidates)
             .max(1);
@@ -707,7 +708,7 @@ struct Kept {
 /// Per-thread buffers of the mask making.
 #[derive(Default)]
 struct Scratch {
-    /// Horizontally resampled low-res rows, `low_res × crop width`.
+    /// The two resampled low-res rows the kernel caches, `2 × crop width`.
     rows: Vec<f32>,
     /// The mask at the crop's size.
     mask: Vec<u8>,
@@ -864,7 +865,7 @@ fn make_mask(
     )?;
     try_resize(
         &mut scratch.rows,
-        g.low_res * g.crop_w,
+        2 * g.crop_w,
         0.0,
         "the resampled rows of a candidate mask",
     )?;
@@ -917,10 +918,10 @@ fn make_mask(
     }))
 }
 
-/// Bilinear (half-pixel) upsampling of one low-res logit map to the crop, the same arithmetic as
-/// the predictor's masks, writing `value > threshold` into `mask` and returning the counts of
-/// pixels above `threshold + offset` and above `threshold - offset` (the stability score's
-/// intersection and union), so that no full-size logit map is ever stored.
+/// Upsampling of one low-res logit map to the crop by [`crate::resample`]'s kernel (the
+/// predictor's masks' arithmetic), writing `value > threshold` into `mask` and returning the
+/// counts of pixels above `threshold + offset` and above `threshold - offset` (the stability
+/// score's intersection and union), so that no full-size logit map is ever stored.
 fn upsample_with_stability(
     logits: &[f32],
     g: &Geometry,
@@ -929,30 +930,19 @@ fn upsample_with_stability(
     rows: &mut Vec<f32>,
     mask: &mut [u8],
 ) -> (u64, u64) {
-    let (src, dst_w) = (g.low_res, g.crop_w);
-    rows.resize(src * dst_w, 0.0);
-    for (k, dst) in rows.chunks_mut(dst_w).enumerate() {
-        let row = &logits[k * src..(k + 1) * src];
-        for (d, t) in dst.iter_mut().zip(&g.xt) {
-            *d = t.w0 * row[t.i0] + t.w1 * row[t.i1];
-        }
-    }
+    rows.resize(2 * g.crop_w, 0.0);
     let (hi_t, lo_t) = (threshold + offset, threshold - offset);
     let (mut high, mut low) = (0u64, 0u64);
-    for (out, t) in mask.chunks_mut(dst_w).zip(&g.yt) {
-        let r0 = &rows[t.i0 * dst_w..(t.i0 + 1) * dst_w];
-        let r1 = &rows[t.i1 * dst_w..(t.i1 + 1) * dst_w];
-        let (w0, w1) = (t.w0, t.w1);
+    resample_rows(logits, g.low_res, &g.xt, &g.yt, rows, mask, |dst, blend| {
         let (mut h, mut l) = (0u32, 0u32);
-        for ((d, a), b) in out.iter_mut().zip(r0).zip(r1) {
-            let v = w0 * a + w1 * b;
+        for (d, v) in dst.iter_mut().zip(blend.values()) {
             *d = (v > threshold) as u8;
             h += (v > hi_t) as u32;
             l += (v > lo_t) as u32;
         }
         high += h as u64;
         low += l as u64;
-    }
+    });
     (high, low)
 }
 
