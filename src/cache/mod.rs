@@ -421,7 +421,9 @@ mod tests {
                 e.contains("`queue_limit`") && e.contains(&format!("got {bad}")),
                 "{e}"
             );
-            let e = EmbeddingCache::new(options(bad)).err().expect("refused");
+            let Err(e) = EmbeddingCache::new(options(bad)) else {
+                panic!("a queue of {bad} was accepted");
+            };
             assert!(e.to_string().contains("`queue_limit`"), "{e}");
         }
         // Budgets have no bound: 0 keeps nothing, usize::MAX keeps everything.
