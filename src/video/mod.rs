@@ -64,8 +64,13 @@ pub struct TrackerOptions {
     pub memory_frames: usize,
 }
 
-/// Fewest and most tracked frames an object may keep the memory of ([`TrackerOptions::memory_frames`]).
+/// Fewest tracked frames an object may keep the memory of ([`TrackerOptions::memory_frames`]).
+///
+/// cbindgen:ignore
 pub const MIN_MEMORY_FRAMES: usize = 6;
+/// Most tracked frames an object may keep the memory of.
+///
+/// cbindgen:ignore
 pub const MAX_MEMORY_FRAMES: usize = 1024;
 
 impl TrackerOptions {
