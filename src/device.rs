@@ -214,6 +214,40 @@ pub struct DeviceOptions {
     pub on_mismatch: MismatchPolicy,
 }
 
+/// Most providers one request may list (there are six, and a device id each is plenty).
+///
+/// cbindgen:ignore
+pub const MAX_PROVIDERS: usize = 16;
+
+impl DeviceOptions {
+    /// Refuses a request no session can honour, naming the field: more than [`MAX_PROVIDERS`]
+    /// providers, or a negative device id.
+    pub fn validate(&self) -> Result<()> {
+        check_provider_count(self.providers.len())?;
+        for request in &self.providers {
+            if request.device_id < 0 {
+                return Err(Error::invalid(
+                    "providers.device_id",
+                    format!("must be ≥ 0, got {}", request.device_id),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rule on the number of providers, on its own so that the C ABI applies it to a count before
+/// it reads that many entries.
+pub fn check_provider_count(count: usize) -> Result<()> {
+    if count > MAX_PROVIDERS {
+        return Err(Error::invalid(
+            "providers",
+            format!("at most {MAX_PROVIDERS} providers, got {count}"),
+        ));
+    }
+    Ok(())
+}
+
 /// What a session effectively runs on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffectiveDevice {
@@ -378,6 +412,44 @@ pub(crate) fn resolve(
                 fell_back: true,
                 ..device
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_count_is_bounded() {
+        let options = |n: usize| DeviceOptions {
+            providers: vec![ProviderRequest::cpu(); n],
+            ..Default::default()
+        };
+        assert!(options(0).validate().is_ok());
+        assert!(options(MAX_PROVIDERS).validate().is_ok());
+        let e = options(MAX_PROVIDERS + 1)
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("`providers`") && e.contains("got 17"), "{e}");
+        assert!(check_provider_count(usize::MAX).is_err());
+    }
+
+    #[test]
+    fn device_id_is_not_negative() {
+        let options = |id: i32| DeviceOptions {
+            providers: vec![ProviderRequest::cuda(id)],
+            ..Default::default()
+        };
+        assert!(options(0).validate().is_ok());
+        assert!(options(i32::MAX).validate().is_ok());
+        for id in [-1, i32::MIN] {
+            let e = options(id).validate().unwrap_err().to_string();
+            assert!(
+                e.contains("`providers.device_id`") && e.contains(&id.to_string()),
+                "{e}"
+            );
         }
     }
 }

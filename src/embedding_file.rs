@@ -17,7 +17,7 @@
 
 use std::fs::File;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ort::memory::Allocator;
 use ort::value::{DynTensor, TensorElementType};
@@ -25,10 +25,9 @@ use ort::value::{DynTensor, TensorElementType};
 use crate::embedding::{element_size, Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
 use crate::export::{EncoderFamily, EMBEDDING_SHAPES};
-use crate::files::{self, directory_of, sync_directory, TEMP_SUFFIX};
+use crate::files::{self, directory_of, sync_directory};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
-use crate::platform;
 
 /// Value of `__metadata__.format`.
 pub(crate) const FORMAT: &str = "sam2-embedding";
@@ -344,10 +343,6 @@ pub fn validate_bytes(bytes: &[u8]) -> Result<Header> {
     Ok(header)
 }
 
-/// How long a temporary file must have been left unchanged, with its process gone, before a
-/// later save removes it as abandoned.
-const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
-
 /// The JSON every embedding file (and every temporary file of a save, once its header is
 /// written) carries in its header.
 const FORMAT_MARK: &[u8] = b"\"format\":\"sam2-embedding\"";
@@ -373,178 +368,21 @@ fn starts_like_ours(path: &Path) -> bool {
         .any(|w| w == FORMAT_MARK)
 }
 
-/// The process id in a temporary file name made by [`temp_path`], if it is one.
-fn temp_owner(file_name: &str) -> Option<i32> {
-    let stem = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
-    let (_, tail) = stem.rsplit_once('.')?;
-    let (pid, n) = tail.split_once('-')?;
-    n.parse::<u64>().ok()?;
-    pid.parse::<i32>().ok().filter(|p| *p > 0)
-}
-
 /// Removes the temporary files that saves killed mid-write left in `dir` (a killed process
 /// cannot clean up, and each is the size of an embedding). A file is removed only when its name
 /// is exactly ours, its contents start like an embedding file (a user's file that happens to
 /// match the name pattern is not ours), the process that wrote it no longer exists, and it has
-/// not changed for 15 minutes: a save in progress, even by a process in another PID namespace
-/// sharing the directory, keeps writing and is left alone. Done once per directory per process, after a
-/// successful save; failures are ignored (this is housekeeping, never a reason to fail a save).
-/// Returns the number of files removed.
+/// not changed for 15 minutes (see [`files::remove_abandoned_temps`]). Done once per directory
+/// per process, after a successful save; failures are ignored (this is housekeeping, never a
+/// reason to fail a save). Returns the number of files removed.
 pub fn remove_abandoned_temps(dir: &Path) -> usize {
-    let own = std::process::id() as i32;
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(temp_owner) else {
-            continue;
-        };
-        if pid == own || platform::process_exists(pid) {
-            continue;
-        }
-        let idle = entry
-            .metadata()
-            .ok()
-            .filter(|m| m.is_file())
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.elapsed().ok());
-        if idle.is_some_and(|idle| idle >= ABANDONED_AFTER)
-            && starts_like_ours(&entry.path())
-            && std::fs::remove_file(entry.path()).is_ok()
-        {
-            removed += 1;
-        }
-    }
-    removed
-}
-
-/// Runs [`remove_abandoned_temps`] the first time this process saves into `dir`.
-fn clean_once(dir: &Path) {
-    static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-    let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    {
-        let mut cleaned = CLEANED.lock().unwrap_or_else(|p| p.into_inner());
-        if cleaned.contains(&key) {
-            return;
-        }
-        cleaned.push(key);
-    }
-    let removed = remove_abandoned_temps(dir);
-    if removed > 0 {
-        crate::log::emit(
-            crate::log::LogLevel::Info,
-            &format!(
-                "removed {removed} temporary file(s) of interrupted saves from {}",
-                dir.display()
-            ),
-        );
-    }
-}
-
-/// Symbolic links followed at most, as the kernel does (`ELOOP` beyond).
-const MAX_LINK_HOPS: usize = 40;
-
-/// The file a save into `path` replaces. A save through a symbolic link replaces the file the
-/// link (or chain of links) finally names, in that file's directory, and leaves the link as it
-/// is, so the link keeps pointing at the new contents, as any write through a link would. A
-/// dangling link's target is created. Links in the directories above are left to the kernel.
-fn save_target(path: &Path) -> Result<PathBuf> {
-    let mut current = path.to_path_buf();
-    for _ in 0..=MAX_LINK_HOPS {
-        let is_link = std::fs::symlink_metadata(&current)
-            .map(|m| m.file_type().is_symlink())
-            .unwrap_or(false);
-        if !is_link {
-            // Not a link, or nothing there yet (created by the save), or unreadable (the save
-            // reports why).
-            return Ok(current);
-        }
-        let link = std::fs::read_link(&current)
-            .map_err(|e| Error::io(format!("saving the embedding to {}", path.display()), e))?;
-        current = if link.is_absolute() {
-            link
-        } else {
-            directory_of(&current).join(link)
-        };
-    }
-    Err(Error::io(
-        format!("saving the embedding to {}", path.display()),
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!(
-                "more than {MAX_LINK_HOPS} symbolic links in a row (a loop?); \
-                 give the path of a file or of a link that ends at one"
-            ),
-        ),
-    ))
-}
-
-/// Replaces `target` with what `write` writes, atomically: a temporary file in the target's
-/// directory, fsync, rename over the target, fsync of the directory (with `sync_dir`). The
-/// directory is opened first, so a save that could not be made durable fails before anything
-/// is written. A failure before the rename removes the temporary file and leaves `target` as it
-/// was; a failure to sync the directory after the rename is reported as such (the new contents
-/// are in place, their survival of a power loss is not assured). `shown` is the path the caller
-/// gave, for messages.
-fn replace_atomically(
-    target: &Path,
-    shown: &Path,
-    write: impl FnOnce(&mut File) -> std::io::Result<()>,
-    sync_dir: &dyn Fn(&File) -> std::io::Result<()>,
-) -> Result<()> {
-    let context = if target == shown {
-        format!("saving the embedding to {}", shown.display())
-    } else {
-        format!(
-            "saving the embedding to {} (the file its link names, {})",
-            shown.display(),
-            target.display()
-        )
-    };
-    let dir_path = directory_of(target);
-    // Only a directory: opening a FIFO named like one would block.
-    let dir = files::open_directory(dir_path).map_err(|e| {
-        Error::io(
-            format!(
-                "{context}: opening its directory {} (to make the save durable)",
-                dir_path.display()
-            ),
-            e,
-        )
-    })?;
-    let (tmp, mut file) = files::create_temp(
-        target,
-        &format!("saving the embedding to {}", target.display()),
-    )?;
-    let written = (|| -> std::io::Result<()> {
-        write(&mut file)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, target)
-    })();
-    if let Err(e) = written {
-        // The temporary file is this save's own (create_temp made it), so removing it is safe.
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Error::io(context, e));
-    }
-    sync_dir(&dir).map_err(|e| {
-        Error::io(
-            format!(
-                "{context}: the new file is in place, but syncing its directory {} failed, \
-                 so it may not survive a crash or power loss",
-                dir_path.display()
-            ),
-            e,
-        )
-    })
+    files::remove_abandoned_temps(dir, starts_like_ours)
 }
 
 /// Writes an embedding atomically: a temporary file in the same directory, fsync, rename, fsync
 /// of the directory (the current directory for a bare file name). A crash at any point leaves
 /// the file either as it was or complete. A `path` that is a symbolic link stays a link: the file
-/// it names is the one replaced (see [`save_target`]). Refuses device memory before touching the
+/// it names is the one replaced (see [`files::save_target`]). Refuses device memory before touching the
 /// filesystem.
 pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
     // A simulated device embedding is refused like a real one, whatever its label.
@@ -563,10 +401,11 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
         hasher.update(s);
     }
     let header = encode_header(embedding, hasher.finalize())?;
-    let target = save_target(path)?;
-    replace_atomically(
+    let target = files::save_target(path, "the embedding")?;
+    files::replace_atomically(
         &target,
         path,
+        "the embedding",
         |file| {
             file.write_all(&header)?;
             for s in &slices {
@@ -576,7 +415,7 @@ pub fn save(embedding: &Embedding, path: &Path) -> Result<()> {
         },
         &sync_directory,
     )?;
-    clean_once(directory_of(&target));
+    files::clean_once(directory_of(&target), starts_like_ours);
     Ok(())
 }
 
@@ -661,62 +500,4 @@ fn read_exact(file: &mut File, buf: &mut [u8], path: &Path) -> Result<()> {
             Error::io(format!("reading {}", path.display()), e)
         }
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::cell::RefCell;
-    use std::os::unix::fs::MetadataExt;
-
-    fn identity(path: &Path) -> (u64, u64) {
-        let m = std::fs::metadata(path).unwrap();
-        (m.dev(), m.ino())
-    }
-
-    #[test]
-    fn a_bare_file_name_syncs_the_current_directory() {
-        // The test runs in the package directory; the file is removed at once.
-        let name = format!("sam2-unit-test-bare-name-{}.bin", std::process::id());
-        let path = Path::new(&name);
-        // (device, inode) of each directory synced.
-        let synced = RefCell::new(Vec::new());
-        let sync = |dir: &File| {
-            let m = dir.metadata()?;
-            synced.borrow_mut().push((m.dev(), m.ino()));
-            dir.sync_all()
-        };
-        let result = replace_atomically(path, path, |f| f.write_all(b"new"), &sync);
-        let contents = std::fs::read(path);
-        let _ = std::fs::remove_file(path);
-        result.unwrap();
-        assert_eq!(contents.unwrap(), b"new");
-        assert_eq!(*synced.borrow(), vec![identity(Path::new("."))]);
-    }
-
-    #[test]
-    fn a_failed_directory_sync_fails_the_save_and_says_the_file_is_in_place() {
-        let dir = std::env::temp_dir().join(format!("sam2-unit-dirsync-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("e.sam2");
-        std::fs::write(&path, b"old").unwrap();
-        let failing =
-            |_: &File| -> std::io::Result<()> { Err(std::io::Error::from_raw_os_error(libc::EIO)) };
-        let result = replace_atomically(&path, &path, |f| f.write_all(b"new"), &failing);
-        let contents = std::fs::read(&path).unwrap();
-        let left = std::fs::read_dir(&dir).unwrap().count();
-        std::fs::remove_dir_all(&dir).unwrap();
-        match result {
-            Err(Error::Io { context, source }) => {
-                assert_eq!(source.raw_os_error(), Some(libc::EIO));
-                assert!(
-                    context.contains("in place") && context.contains("power loss"),
-                    "{context}"
-                );
-            }
-            other => panic!("expected the directory's I/O error, got {other:?}"),
-        }
-        assert_eq!(contents, b"new", "the rename happened; the error says so");
-        assert_eq!(left, 1, "no temporary file left");
-    }
 }

@@ -35,6 +35,13 @@ pub struct EncoderOptions {
     pub session: SessionOptions,
 }
 
+impl EncoderOptions {
+    /// Refuses settings no encoder can honour, naming the field ([`SessionOptions::validate`]).
+    pub fn validate(&self) -> Result<()> {
+        self.session.validate()
+    }
+}
+
 /// A loaded encoder. `encode` may be called from several threads; runs are serialised on the session.
 #[derive(Debug)]
 pub struct Encoder {
@@ -52,6 +59,7 @@ pub struct Encoder {
 impl Encoder {
     /// Loads an encoder model and recognises its contract.
     pub fn new(path: impl AsRef<Path>, options: &EncoderOptions) -> Result<Self> {
+        options.validate()?;
         let path = path.as_ref();
         let weights = weights::get(
             path,
@@ -206,5 +214,22 @@ impl Encoder {
             fingerprint: self.fingerprint,
             family: self.spec.family,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_session_part_is_checked() {
+        let mut options = EncoderOptions::default();
+        assert!(options.validate().is_ok());
+        options.session.intra_threads = Some(0);
+        let e = options.validate().unwrap_err().to_string();
+        assert!(e.contains("`intra_threads`"), "{e}");
+        // The constructor refuses it before it reads the model.
+        let e = Encoder::new("/nonexistent/encoder.onnx", &options).unwrap_err();
+        assert!(e.to_string().contains("`intra_threads`"), "{e}");
     }
 }

@@ -1,7 +1,9 @@
 //! Files as the library (and the `sam2` command) reads and writes them: inputs opened only when
 //! they are regular files (a FIFO would block, a device never end), outputs written to a
 //! temporary file beside their path and renamed into place, several at once all or nothing.
-//! Embedding files ([`crate::embedding_file`]) are saved and read through the same routines.
+//! One file is replaced atomically ([`replace_atomically`], through symbolic links to the file
+//! they name), and the temporary files of saves killed mid-write are removed later. Embedding
+//! files ([`crate::embedding_file`]) are saved and read through the same routines.
 
 use std::fs::File;
 use std::io::Write;
@@ -312,9 +314,180 @@ fn commit(staged: &[Staged], rename: &dyn Fn(&Path, &Path) -> std::io::Result<()
     Ok(())
 }
 
+/// How long a temporary file must have been left unchanged, with its process gone, before a
+/// later save removes it as abandoned.
+const ABANDONED_AFTER: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// The process id in a temporary file name made by [`temp_path`], if it is one.
+fn temp_owner(file_name: &str) -> Option<i32> {
+    let stem = file_name.strip_prefix('.')?.strip_suffix(TEMP_SUFFIX)?;
+    let (_, tail) = stem.rsplit_once('.')?;
+    let (pid, n) = tail.split_once('-')?;
+    n.parse::<u64>().ok()?;
+    pid.parse::<i32>().ok().filter(|p| *p > 0)
+}
+
+/// Removes the temporary files that saves killed mid-write left in `dir` (a killed process
+/// cannot clean up). A file is removed only when its name is exactly ours, `is_ours` says its
+/// contents are (a user's file that happens to match the name pattern is not ours), the process that wrote it no longer exists, and it has
+/// not changed for 15 minutes: a save in progress, even by a process in another PID namespace
+/// sharing the directory, keeps writing and is left alone. Done once per directory per process, after a
+/// successful save; failures are ignored (this is housekeeping, never a reason to fail a save).
+/// Returns the number of files removed.
+pub(crate) fn remove_abandoned_temps(dir: &Path, is_ours: impl Fn(&Path) -> bool) -> usize {
+    let own = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(temp_owner) else {
+            continue;
+        };
+        if pid == own || platform::process_exists(pid) {
+            continue;
+        }
+        let idle = entry
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.elapsed().ok());
+        if idle.is_some_and(|idle| idle >= ABANDONED_AFTER)
+            && is_ours(&entry.path())
+            && std::fs::remove_file(entry.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Runs [`remove_abandoned_temps`] the first time this process saves into `dir`.
+pub(crate) fn clean_once(dir: &Path, is_ours: impl Fn(&Path) -> bool) {
+    static CLEANED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+    let key = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    {
+        let mut cleaned = CLEANED.lock().unwrap_or_else(|p| p.into_inner());
+        if cleaned.contains(&key) {
+            return;
+        }
+        cleaned.push(key);
+    }
+    let removed = remove_abandoned_temps(dir, is_ours);
+    if removed > 0 {
+        crate::log::emit(
+            crate::log::LogLevel::Info,
+            &format!(
+                "removed {removed} temporary file(s) of interrupted saves from {}",
+                dir.display()
+            ),
+        );
+    }
+}
+
+/// Symbolic links followed at most, as the kernel does (`ELOOP` beyond).
+const MAX_LINK_HOPS: usize = 40;
+
+/// The file a save into `path` replaces. A save through a symbolic link replaces the file the
+/// link (or chain of links) finally names, in that file's directory, and leaves the link as it
+/// is, so the link keeps pointing at the new contents, as any write through a link would. A
+/// dangling link's target is created. Links in the directories above are left to the kernel.
+pub(crate) fn save_target(path: &Path, what: &str) -> Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..=MAX_LINK_HOPS {
+        let is_link = std::fs::symlink_metadata(&current)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false);
+        if !is_link {
+            // Not a link, or nothing there yet (created by the save), or unreadable (the save
+            // reports why).
+            return Ok(current);
+        }
+        let link = std::fs::read_link(&current)
+            .map_err(|e| Error::io(format!("saving {what} to {}", path.display()), e))?;
+        current = if link.is_absolute() {
+            link
+        } else {
+            directory_of(&current).join(link)
+        };
+    }
+    Err(Error::io(
+        format!("saving {what} to {}", path.display()),
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "more than {MAX_LINK_HOPS} symbolic links in a row (a loop?); \
+                 give the path of a file or of a link that ends at one"
+            ),
+        ),
+    ))
+}
+
+/// Replaces `target` with what `write` writes, atomically: a temporary file in the target's
+/// directory, fsync, rename over the target, fsync of the directory (with `sync_dir`). The
+/// directory is opened first, so a save that could not be made durable fails before anything
+/// is written. A failure before the rename removes the temporary file and leaves `target` as it
+/// was; a failure to sync the directory after the rename is reported as such (the new contents
+/// are in place, their survival of a power loss is not assured). `shown` is the path the caller
+/// gave, and `what` what is saved ("the embedding"), for messages.
+pub(crate) fn replace_atomically(
+    target: &Path,
+    shown: &Path,
+    what: &str,
+    write: impl FnOnce(&mut File) -> std::io::Result<()>,
+    sync_dir: &dyn Fn(&File) -> std::io::Result<()>,
+) -> Result<()> {
+    let context = if target == shown {
+        format!("saving {what} to {}", shown.display())
+    } else {
+        format!(
+            "saving {what} to {} (the file its link names, {})",
+            shown.display(),
+            target.display()
+        )
+    };
+    let dir_path = directory_of(target);
+    // Only a directory: opening a FIFO named like one would block.
+    let dir = open_directory(dir_path).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: opening its directory {} (to make the save durable)",
+                dir_path.display()
+            ),
+            e,
+        )
+    })?;
+    let (tmp, mut file) = create_temp(target, &format!("saving {what} to {}", target.display()))?;
+    let written = (|| -> std::io::Result<()> {
+        write(&mut file)?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, target)
+    })();
+    if let Err(e) = written {
+        // The temporary file is this save's own (create_temp made it), so removing it is safe.
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Error::io(context, e));
+    }
+    sync_dir(&dir).map_err(|e| {
+        Error::io(
+            format!(
+                "{context}: the new file is in place, but syncing its directory {} failed, \
+                 so it may not survive a crash or power loss",
+                dir_path.display()
+            ),
+            e,
+        )
+    })
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::cell::RefCell;
+    use std::os::unix::fs::MetadataExt;
 
     fn scratch(name: &str) -> PathBuf {
         let dir =
@@ -407,5 +580,63 @@ mod tests {
         drop(set);
         assert_eq!(names(&dir), ["fifo", "link", "victim"]);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn identity(path: &Path) -> (u64, u64) {
+        let m = std::fs::metadata(path).unwrap();
+        (m.dev(), m.ino())
+    }
+
+    #[test]
+    fn a_bare_file_name_syncs_the_current_directory() {
+        // The test runs in the package directory; the file is removed at once.
+        let name = format!("sam2-unit-test-bare-name-{}.bin", std::process::id());
+        let path = Path::new(&name);
+        // (device, inode) of each directory synced.
+        let synced = RefCell::new(Vec::new());
+        let sync = |dir: &File| {
+            let m = dir.metadata()?;
+            synced.borrow_mut().push((m.dev(), m.ino()));
+            dir.sync_all()
+        };
+        let result =
+            replace_atomically(path, path, "the embedding", |f| f.write_all(b"new"), &sync);
+        let contents = std::fs::read(path);
+        let _ = std::fs::remove_file(path);
+        result.unwrap();
+        assert_eq!(contents.unwrap(), b"new");
+        assert_eq!(*synced.borrow(), vec![identity(Path::new("."))]);
+    }
+
+    #[test]
+    fn a_failed_directory_sync_fails_the_save_and_says_the_file_is_in_place() {
+        let dir = std::env::temp_dir().join(format!("sam2-unit-dirsync-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("e.sam2");
+        std::fs::write(&path, b"old").unwrap();
+        let failing =
+            |_: &File| -> std::io::Result<()> { Err(std::io::Error::from_raw_os_error(libc::EIO)) };
+        let result = replace_atomically(
+            &path,
+            &path,
+            "the embedding",
+            |f| f.write_all(b"new"),
+            &failing,
+        );
+        let contents = std::fs::read(&path).unwrap();
+        let left = std::fs::read_dir(&dir).unwrap().count();
+        std::fs::remove_dir_all(&dir).unwrap();
+        match result {
+            Err(Error::Io { context, source }) => {
+                assert_eq!(source.raw_os_error(), Some(libc::EIO));
+                assert!(
+                    context.contains("in place") && context.contains("power loss"),
+                    "{context}"
+                );
+            }
+            other => panic!("expected the directory's I/O error, got {other:?}"),
+        }
+        assert_eq!(contents, b"new", "the rename happened; the error says so");
+        assert_eq!(left, 1, "no temporary file left");
     }
 }

@@ -37,6 +37,7 @@ mod polygon;
 mod postprocess;
 mod predictor;
 mod preprocess;
+mod resample;
 mod rle;
 pub mod runtime;
 mod session;

@@ -4,12 +4,12 @@ use rayon::prelude::*;
 
 use crate::error::{try_zeroed, Result};
 use crate::preprocess::{taps, worker_threads, Tap};
+use crate::resample::{self, resample_rows};
 
 /// Bilinear (half-pixel) upsampling of one `src_h × src_w` logit map to `dst_w × dst_h`,
-/// thresholded at 0 into `out` (1 = foreground). Separable: the source rows a band of output rows
-/// needs are resampled horizontally once, then each output row blends two of them. Very large
-/// outputs are split into one band per worker thread. Panics when the resampled rows' memory
-/// cannot be had; [`try_upsample_threshold`] returns the error instead.
+/// thresholded at 0 into `out` (1 = foreground), by [`crate::resample`]'s kernel. Very large
+/// outputs are split into one band of rows per worker thread. Panics when the resampled rows'
+/// memory cannot be had; [`try_upsample_threshold`] returns the error instead.
 pub fn upsample_threshold(
     logits: &[f32],
     src_w: usize,
@@ -22,8 +22,8 @@ pub fn upsample_threshold(
         .unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// [`upsample_threshold`], or [`Error::OutOfMemory`] when the resampled source rows of a band
-/// (`src_h × dst_w` floats at most) cannot be had.
+/// [`upsample_threshold`], or [`Error::OutOfMemory`] when the two resampled source rows of a band
+/// (`2 × dst_w` floats) cannot be had.
 ///
 /// [`Error::OutOfMemory`]: crate::Error::OutOfMemory
 pub fn try_upsample_threshold(
@@ -71,24 +71,13 @@ fn upsample_band(
 ) -> Result<()> {
     let dst_w = xt.len();
     let rows_out = out.len() / dst_w;
-    let lo = yt[first_row].i0;
-    let hi = yt[first_row + rows_out - 1].i1;
-    let mut rows = try_zeroed::<f32>((hi - lo + 1) * dst_w, "the resampled rows of a mask")?;
-    for (k, dst) in rows.chunks_mut(dst_w).enumerate() {
-        let src = &logits[(lo + k) * src_w..(lo + k + 1) * src_w];
-        for (d, t) in dst.iter_mut().zip(xt) {
-            *d = t.w0 * src[t.i0] + t.w1 * src[t.i1];
+    let mut cache = try_zeroed::<f32>(2 * dst_w, "the resampled rows of a mask")?;
+    let yt = &yt[first_row..first_row + rows_out];
+    resample_rows(logits, src_w, xt, yt, &mut cache, out, |dst, blend| {
+        for (d, v) in dst.iter_mut().zip(blend.values()) {
+            *d = (v > 0.0) as u8;
         }
-    }
-    for (j, dst) in out.chunks_mut(dst_w).enumerate() {
-        let t = yt[first_row + j];
-        let r0 = &rows[(t.i0 - lo) * dst_w..(t.i0 - lo + 1) * dst_w];
-        let r1 = &rows[(t.i1 - lo) * dst_w..(t.i1 - lo + 1) * dst_w];
-        let (w0, w1) = (t.w0, t.w1);
-        for ((d, a), b) in dst.iter_mut().zip(r0).zip(r1) {
-            *d = (w0 * a + w1 * b > 0.0) as u8;
-        }
-    }
+    });
     Ok(())
 }
 
@@ -97,17 +86,9 @@ fn upsample_band(
 pub fn resample(src: &[f32], src_w: usize, src_h: usize, dst_w: usize, dst_h: usize) -> Vec<f32> {
     let xt = taps(src_w, dst_w);
     let yt = taps(src_h, dst_h);
+    let mut cache = vec![0.0f32; 2 * dst_w];
     let mut out = vec![0.0f32; dst_w * dst_h];
-    for (y, dst) in out.chunks_mut(dst_w).enumerate() {
-        let t = yt[y];
-        let r0 = &src[t.i0 * src_w..(t.i0 + 1) * src_w];
-        let r1 = &src[t.i1 * src_w..(t.i1 + 1) * src_w];
-        for (d, tx) in dst.iter_mut().zip(xt.iter()) {
-            let top = tx.w0 * r0[tx.i0] + tx.w1 * r0[tx.i1];
-            let bottom = tx.w0 * r1[tx.i0] + tx.w1 * r1[tx.i1];
-            *d = t.w0 * top + t.w1 * bottom;
-        }
-    }
+    resample_rows(src, src_w, &xt, &yt, &mut cache, &mut out, resample::copy);
     out
 }
 

@@ -23,6 +23,26 @@ pub struct SessionOptions {
     pub optimization: Optimization,
 }
 
+/// Most intra-op threads a session may ask for.
+///
+/// cbindgen:ignore
+pub const MAX_INTRA_THREADS: usize = 1024;
+
+impl SessionOptions {
+    /// Refuses settings no session can honour, naming the field.
+    pub fn validate(&self) -> Result<()> {
+        if let Some(n) = self.intra_threads {
+            if n == 0 || n > MAX_INTRA_THREADS {
+                return Err(Error::invalid(
+                    "intra_threads",
+                    format!("must be 1 to {MAX_INTRA_THREADS} (unset: automatic), got {n}"),
+                ));
+            }
+        }
+        self.device.validate()
+    }
+}
+
 /// Creates a session on the requested providers from a model's shared weights (each weight used
 /// in place, pre-packed forms shared), and says what it really runs on. The weights hold a graph
 /// optimised at `options.optimization` already, so the session optimises nothing itself.
@@ -84,4 +104,40 @@ pub(crate) fn build(
     let what = format!("{role} {file_name}");
     let effective = device::resolve(&session, &options.device, outcome, &what)?;
     Ok((session, effective))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intra_threads_are_bounded() {
+        let options = |n: Option<usize>| SessionOptions {
+            intra_threads: n,
+            ..Default::default()
+        };
+        for ok in [None, Some(1), Some(MAX_INTRA_THREADS)] {
+            assert!(options(ok).validate().is_ok(), "{ok:?}");
+        }
+        for bad in [0, MAX_INTRA_THREADS + 1, usize::MAX] {
+            let e = options(Some(bad)).validate().unwrap_err().to_string();
+            assert!(
+                e.contains("`intra_threads`") && e.contains(&bad.to_string()),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_device_part_is_checked() {
+        let options = SessionOptions {
+            device: DeviceOptions {
+                providers: vec![crate::device::ProviderRequest::cuda(-1)],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let e = options.validate().unwrap_err().to_string();
+        assert!(e.contains("device_id"), "{e}");
+    }
 }

@@ -133,15 +133,28 @@ pub(crate) fn init_options<T: OptionsStruct>(ptr: *mut T, struct_size: usize) ->
     })
 }
 
-/// The `intra_threads` field of the options structs: 0 = automatic, at most 1024.
-pub(crate) fn intra_threads(value: u32) -> Result<Option<usize>, Error> {
-    if value > 1024 {
-        return Err(Error::invalid(
-            "options.intra_threads",
-            format!("must be 0 (automatic) to 1024, got {value}"),
-        ));
-    }
-    Ok((value > 0).then_some(value as usize))
+/// The `intra_threads` field of the options structs: 0 = automatic (the core checks the range).
+pub(crate) fn intra_threads(value: u32) -> Option<usize> {
+    (value > 0).then_some(value as usize)
+}
+
+/// The core's options validate themselves and name a fault by the Rust field; a C host (and
+/// .NET's `ArgumentException.ParamName`) is told the field of its options struct instead.
+pub(crate) fn option_names(e: Error) -> Error {
+    let Error::InvalidArgument { name, reason } = e else {
+        return e;
+    };
+    let name = match name {
+        "intra_threads" => "options.intra_threads",
+        "providers" => "options.provider_count",
+        "providers.device_id" => "options.providers.device_id",
+        "pool_size" => "options.pool_size",
+        "queue_limit" => "options.queue_limit",
+        "memory_frames" => "options.memory_frames",
+        "num_frames" => "options.num_frames",
+        other => other,
+    };
+    Error::InvalidArgument { name, reason }
 }
 
 /// A 0/1 field of an options struct.

@@ -68,9 +68,6 @@ c_enum! {
 /// `timeout_ms` of `sam2_encode_job_wait` that waits as long as the encode takes.
 pub const SAM2_WAIT_FOREVER: u32 = u32::MAX;
 
-/// The largest `queue_limit` accepted.
-const MAX_QUEUE_LIMIT: u32 = 65536;
-
 /// An embedding cache with a background encoder thread. Opaque; create with `sam2_cache_new`,
 /// release with `sam2_cache_free`. Thread-safe: every function but `sam2_cache_free` may be
 /// called from several threads at once. One cache may serve several encoders (and models); its
@@ -196,20 +193,12 @@ pub extern "C" fn sam2_cache_new(
     guard(|| {
         let out = arg_out(out, "out")?;
         let options = read_options(options, "options")?;
-        if options.queue_limit > MAX_QUEUE_LIMIT {
-            return Err(Error::invalid(
-                "options.queue_limit",
-                format!(
-                    "must be at most {MAX_QUEUE_LIMIT}, got {}",
-                    options.queue_limit
-                ),
-            ));
-        }
         let cache = EmbeddingCache::new(CacheOptions {
             host_budget: usize::try_from(options.host_budget_bytes).unwrap_or(usize::MAX),
             device_budget: usize::try_from(options.device_budget_bytes).unwrap_or(usize::MAX),
             queue_limit: options.queue_limit as usize,
-        })?;
+        })
+        .map_err(super::option_names)?;
         out.set(super::publish::<sam2_cache>(cache));
         Ok(())
     })

@@ -126,22 +126,12 @@ pub(crate) fn device_options(
     count: usize,
     on_mismatch: u32,
 ) -> Result<DeviceOptions, Error> {
-    if count > 16 {
-        return Err(Error::invalid(
-            "options.provider_count",
-            format!("at most 16 providers, got {count}"),
-        ));
-    }
+    // Before reading `count` entries; the core checks the rest when the session is made.
+    sam2::device::check_provider_count(count).map_err(super::option_names)?;
     let raw = arg_slice(providers, count, "options.providers")?;
     let mut out = Vec::with_capacity(raw.len());
     for p in raw {
         let provider = ProviderCodes::parse(p.provider, "options.providers.provider")?;
-        if p.device_id < 0 {
-            return Err(Error::invalid(
-                "options.providers.device_id",
-                format!("must be ≥ 0, got {}", p.device_id),
-            ));
-        }
         let arena = ArenaStrategyCodes::parse(
             p.arena_extend_strategy,
             "options.providers.arena_extend_strategy",

@@ -142,7 +142,7 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
         output_target,
         ..Default::default()
     };
-    out.session.intra_threads = super::intra_threads(options.intra_threads)?;
+    out.session.intra_threads = super::intra_threads(options.intra_threads);
     out.session.device = device_options(
         options.providers,
         options.provider_count,
@@ -175,7 +175,7 @@ pub extern "C" fn sam2_encoder_new(
         let out = arg_out(out, "out")?;
         let options = read_options(options, "options")?;
         let options = encoder_options(&options)?;
-        let encoder = Encoder::new(path, &options)?;
+        let encoder = Encoder::new(path, &options).map_err(super::option_names)?;
         out.set(super::publish::<sam2_encoder>(encoder));
         Ok(())
     })

@@ -36,8 +36,8 @@ pub mod test_support;
 pub mod tracker;
 
 pub(crate) use args::{
-    arg_out, arg_slice, flag, impl_options, init_options, intra_threads, read_options,
-    OptionsStruct,
+    arg_out, arg_slice, flag, impl_options, init_options, intra_threads, option_names,
+    read_options, OptionsStruct,
 };
 pub(crate) use handle::{free_handle, handle_ref, opt_handle_ref, publish, Handle};
 pub use status::sam2_status;

@@ -185,24 +185,12 @@ pub extern "C" fn sam2_predictor_new(
         let out = arg_out(out, "out")?;
         let raw = read_options(options, "options")?;
         let mut opts = PredictorOptions::default();
-        opts.session.intra_threads = super::intra_threads(raw.intra_threads)?;
+        opts.session.intra_threads = super::intra_threads(raw.intra_threads);
         opts.session.device =
             device_options(raw.providers, raw.provider_count, raw.on_device_mismatch)?;
         (opts.session.weights, opts.session.optimization) =
             weights_and_optimization(raw.weight_sharing, raw.graph_optimization)?;
-        opts.pool_size = match raw.pool_size {
-            0 => None,
-            n if n as usize <= sam2::limits::MAX_POOL => Some(n as usize),
-            n => {
-                return Err(Error::invalid(
-                    "options.pool_size",
-                    format!(
-                        "must be 0 (one per core) to {}, got {n}",
-                        sam2::limits::MAX_POOL
-                    ),
-                ))
-            }
-        };
+        opts.pool_size = (raw.pool_size > 0).then_some(raw.pool_size as usize);
         opts.allow_embedding_copy =
             super::flag(raw.allow_embedding_copy, "options.allow_embedding_copy")?;
         if !raw.encoder_fingerprint.is_null() {
@@ -228,7 +216,7 @@ pub extern "C" fn sam2_predictor_new(
             }
             opts.encoder_fingerprint = Some(fp);
         }
-        let predictor = Predictor::new(path, &opts)?;
+        let predictor = Predictor::new(path, &opts).map_err(super::option_names)?;
         if let Some(encoder) = encoder {
             predictor.check_encoder(encoder)?;
         }

@@ -91,23 +91,15 @@ pub extern "C" fn sam2_tracker_options_init(
 /// The core names a few faults by its own parameter names; a C host (and .NET's
 /// `ArgumentException.ParamName`) is told the name of the C argument or field instead.
 fn with_c_names(e: Error) -> Error {
-    let c_name = match &e {
-        Error::InvalidArgument { name: "frame", .. } => "frame_index",
+    match super::option_names(e) {
         Error::InvalidArgument {
-            name: "memory_frames",
-            ..
-        } => "options.memory_frames",
-        Error::InvalidArgument {
-            name: "num_frames", ..
-        } => "options.num_frames",
-        _ => return e,
-    };
-    match e {
-        Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
-            name: c_name,
+            name: "frame",
+            reason,
+        } => Error::InvalidArgument {
+            name: "frame_index",
             reason,
         },
-        _ => unreachable!("matched above"),
+        e => e,
     }
 }
 
@@ -121,7 +113,7 @@ fn tracker_options(o: &sam2_tracker_options) -> Result<TrackerOptions, Error> {
         memory_frames: o.memory_frames as usize,
         ..Default::default()
     };
-    out.session.intra_threads = super::intra_threads(o.intra_threads)?;
+    out.session.intra_threads = super::intra_threads(o.intra_threads);
     out.session.device = device_options(o.providers, o.provider_count, o.on_device_mismatch)?;
     (out.session.weights, out.session.optimization) =
         weights_and_optimization(o.weight_sharing, o.graph_optimization)?;

@@ -12,8 +12,10 @@ use sam2::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPa
 use sam2::{ImageView, PixelFormat, Prompt};
 
 use crate::args::{Directions, Track};
-use crate::{add_json, create_parent, exit, init_runtime, picture, progress, session_options};
-use crate::{Error, Failure};
+use crate::common::{add_json, create_parent, init_runtime, session_options};
+use crate::failure::{exit, Failure};
+use crate::{picture, progress};
+use sam2::Error;
 
 /// The frames the arguments name: one directory's PNG and JPEG files sorted by name, or the
 /// files given, in the order given.
@@ -143,7 +145,7 @@ impl Drop for Bar {
     }
 }
 
-pub fn track(t: Track) -> Result<(), Failure> {
+pub fn run(t: Track) -> Result<(), Failure> {
     let files = frame_files(&t.frames)?;
     let count = files.len();
     for p in &t.prompts {

@@ -62,6 +62,27 @@ pub struct CacheOptions {
     pub queue_limit: usize,
 }
 
+/// Most background requests a cache's queue may be allowed to hold.
+///
+/// cbindgen:ignore
+pub const MAX_QUEUE_LIMIT: usize = 65536;
+
+impl CacheOptions {
+    /// Refuses a queue longer than [`MAX_QUEUE_LIMIT`], naming the field (any budget is fine).
+    pub fn validate(&self) -> Result<()> {
+        if self.queue_limit > MAX_QUEUE_LIMIT {
+            return Err(Error::invalid(
+                "queue_limit",
+                format!(
+                    "must be at most {MAX_QUEUE_LIMIT}, got {}",
+                    self.queue_limit
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl Default for CacheOptions {
     /// Ten SAM2 embeddings (16 MiB each in fp32) on the host, four on a device, eight queued.
     fn default() -> Self {
@@ -150,6 +171,7 @@ impl std::fmt::Debug for EmbeddingCache {
 
 impl EmbeddingCache {
     pub fn new(options: CacheOptions) -> Result<Self> {
+        options.validate()?;
         let shared = Arc::new(Shared {
             options,
             state: Mutex::new(State::default()),
@@ -378,6 +400,42 @@ impl Drop for EmbeddingCache {
         }
         if let Some(worker) = self.worker.take() {
             let _ = worker.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_limit_is_bounded() {
+        let options = |queue_limit: usize| CacheOptions {
+            queue_limit,
+            ..Default::default()
+        };
+        for ok in [0, 1, MAX_QUEUE_LIMIT] {
+            assert!(options(ok).validate().is_ok(), "{ok}");
+        }
+        for bad in [MAX_QUEUE_LIMIT + 1, usize::MAX] {
+            let e = options(bad).validate().unwrap_err().to_string();
+            assert!(
+                e.contains("`queue_limit`") && e.contains(&format!("got {bad}")),
+                "{e}"
+            );
+            let Err(e) = EmbeddingCache::new(options(bad)) else {
+                panic!("a queue of {bad} was accepted");
+            };
+            assert!(e.to_string().contains("`queue_limit`"), "{e}");
+        }
+        // Budgets have no bound: 0 keeps nothing, usize::MAX keeps everything.
+        for budget in [0, usize::MAX] {
+            let o = CacheOptions {
+                host_budget: budget,
+                device_budget: budget,
+                ..Default::default()
+            };
+            assert!(o.validate().is_ok());
         }
     }
 }

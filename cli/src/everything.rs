@@ -1,0 +1,155 @@
+//! `sam2 everything`: every mask of an image (SAM2's automatic mask generator).
+
+use sam2::everything::{segment_everything, EverythingOptions};
+use sam2::{Encoder, EncoderOptions, ImageView, PixelFormat, Predictor, PredictorOptions};
+
+use crate::args;
+use crate::common::{
+    add_json, create_parent, init_runtime, load_picture, model_files, output_prefix, polygons_json,
+    session_options, with_suffix,
+};
+use crate::failure::{exit, Failure};
+use crate::{picture, progress};
+
+pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
+    let (encoder_path, decoder_path) = model_files(&e.models)?;
+    let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
+    let picture = load_picture(&e.image, e.max_pixels)?;
+    let (w, h) = picture.rgb.dimensions();
+    init_runtime(e.onnxruntime.as_deref())?;
+    let encoder = {
+        let _p = progress::step("loading encoder");
+        Encoder::new(
+            &encoder_path,
+            &EncoderOptions {
+                session: session_options(e.device),
+                ..EncoderOptions::default()
+            },
+        )
+        .map_err(|err| Failure::of(err, exit::MODEL))?
+    };
+    let predictor = {
+        let _p = progress::step("loading decoder");
+        let options = PredictorOptions {
+            encoder_fingerprint: Some(encoder.fingerprint()),
+            session: session_options(e.device),
+            pool_size: Some(1),
+            ..PredictorOptions::default()
+        };
+        Predictor::new(&decoder_path, &options).map_err(|err| Failure::of(err, exit::MODEL))?
+    };
+    let defaults = EverythingOptions::default();
+    let options = EverythingOptions {
+        points_per_side: e.points_per_side.unwrap_or(defaults.points_per_side),
+        pred_iou_thresh: e.pred_iou_thresh.unwrap_or(defaults.pred_iou_thresh),
+        stability_score_thresh: e
+            .stability_score_thresh
+            .unwrap_or(defaults.stability_score_thresh),
+        box_nms_thresh: e.box_nms_thresh.unwrap_or(defaults.box_nms_thresh),
+        crop_n_layers: e.crop_n_layers.unwrap_or(defaults.crop_n_layers),
+        min_mask_region_area: e
+            .min_mask_region_area
+            .unwrap_or(defaults.min_mask_region_area),
+        ..defaults
+    };
+    let view = ImageView::packed(
+        picture.rgb.as_raw(),
+        w as usize,
+        h as usize,
+        PixelFormat::Rgb,
+    )
+    .map_err(|err| Failure::of(err, exit::INPUT))?;
+    let found = {
+        let _p = progress::step("segmenting everything");
+        segment_everything(&view, &encoder, &predictor, &options)
+            .map_err(|err| Failure::of(err, exit::INPUT))?
+    };
+
+    let out = output_prefix(&e.out, &e.image);
+    create_parent(&out)?;
+    // One mask decoded at a time: never every full-size mask at once.
+    let mut labels = vec![0u32; (w * h) as usize];
+    let mut annotations = Vec::with_capacity(found.masks.len());
+    let mut mask = vec![0u8; (w * h) as usize];
+    for (k, m) in found.masks.iter().enumerate() {
+        m.rle
+            .decode_into(&mut mask)
+            .map_err(|err| Failure::of(err, exit::INTERNAL))?;
+        for (label, &v) in labels.iter_mut().zip(&mask) {
+            if v != 0 && *label == 0 {
+                *label = k as u32 + 1;
+            }
+        }
+        let bbox = if m.area == 0 {
+            [0, 0, 0, 0]
+        } else {
+            [
+                m.bbox[0],
+                m.bbox[1],
+                m.bbox[2] - m.bbox[0] + 1,
+                m.bbox[3] - m.bbox[1] + 1,
+            ]
+        };
+        let c = m.crop_box;
+        annotations.push(serde_json::json!({
+            "id": k + 1,
+            "area": m.area,
+            "bbox": bbox,
+            "segmentation": { "size": [h, w], "counts": m.rle.to_coco_string() },
+            "polygons": polygons_json(&mask, w as usize, h as usize, e.tolerance),
+            "polygon_tolerance": e.tolerance,
+            "predicted_iou": m.predicted_iou,
+            "stability_score": m.stability_score,
+            "point_coords": [m.point],
+            "crop_box": [c[0], c[1], c[2] - c[0], c[3] - c[1]],
+        }));
+    }
+    let mut outputs = sam2::files::StagedFiles::new();
+    let overlay_path = with_suffix(&out, ".overlay.png");
+    outputs
+        .add(&overlay_path, |f| {
+            picture::write_labels_overlay(&picture.rgb, &labels, f)
+        })
+        .map_err(|err| Failure::of(err, exit::OUTPUT))?;
+    let json_path = with_suffix(&out, ".json");
+    let document = serde_json::json!({
+        "image": {
+            "file_name": e.image.display().to_string(),
+            "width": w,
+            "height": h,
+            "exif_orientation": picture.orientation,
+        },
+        "model": {
+            "encoder": encoder_path.display().to_string(),
+            "decoder": decoder_path.display().to_string(),
+            "export": predictor.export().name(),
+            "fingerprint": encoder.fingerprint().to_string(),
+        },
+        "generator": {
+            "points_per_side": options.points_per_side,
+            "points_per_batch": options.points_per_batch,
+            "pred_iou_thresh": options.pred_iou_thresh,
+            "stability_score_thresh": options.stability_score_thresh,
+            "stability_score_offset": options.stability_score_offset,
+            "box_nms_thresh": options.box_nms_thresh,
+            "crop_n_layers": options.crop_n_layers,
+            "crop_nms_thresh": options.crop_nms_thresh,
+            "crop_overlap_ratio": options.crop_overlap_ratio,
+            "min_mask_region_area": options.min_mask_region_area,
+            "multimask": options.multimask,
+        },
+        "annotations": annotations,
+    });
+    add_json(&mut outputs, &json_path, &document)?;
+    outputs
+        .commit()
+        .map_err(|err| Failure::of(err, exit::OUTPUT))?;
+    eprintln!(
+        "sam2: {} mask{} → {}, {}",
+        found.masks.len(),
+        if found.masks.len() == 1 { "" } else { "s" },
+        overlay_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}

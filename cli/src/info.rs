@@ -1,0 +1,100 @@
+//! `sam2 info`: what a model file is and what it runs on.
+
+use std::path::{Path, PathBuf};
+
+use sam2::{Encoder, EncoderOptions, Fingerprint, Predictor, PredictorOptions};
+
+use crate::args::{self, Device};
+use crate::common::{init_runtime, session_options};
+use crate::failure::{exit, Failure};
+use crate::progress;
+
+pub(crate) fn run(i: args::Info) -> Result<(), Failure> {
+    init_runtime(i.onnxruntime.as_deref())?;
+    let files: Vec<PathBuf> = if i.model.is_file() {
+        vec![i.model.clone()]
+    } else {
+        let pair =
+            sam2::models::find_model_pair(&i.model).map_err(|e| Failure::of(e, exit::MODEL))?;
+        println!("pair: {} ({} naming)", pair.name, pair.naming.name());
+        vec![pair.encoder, pair.decoder]
+    };
+    for file in files {
+        describe(&file, i.device)?;
+    }
+    Ok(())
+}
+
+fn describe(file: &Path, device: Device) -> Result<(), Failure> {
+    let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+    println!("{}", file.display());
+    println!("  size: {:.1} MB", bytes as f64 / 1e6);
+    let encoder_error = {
+        let _p = progress::step("loading model");
+        match Encoder::new(
+            file,
+            &EncoderOptions {
+                session: session_options(device),
+                ..EncoderOptions::default()
+            },
+        ) {
+            Ok(encoder) => {
+                let spec = encoder.spec();
+                println!("  role: encoder ({} naming)", spec.family.name());
+                println!(
+                    "  input: {} {:?} [1, 3, {n}, {n}]",
+                    spec.input_name,
+                    spec.input_type,
+                    n = spec.input_size
+                );
+                println!("  outputs: {}", spec.family.tensor_names().join(", "));
+                println!(
+                    "  fingerprint: {} (carried by its embeddings)",
+                    encoder.fingerprint()
+                );
+                print_device(encoder.device());
+                return Ok(());
+            }
+            Err(e) => e,
+        }
+    };
+    let options = PredictorOptions {
+        session: session_options(device),
+        pool_size: Some(1),
+        ..PredictorOptions::default()
+    };
+    let predictor = {
+        let _p = progress::step("loading model");
+        Predictor::new(file, &options)
+    };
+    match predictor {
+        Ok(predictor) => {
+            let spec = predictor.spec();
+            println!("  role: decoder, {} export", spec.export.name());
+            println!("  embedding inputs: {} ({} naming)", spec.family.tensor_names().join(", "), spec.family.name());
+            println!("  low-res masks: {n}×{n}", n = spec.low_res_size);
+            let data = std::fs::read(file).map_err(|e| Failure::new(exit::MODEL, format!("cannot read {}: {e}", file.display())))?;
+            println!("  fingerprint: {}", Fingerprint::of_bytes(&data));
+            print_device(predictor.device());
+            Ok(())
+        }
+        Err(decoder_error) => Err(Failure::new(
+            exit::MODEL,
+            format!("{} is neither a SAM2 encoder ({encoder_error}) nor a SAM2 decoder ({decoder_error})", file.display()),
+        )),
+    }
+}
+
+fn print_device(device: &sam2::device::EffectiveDevice) {
+    let names: Vec<&str> = device.providers.iter().map(|p| p.ort_name()).collect();
+    println!(
+        "  runs on: {}{} (providers: {})",
+        device.primary.ort_name(),
+        if device.fell_back {
+            ", fell back from the requested GPU"
+        } else {
+            ""
+        },
+        names.join(", ")
+    );
+}

@@ -1,0 +1,188 @@
+//! `sam2 segment`: the masks of clicks and boxes on an image, as PNGs and a JSON document.
+
+use std::io::Read;
+use std::path::Path;
+
+use sam2::{Fingerprint, PredictOptions, Predictor, PredictorOptions, Prompt};
+
+use crate::args;
+use crate::common::{
+    add_json, create_parent, encode_picture, init_runtime, load_picture, model_files,
+    output_prefix, polygons_json, session_options, with_suffix,
+};
+use crate::failure::{exit, Failure};
+use crate::{picture, progress};
+
+pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
+    let (encoder_path, decoder_path) = model_files(&s.models)?;
+    let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
+    let picture = load_picture(&s.image, s.max_pixels)?;
+    let (w, h) = picture.rgb.dimensions();
+    init_runtime(s.onnxruntime.as_deref())?;
+    let (fingerprint, embedding) = match &s.embedding {
+        Some(file) => {
+            // The encoder's identity is the hash of its file: no need to load it. Only a regular
+            // file is read (a FIFO would block, /dev/zero never end), as the library reads models.
+            let mut bytes = Vec::new();
+            sam2::files::open_regular(&encoder_path, "an ONNX encoder file")
+                .map_err(|err| Failure::of(err, exit::MODEL))?
+                .read_to_end(&mut bytes)
+                .map_err(|err| {
+                    Failure::new(
+                        exit::MODEL,
+                        format!("cannot read {}: {err}", encoder_path.display()),
+                    )
+                })?;
+            let fingerprint = Fingerprint::of_bytes(&bytes);
+            let embedding = sam2::embedding_file::load(file, Some(fingerprint))
+                .map_err(|e| Failure::of(e, exit::INPUT))?;
+            if embedding.image_size() != (w, h) {
+                let (ew, eh) = embedding.image_size();
+                return Err(Failure::new(
+                    exit::INPUT,
+                    format!(
+                        "{} was made from a {ew}×{eh} image, but {} is {w}×{h}",
+                        file.display(),
+                        s.image.display()
+                    ),
+                ));
+            }
+            (fingerprint, embedding)
+        }
+        None => {
+            let (encoder, embedding) = encode_picture(&encoder_path, s.device, &picture)?;
+            (encoder.fingerprint(), embedding)
+        }
+    };
+    let predictor = {
+        let _p = progress::step("loading decoder");
+        let options = PredictorOptions {
+            encoder_fingerprint: Some(fingerprint),
+            session: session_options(s.device),
+            pool_size: Some(1),
+            ..PredictorOptions::default()
+        };
+        Predictor::new(&decoder_path, &options).map_err(|e| Failure::of(e, exit::MODEL))?
+    };
+    let prompt = Prompt {
+        points: s.points.clone(),
+        bbox: s.bbox,
+        mask_input: None,
+    };
+    let prediction = predictor
+        .predict(
+            &embedding,
+            std::slice::from_ref(&prompt),
+            PredictOptions {
+                multimask: s.multimask,
+            },
+        )
+        .map_err(|e| Failure::of(e, exit::INPUT))?;
+
+    let out = output_prefix(&s.out, &s.image);
+    create_parent(&out)?;
+    // Every file to a temporary beside it, then all renamed into place: all or nothing.
+    let mut outputs = sam2::files::StagedFiles::new();
+    let count = prediction.objects * prediction.candidates;
+    let mut best = 0;
+    let mut annotations = Vec::new();
+    for k in 0..count {
+        if prediction.scores[k] > prediction.scores[best] {
+            best = k;
+        }
+        let mask_path = if count == 1 {
+            with_suffix(&out, ".mask.png")
+        } else {
+            with_suffix(&out, &format!(".mask-{k}.png"))
+        };
+        outputs
+            .add(&mask_path, |f| {
+                picture::write_mask(prediction.mask(k), w, h, f)
+            })
+            .map_err(|e| Failure::of(e, exit::OUTPUT))?;
+        annotations.push(annotation(&prediction, k, s.tolerance, &mask_path));
+    }
+    let overlay_path = with_suffix(&out, ".overlay.png");
+    outputs
+        .add(&overlay_path, |f| {
+            picture::write_overlay(&picture.rgb, prediction.mask(best), &s.points, s.bbox, f)
+        })
+        .map_err(|e| Failure::of(e, exit::OUTPUT))?;
+    let json_path = with_suffix(&out, ".json");
+    let document = serde_json::json!({
+        "image": {
+            "file_name": s.image.display().to_string(),
+            "width": w,
+            "height": h,
+            "exif_orientation": picture.orientation,
+        },
+        "model": {
+            "encoder": encoder_path.display().to_string(),
+            "decoder": decoder_path.display().to_string(),
+            "export": predictor.export().name(),
+            "fingerprint": fingerprint.to_string(),
+        },
+        "prompt": {
+            "points": s.points.iter().map(|p| serde_json::json!([p.x, p.y, if p.positive { 1 } else { 0 }])).collect::<Vec<_>>(),
+            "box": s.bbox,
+        },
+        "best": best,
+        "annotations": annotations,
+    });
+    add_json(&mut outputs, &json_path, &document)?;
+    outputs.commit().map_err(|e| Failure::of(e, exit::OUTPUT))?;
+    eprintln!(
+        "sam2: {} mask{} (best score {:.3}, area {} px) → {}, {}, {}",
+        count,
+        if count == 1 { "" } else { "s" },
+        prediction.scores[best],
+        prediction.areas[best],
+        with_suffix(
+            &out,
+            if count == 1 {
+                ".mask.png"
+            } else {
+                ".mask-K.png"
+            }
+        )
+        .display(),
+        overlay_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+/// One mask as a COCO annotation: `segmentation` is the compressed RLE pycocotools reads (it keeps
+/// holes), `bbox` is COCO's `[x, y, width, height]`; `polygons` adds the rings with holes, as flat
+/// `[x1, y1, x2, y2, …]` lists in pixel-corner coordinates.
+fn annotation(
+    prediction: &sam2::Prediction,
+    k: usize,
+    tolerance: f32,
+    mask_path: &Path,
+) -> serde_json::Value {
+    let rle = prediction.rle(k);
+    let b = prediction.boxes[k];
+    let bbox = if prediction.areas[k] == 0 {
+        [0, 0, 0, 0]
+    } else {
+        [b[0], b[1], b[2] - b[0] + 1, b[3] - b[1] + 1]
+    };
+    let polygons = polygons_json(
+        prediction.mask(k),
+        prediction.width,
+        prediction.height,
+        tolerance,
+    );
+    serde_json::json!({
+        "id": k + 1,
+        "candidate": prediction.candidate_index[k],
+        "score": prediction.scores[k],
+        "area": prediction.areas[k],
+        "bbox": bbox,
+        "segmentation": { "size": [prediction.height, prediction.width], "counts": rle.to_coco_string() },
+        "polygons": polygons,
+        "polygon_tolerance": tolerance,
+        "mask_file": mask_path.file_name().map(|n| n.to_string_lossy().into_owned()),
+    })
+}
