@@ -25,7 +25,7 @@
 //! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python).
 //!
 //!     cargo run --release --example bench_video -- [--out DIR] [--frames N] [--real-frames N]
-//!         [--torch-frames N]
+//!         [--torch-frames N] [--attention-runs N] [--attention-only]
 //!
 //! Writes out/bench_video.json.
 
@@ -422,6 +422,96 @@ fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Tim
     })
 }
 
+/// A deterministic stand-in for activations: values in [-1, 1).
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// Memory attention alone at steady state (7 memory frames, 16 pointers: 4096 queries against
+/// 7 × 4096 + 64 memory tokens), the library's session (attention fused at load) against ONNX
+/// Runtime alone on the same file and the same inputs, interleaved. Returns the medians, the
+/// largest difference between the two outputs against the output's largest magnitude, and the
+/// fusion report.
+fn attention_alone(paths: &VideoModelPaths, timed: u32) -> Res<(f64, f64, f32, f32, String)> {
+    let env = sam2::runtime::environment()?;
+    let mut library = sam2::test_support::LibrarySession::new(
+        &paths.memory_attention,
+        &sam2::SessionOptions::default(),
+    )?;
+    let mut plain = Session::builder(env)?.commit_from_file(&paths.memory_attention)?;
+    let (m, n) = (NUM_MASKMEM as i64, MAX_POINTERS as i64);
+    let inputs = [
+        ("current_vision_feat", vec![1, 256, 64, 64]),
+        ("current_vision_pos_embed", vec![4096, 1, 256]),
+        ("memory_0", vec![n, 256]),
+        ("memory_1", vec![m, 64, 64, 64]),
+        ("memory_pos_embed", vec![m * 4096 + 4 * n, 1, 64]),
+        ("obj_ptr_tpos", vec![n]),
+    ];
+    let values: Vec<(&str, DynValue)> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, (name, shape))| {
+            let len = shape.iter().product::<i64>() as usize;
+            Ok((*name, f32_tensor(shape.clone(), noise(len, i as u64))?))
+        })
+        .collect::<Res<_>>()?;
+    let feeds = || -> Inputs {
+        values
+            .iter()
+            .map(|(name, v)| (Cow::from(*name), v.into()))
+            .collect()
+    };
+    let (mut fused, mut exported) = (Vec::new(), Vec::new());
+    let (mut worst, mut largest) = (0f32, 0f32);
+    for t in 0..=timed {
+        let order = if t % 2 == 0 { [0, 1] } else { [1, 0] };
+        let mut outs: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
+        for side in order {
+            let session = if side == 0 {
+                &mut library.session
+            } else {
+                &mut plain
+            };
+            let start = Instant::now();
+            let out = session.run(feeds())?;
+            let secs = start.elapsed().as_secs_f64();
+            outs[side] = values_of(&out["image_embed"])?;
+            // The first run of each is a warm-up.
+            if t > 0 {
+                if side == 0 {
+                    fused.push(secs)
+                } else {
+                    exported.push(secs)
+                }
+            }
+        }
+        for (a, b) in outs[0].iter().zip(&outs[1]) {
+            worst = worst.max((a - b).abs());
+            largest = largest.max(b.abs());
+        }
+    }
+    Ok((
+        median(fused),
+        median(exported),
+        worst,
+        largest,
+        library.attention.to_string(),
+    ))
+}
+
+fn values_of(v: &DynValue) -> Res<Vec<f32>> {
+    Ok(v.try_extract_tensor::<f32>()?.1.to_vec())
+}
+
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| {
@@ -432,6 +522,7 @@ fn main() -> Res<()> {
     let frames: u32 = arg("--frames").map_or(Ok(30), |v| v.parse())?;
     let real_frames: u32 = arg("--real-frames").map_or(Ok(5), |v| v.parse())?;
     let torch_frames: u32 = arg("--torch-frames").map_or(Ok(3), |v| v.parse())?;
+    let attention_runs: u32 = arg("--attention-runs").map_or(Ok(3), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let models =
@@ -452,6 +543,38 @@ fn main() -> Res<()> {
         info.version
     );
 
+    // Memory attention alone first: the largest share of a real frame, and the one the fusion
+    // of attention (issue 30) is for.
+    let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
+    let attention = match &real_dir {
+        Some(dir) if attention_runs > 0 => {
+            let (fused, exported, worst, largest, report) =
+                attention_alone(&VideoModelPaths::in_dir(dir, ""), attention_runs)?;
+            println!(
+                "SAM2.1 hiera-tiny memory attention alone, 7 memory frames and 16 pointers,                  medians of {attention_runs} interleaved runs: the library {} (attention:                  {report}), ONNX Runtime alone on the same file {}: {:.3}×; outputs differ by at                  most {worst:.2e} (largest magnitude {largest:.2})",
+                format!("{:.1} ms", fused * 1000.0),
+                format!("{:.1} ms", exported * 1000.0),
+                fused / exported
+            );
+            Some(serde_json::json!({
+                "runs": attention_runs, "library_s": fused, "onnxruntime_alone_s": exported,
+                "ratio": fused / exported, "max_abs_difference": worst,
+                "max_abs_output": largest, "fusion": report,
+            }))
+        }
+        _ => None,
+    };
+
+    if args.iter().any(|a| a == "--attention-only") {
+        std::fs::create_dir_all(&out_dir)?;
+        let json = serde_json::json!({ "memory_attention_alone": attention });
+        std::fs::write(
+            out_dir.join("bench_video_attention.json"),
+            serde_json::to_string_pretty(&json)?,
+        )?;
+        return Ok(());
+    }
+
     let gen_size = (320, 240);
     let gen = compare(
         &VideoModelPaths::in_dir(models.join("track"), ""),
@@ -461,7 +584,6 @@ fn main() -> Res<()> {
     let (gen_lib, gen_alone) = (median(gen.library.clone()), median(gen.alone.clone()));
     let gen_prep = (median(gen.preprocess), median(gen.assemble));
 
-    let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
     let real_size = (1280, 720);
     let real = match &real_dir {
         Some(dir) => {
@@ -580,6 +702,7 @@ fn main() -> Res<()> {
             "library_fps": 1.0 / lib, "onnxruntime_alone_fps": 1.0 / alone,
             "inputs_resize_s": resize, "inputs_assemble_s": assemble,
         })),
+        "memory_attention_alone": attention,
         "pytorch": torch.map(|(secs, threads)| serde_json::json!({
             "frames": torch_frames, "seconds": secs, "fps": 1.0 / secs, "threads": threads,
         })),

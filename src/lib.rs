@@ -6,6 +6,7 @@
 //! [`files`] (reading only regular files, writing files atomically) and [`log`] (the library's
 //! log sink). Everything else is internal.
 
+mod attention;
 mod cache;
 mod device;
 mod device_copy;
@@ -42,6 +43,7 @@ mod weights;
 #[cfg(feature = "test-support")]
 pub mod test_support;
 
+pub use attention::AttentionFusion;
 pub use cache::{
     pixel_hash, CacheOptions, CacheStats, EmbeddingCache, Job, JobState, Priority, Source,
 };
@@ -66,7 +68,10 @@ pub use polygon::{polygons as mask_polygons, rasterize as rasterize_polygons, Po
 pub use predictor::{Point, PredictOptions, Prediction, Predictor, PredictorOptions, Prompt};
 pub use rle::Rle;
 pub use session::SessionOptions;
-pub use video::{Direction, TrackedFrame, TrackedObject, Tracker, TrackerOptions, VideoModelPaths};
+pub use video::{
+    describe_video_module, Direction, TrackedFrame, TrackedObject, Tracker, TrackerOptions,
+    VideoModelPaths,
+};
 pub use weights::{shared_models, Optimization, WeightSharing};
 
 /// Version of this library.

@@ -29,7 +29,7 @@ use crate::{postprocess, preprocess};
 
 use modules::names::*;
 use modules::Modules;
-pub use modules::VideoModelPaths;
+pub use modules::{describe_video_module, VideoModelPaths};
 
 /// Side of the model frame and of the low-res logits (SAM2's, for every size of model).
 const MODEL_SIDE: usize = 1024;
@@ -194,6 +194,11 @@ impl Tracker {
     /// What the modules effectively run on.
     pub fn device(&self) -> &EffectiveDevice {
         &self.modules.device
+    }
+
+    /// Which attention subgraphs of each module were fused when it was loaded, by role.
+    pub fn attention_fusion(&self) -> Vec<(&'static str, crate::AttentionFusion)> {
+        self.modules.attention_fusion()
     }
 
     /// Objects being tracked, in increasing id order.
