@@ -551,7 +551,10 @@ fn main() -> Res<()> {
             let (fused, exported, worst, largest, report) =
                 attention_alone(&VideoModelPaths::in_dir(dir, ""), attention_runs)?;
             println!(
-                "SAM2.1 hiera-tiny memory attention alone, 7 memory frames and 16 pointers,                  medians of {attention_runs} interleaved runs: the library {} (attention:                  {report}), ONNX Runtime alone on the same file {}: {:.3}×; outputs differ by at                  most {worst:.2e} (largest magnitude {largest:.2})",
+                "SAM2.1 hiera-tiny memory attention alone, 7 memory frames and 16 pointers, \
+                 medians of {attention_runs} interleaved runs: the library {} (attention: \
+                 {report}), ONNX Runtime alone on the same file {}: {:.3}×; outputs differ by at \
+                 most {worst:.2e} (largest magnitude {largest:.2})",
                 format!("{:.1} ms", fused * 1000.0),
                 format!("{:.1} ms", exported * 1000.0),
                 fused / exported

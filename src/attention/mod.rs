@@ -18,14 +18,18 @@
 //! the rotary embedding, the head merge. Only the core is replaced: `q`, `k` and `v` (rank r ≥ 3,
 //! batch dimensions `[b…]`, typically batch × heads) are reshaped to `[∏b, S, H]`, fed to
 //! `MultiHeadAttention` with one head per batch entry (so no transpose is added: the kernel's
-//! batch × heads loop is the same) and the constant scales folded into its `scale`, and the
-//! result reshaped back to `[b…, S, Hv]`. The arithmetic is the same up to float rounding.
+//! batch × heads loop is the same) and the scales folded into its `scale` (those known only at
+//! run time, such as torch's `sqrt(1 / sqrt(Shape(q)[-1]))` after a reshape to a computed shape,
+//! multiply the queries instead), and the result reshaped back to `[b…, S, Hv]`. Where shapes
+//! are known only at run time the reshapes are computed from them, and batch dimensions not known
+//! to be equal are broadcast first as MatMul broadcasts them. The arithmetic is the same up to
+//! float rounding.
 //!
 //! Recognised structurally, never by node names, and verified before anything changes: every
 //! intermediate tensor is read by the next operator alone (an extra reader of the scores keeps the
 //! pattern as exported), the scales are constant scalars, the softmax is over the last axis, and
 //! the types and shapes that ONNX Runtime infers for `q`, `k` and `v` (a probe session of the
-//! model, with those tensors as extra outputs and no optimisation) agree: float32, equal rank and
+//! model, with those tensors as extra outputs and basic optimisations) agree: float32, equal rank and
 //! batch dimensions, equal and static head sizes. Anything else is left exactly as exported and
 //! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
 
@@ -133,7 +137,7 @@ impl fmt::Display for Dim {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Dim::Static(v) => write!(f, "{v}"),
-            Dim::Symbol(s) if s.is_empty() => write!(f, "n"),
+            Dim::Symbol(s) if s.is_empty() => write!(f, "?"),
             Dim::Symbol(s) => write!(f, "{s}"),
         }
     }
@@ -402,13 +406,17 @@ impl<'g> Finder<'g> {
 
 /// A candidate checked against the inferred types: what the rewrite needs to know.
 struct Verified {
+    /// The scale known at load time (the kernel's `scale`).
     scale: f64,
+    /// Scale factors known only at run time (tensor, whether it divides), applied to the queries.
+    in_graph: Vec<(String, bool)>,
     rank: usize,
     batch: Vec<Dim>,
+    batch_equal: bool,
     s: Dim,
     l: Dim,
-    h: i64,
-    hv: i64,
+    h: Option<i64>,
+    hv: Option<i64>,
 }
 
 fn verify(
@@ -441,16 +449,33 @@ fn verify(
         ));
     }
     let mut scale = c.scale;
+    let mut in_graph = Vec::new();
     for (factor, divides) in &c.factors {
-        let value = eval(g, factor, types, 0)
-            .filter(|v| v.data.len() == 1 && v.dims.iter().all(|&d| d == 1))
-            .ok_or("a scale computed in the graph that is not a scalar known at load time")?;
-        scale = if *divides {
-            scale / value.data[0]
-        } else {
-            scale * value.data[0]
-        };
-        scale_rank = scale_rank.max(value.dims.len());
+        match eval(g, factor, types, 0) {
+            Some(value) => {
+                if !(value.data.len() == 1 && value.dims.iter().all(|&d| d == 1)) {
+                    return Err("a scale computed in the graph that is not a scalar".into());
+                }
+                scale = if *divides {
+                    scale / value.data[0]
+                } else {
+                    scale * value.data[0]
+                };
+                scale_rank = scale_rank.max(value.dims.len());
+            }
+            None => {
+                // Its value depends on shapes known only at run time: the factor stays in the
+                // graph, applied to the queries, if it is one element (its inferred shape says).
+                let ty = types
+                    .get(factor)
+                    .ok_or("no inferred type for a scale computed in the graph")?;
+                if !(ty.float32 && ty.dims.iter().all(|d| d.value() == Some(1))) {
+                    return Err("a scale computed in the graph not known to be a scalar".into());
+                }
+                scale_rank = scale_rank.max(ty.dims.len());
+                in_graph.push((factor.clone(), *divides));
+            }
+        }
     }
     if !scale.is_finite() || scale == 0.0 {
         return Err(format!("scale {scale} is not usable"));
@@ -462,18 +487,15 @@ fn verify(
         return Err(format!("softmax over axis {} of {r}", c.softmax_axis));
     }
     let batch = q.dims[..r - 2].to_vec();
-    for d in 0..r - 2 {
-        if !(q.dims[d].same(&kt.dims[d]) && q.dims[d].same(&v.dims[d])) {
-            return Err("batch dimensions of queries, keys and values not known to agree".into());
-        }
-    }
+    // Batch dimensions known to be equal, or else broadcast to a common shape as MatMul does.
+    let batch_equal = (0..r - 2).all(|d| q.dims[d].same(&kt.dims[d]) && q.dims[d].same(&v.dims[d]));
     let h = q.dims[r - 1].value().filter(|&h| h > 0);
     let hv = v.dims[r - 1].value().filter(|&h| h > 0);
-    let (Some(h), Some(hv)) = (h, hv) else {
-        return Err("head size not static".into());
-    };
-    if kt.dims[r - 2].value() != Some(h) {
+    if q.dims[r - 1].differs(&kt.dims[r - 2]) {
         return Err("keys and queries of different head sizes".into());
+    }
+    if (h.is_none() || hv.is_none() || !batch_equal) && g.opset < 15 {
+        return Err("shapes known only at run time, before opset 15".into());
     }
     if kt.dims[r - 1].differs(&v.dims[r - 2]) {
         return Err("keys and values of different lengths".into());
@@ -487,8 +509,10 @@ fn verify(
     }
     Ok(Verified {
         scale,
+        in_graph,
         rank: r,
         batch,
+        batch_equal,
         s: q.dims[r - 2].clone(),
         l: kt.dims[r - 1].clone(),
         h,
@@ -499,16 +523,20 @@ fn verify(
 impl Verified {
     fn kind(&self) -> String {
         let batch: Vec<String> = self.batch.iter().map(ToString::to_string).collect();
+        let h = self.h.map_or("?".to_string(), |h| h.to_string());
         format!(
-            "[{}] {} queries × {} keys, head dim {}",
+            "[{}] {} queries × {} keys, head dim {h}",
             batch.join("×"),
             self.s,
             self.l,
-            self.h
         )
     }
 
+    /// The batch's size, when every shape the rewrite writes is known at load time.
     fn static_batch(&self) -> Option<i64> {
+        if !self.batch_equal || self.h.is_none() || self.hv.is_none() {
+            return None;
+        }
         self.batch
             .iter()
             .try_fold(1i64, |n, d| d.value().and_then(|v| n.checked_mul(v)))
@@ -558,35 +586,148 @@ impl Emitter<'_> {
         name
     }
 
-    /// `x` `[b…, T, width]` as `[∏b, T, width]`.
-    fn to_3d(&mut self, x: String, t: &Dim, width: i64, v: &Verified) -> Result<String, String> {
-        if v.rank == 3 {
-            return Ok(x);
-        }
-        let shape = if let Some(b) = v.static_batch() {
-            self.shape(vec![b, -1, width])
-        } else if let Some(t) = t.value() {
-            self.shape(vec![-1, t, width])
-        } else if self.g.opset >= 15 {
-            let minus_one = self.shape(vec![-1]);
-            let tail = self.node(
-                "Shape",
-                "",
-                vec![x.clone()],
-                None,
-                vec![("start", Attr::Int(-2))],
-            )?;
-            self.node(
-                "Concat",
-                "",
-                vec![minus_one, tail],
-                None,
-                vec![("axis", Attr::Int(0))],
-            )?
-        } else {
-            return Err("dynamic batch and length before opset 15".into());
-        };
+    /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known at load time.
+    fn to_3d(&mut self, x: String, width: i64, batch: i64) -> Result<String, String> {
+        let shape = self.shape(vec![batch, -1, width]);
         self.node("Reshape", "", vec![x, shape], None, Vec::new())
+    }
+
+    /// `Shape(x)[start..end]`.
+    fn shape_of(
+        &mut self,
+        x: &str,
+        start: Option<i64>,
+        end: Option<i64>,
+    ) -> Result<String, String> {
+        let mut attrs = Vec::new();
+        if let Some(s) = start {
+            attrs.push(("start", Attr::Int(s)));
+        }
+        if let Some(e) = end {
+            attrs.push(("end", Attr::Int(e)));
+        }
+        self.node("Shape", "", vec![x.to_string()], None, attrs)
+    }
+
+    fn concat(&mut self, parts: Vec<String>) -> Result<String, String> {
+        self.node("Concat", "", parts, None, vec![("axis", Attr::Int(0))])
+    }
+
+    /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known only at run time.
+    fn to_3d_dynamic(&mut self, x: String) -> Result<String, String> {
+        let minus_one = self.shape(vec![-1]);
+        let tail = self.shape_of(&x, Some(-2), None)?;
+        let shape = self.concat(vec![minus_one, tail])?;
+        self.node("Reshape", "", vec![x, shape], None, Vec::new())
+    }
+
+    /// The fused attention of a verified candidate, its result named `c.out`.
+    fn attention(&mut self, c: &Candidate, v: &Verified) -> Result<(), String> {
+        let r = v.rank;
+        let mut q = c.q.clone();
+        for (factor, divides) in &v.in_graph {
+            let op = if *divides { "Div" } else { "Mul" };
+            q = self.node(op, "", vec![q, factor.clone()], None, Vec::new())?;
+        }
+        // The keys as [b…, L, H]: the transpose the scores used, with its last two axes swapped
+        // back (nothing at all when that is the identity).
+        let (src, mut perm) = match &c.keys {
+            Keys::Transposed { src, perm } => (src.clone(), perm.clone()),
+            Keys::Plain(kt) => (kt.clone(), (0..r as i64).collect()),
+        };
+        perm.swap(r - 2, r - 1);
+        let mut k = if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
+            src
+        } else {
+            self.node(
+                "Transpose",
+                "",
+                vec![src],
+                None,
+                vec![("perm", Attr::Ints(perm))],
+            )?
+        };
+        let mut val = c.v.clone();
+        let attrs = vec![
+            ("num_heads", Attr::Int(1)),
+            ("scale", Attr::Float(v.scale as f32)),
+        ];
+        if let Some(batch) = v.static_batch() {
+            let (h, hv) = (v.h.unwrap_or(0), v.hv.unwrap_or(0));
+            if r == 3 {
+                let inputs = vec![q, k, val];
+                self.node(
+                    "MultiHeadAttention",
+                    "com.microsoft",
+                    inputs,
+                    Some(c.out.clone()),
+                    attrs,
+                )?;
+                return Ok(());
+            }
+            let inputs = vec![
+                self.to_3d(q, h, batch)?,
+                self.to_3d(k, h, batch)?,
+                self.to_3d(val, hv, batch)?,
+            ];
+            let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
+            let mut dims: Vec<i64> = v.batch.iter().filter_map(Dim::value).collect();
+            dims.extend([-1, hv]);
+            let shape = self.shape(dims);
+            self.node(
+                "Reshape",
+                "",
+                vec![o3, shape],
+                Some(c.out.clone()),
+                Vec::new(),
+            )?;
+            return Ok(());
+        }
+        // Shapes known at run time only. Batch dimensions not known to be equal are broadcast
+        // to their common shape first, as MatMul broadcasts them (the ranks are equal, so the
+        // common shape is the elementwise maximum of shapes that broadcast at all).
+        let batch = if v.batch_equal {
+            self.shape_of(&q, None, Some(-2))?
+        } else {
+            let qb = self.shape_of(&q, None, Some(-2))?;
+            let kb = self.shape_of(&k, None, Some(-2))?;
+            let vb = self.shape_of(&val, None, Some(-2))?;
+            let common = self.node("Max", "", vec![qb, kb, vb], None, Vec::new())?;
+            for x in [&mut q, &mut k, &mut val] {
+                let tail = self.shape_of(x, Some(-2), None)?;
+                let target = self.concat(vec![common.clone(), tail])?;
+                *x = self.node("Expand", "", vec![x.clone(), target], None, Vec::new())?;
+            }
+            common
+        };
+        if r == 3 {
+            let inputs = vec![q, k, val];
+            self.node(
+                "MultiHeadAttention",
+                "com.microsoft",
+                inputs,
+                Some(c.out.clone()),
+                attrs,
+            )?;
+            return Ok(());
+        }
+        let queries = self.shape_of(&q, Some(-2), Some(-1))?;
+        let width = self.shape_of(&val, Some(-1), None)?;
+        let inputs = vec![
+            self.to_3d_dynamic(q)?,
+            self.to_3d_dynamic(k)?,
+            self.to_3d_dynamic(val)?,
+        ];
+        let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
+        let shape = self.concat(vec![batch, queries, width])?;
+        self.node(
+            "Reshape",
+            "",
+            vec![o3, shape],
+            Some(c.out.clone()),
+            Vec::new(),
+        )?;
+        Ok(())
     }
 }
 
@@ -619,6 +760,7 @@ pub(crate) fn fuse_with(
     for c in &candidates {
         wanted.extend([c.q.as_str(), c.kt.as_str(), c.v.as_str()]);
         wanted.extend(c.shape_reads.iter().map(String::as_str));
+        wanted.extend(c.factors.iter().map(|(f, _)| f.as_str()));
     }
     let probe_model = g.with_outputs(model, &wanted)?;
     let types = probe(&probe_model)?;
@@ -639,77 +781,7 @@ pub(crate) fn fuse_with(
             nodes: Vec::new(),
             tensors: &mut tensors,
         };
-        let result = (|| -> Result<(), String> {
-            let r = v.rank;
-            let q3 = e.to_3d(c.q.clone(), &v.s, v.h, &v)?;
-            // The keys as [b…, L, H]: the transpose the scores used, with its last two axes
-            // swapped back (nothing at all when that is the identity).
-            let (src, mut perm) = match &c.keys {
-                Keys::Transposed { src, perm } => (src.clone(), perm.clone()),
-                Keys::Plain(kt) => (kt.clone(), (0..r as i64).collect()),
-            };
-            perm.swap(r - 2, r - 1);
-            let keys = if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
-                src
-            } else {
-                e.node(
-                    "Transpose",
-                    "",
-                    vec![src],
-                    None,
-                    vec![("perm", Attr::Ints(perm))],
-                )?
-            };
-            let k3 = e.to_3d(keys, &v.l, v.h, &v)?;
-            let v3 = e.to_3d(c.v.clone(), &v.l, v.hv, &v)?;
-            let attrs = vec![
-                ("num_heads", Attr::Int(1)),
-                ("scale", Attr::Float(v.scale as f32)),
-            ];
-            let inputs = vec![q3, k3, v3];
-            if r == 3 {
-                e.node(
-                    "MultiHeadAttention",
-                    "com.microsoft",
-                    inputs,
-                    Some(c.out.clone()),
-                    attrs,
-                )?;
-                return Ok(());
-            }
-            let o3 = e.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
-            let shape = if v.static_batch().is_some() {
-                let mut dims: Vec<i64> = v.batch.iter().filter_map(Dim::value).collect();
-                dims.extend([-1, v.hv]);
-                e.shape(dims)
-            } else if e.g.opset >= 15 {
-                let head = e.node(
-                    "Shape",
-                    "",
-                    vec![c.q.clone()],
-                    None,
-                    vec![("end", Attr::Int(-1))],
-                )?;
-                let width = e.shape(vec![v.hv]);
-                e.node(
-                    "Concat",
-                    "",
-                    vec![head, width],
-                    None,
-                    vec![("axis", Attr::Int(0))],
-                )?
-            } else {
-                return Err("dynamic batch before opset 15".into());
-            };
-            e.node(
-                "Reshape",
-                "",
-                vec![o3, shape],
-                Some(c.out.clone()),
-                Vec::new(),
-            )?;
-            Ok(())
-        })();
+        let result = e.attention(c, &v);
         let nodes = std::mem::take(&mut e.nodes);
         match result {
             Ok(()) => {
@@ -978,15 +1050,18 @@ impl Tally {
     }
 }
 
-/// The probe: ONNX Runtime's inferred types of the model's outputs, from a session built with no
-/// optimisation (never run).
+/// The probe: ONNX Runtime's inferred types of the model's outputs, from a session (never run)
+/// with the basic, provider-independent optimisations: their constant folding turns the shapes
+/// exporters compute at run time (`Reshape(x, Concat(Shape(x)[0], …))`) into constants, so that
+/// inference knows the dimensions after them. Graph outputs keep their names and values through
+/// every optimisation.
 pub(crate) fn ort_probe(model: &[u8]) -> Result<HashMap<String, TensorType>, String> {
     use ort::session::builder::GraphOptimizationLevel;
     use ort::value::ValueType;
     let build = || -> crate::Result<ort::session::Session> {
         let env = crate::runtime::environment()?;
         Ok(ort::session::Session::builder(env)?
-            .with_optimization_level(GraphOptimizationLevel::Disable)?
+            .with_optimization_level(GraphOptimizationLevel::Level1)?
             .with_config_entry("session.disable_prepacking", "1")?
             .with_intra_threads(1)?
             .with_log_level(ort::logging::LogLevel::Error)?

@@ -258,7 +258,7 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     for op in ["Shape", "Sqrt", "Slice", "Cast"] {
         assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
     }
-    assert_eq!(report.fused[0].0, "[1×2] 6 queries × n keys, head dim 4");
+    assert_eq!(report.fused[0].0, "[1×2] 6 queries × ? keys, head dim 4");
 }
 
 /// Rank-3 attention: scores divided by a constant after the MatMul, softmax by its default axis,
@@ -305,22 +305,38 @@ fn rank3_attention_with_divided_scores_is_fused_and_computes_the_same() {
     assert_fused(&rank3(Some(2), false, false), &[feeds]);
 }
 
-/// Attention over tensors whose batch is dynamic: the reshapes are computed from their shapes.
-fn dynamic_batch(q_batch: &'static str) -> Vec<u8> {
+/// Attention over tensors whose batch, lengths and head size are known only at run time, scaled
+/// as torch's exporter scales it (from the queries' shape, here not known at load time), with the
+/// queries' batch named `q_batch` (another name than the keys': broadcast as MatMul does).
+fn dynamic(q_batch: &'static str) -> Vec<u8> {
+    let to_float = vec![("to", Attr::Int(graph::FLOAT as i64))];
     let nodes = vec![
+        node("Shape", &["q"], "q_shape", vec![]),
+        node(
+            "Slice",
+            &["q_shape", "minus_one", "int_max"],
+            "head",
+            vec![],
+        ),
+        node("Cast", &["head"], "head_f", to_float.clone()),
+        node("Sqrt", &["head_f"], "root", vec![]),
+        node("Div", &["one", "root"], "inv_root", vec![]),
+        node("Cast", &["inv_root"], "inv_root_f", to_float),
+        node("Sqrt", &["inv_root_f"], "scale", vec![]),
+        node("Mul", &["q", "scale"], "qs", vec![]),
         node("Transpose", &["k"], "kt", perm(&[0, 1, 3, 2])),
-        node("MatMul", &["q", "kt"], "scores", vec![]),
-        node("Mul", &["scores", "half"], "scaled", vec![]),
-        node("Softmax", &["scaled"], "p", vec![]),
+        node("Mul", &["kt", "scale"], "ks", vec![]),
+        node("MatMul", &["qs", "ks"], "scores", vec![]),
+        node("Softmax", &["scores"], "p", vec![]),
         node("MatMul", &["p", "v"], "out", vec![]),
     ];
     model(
         &nodes,
-        &[float_init("half", &[1, 1, 1, 1], &[0.5])],
-        &[],
+        &[float_init("one", &[], &[1.0])],
+        &[("minus_one", &[-1]), ("int_max", &[i64::MAX])],
         &[
-            ("q", &[D::S(q_batch), D::N(2), D::S("S"), D::N(4)]),
-            ("k", &[D::S("b"), D::N(2), D::S("L"), D::N(4)]),
+            ("q", &[D::S(q_batch), D::N(2), D::S("S"), D::S("H")]),
+            ("k", &[D::S("b"), D::N(2), D::S("L"), D::S("H")]),
             ("v", &[D::S("b"), D::N(2), D::S("L"), D::N(3)]),
         ],
         &["out"],
@@ -328,15 +344,23 @@ fn dynamic_batch(q_batch: &'static str) -> Vec<u8> {
 }
 
 #[test]
-fn attention_of_dynamic_batch_and_lengths_is_fused_and_computes_the_same() {
-    let feeds = |b: i64, s: i64, l: i64| {
+fn attention_of_shapes_known_at_run_time_is_fused_and_computes_the_same() {
+    let feeds = |bq: i64, b: i64, s: i64, l: i64, h: i64| {
         vec![
-            ("q", vec![b, 2, s, 4]),
-            ("k", vec![b, 2, l, 4]),
+            ("q", vec![bq, 2, s, h]),
+            ("k", vec![b, 2, l, h]),
             ("v", vec![b, 2, l, 3]),
         ]
     };
-    assert_fused(&dynamic_batch("b"), &[feeds(1, 5, 9), feeds(3, 2, 4)]);
+    assert_fused(
+        &dynamic("b"),
+        &[feeds(1, 1, 5, 9, 4), feeds(3, 3, 2, 4, 16)],
+    );
+    // The queries' batch broadcast against the keys' (1 against 3), and equal.
+    assert_fused(
+        &dynamic("q_batch"),
+        &[feeds(1, 3, 5, 9, 4), feeds(2, 2, 3, 3, 8)],
+    );
 }
 
 #[test]
@@ -349,8 +373,6 @@ fn near_misses_are_left_as_written() {
         Some("the scores have another reader"),
     );
     assert_left(&rank3(None, false, true), Some("the probabilities"));
-    // Queries whose batch is not known to be the keys' (MatMul would broadcast them).
-    assert_left(&dynamic_batch("other"), Some("batch dimensions"));
 }
 
 #[test]
