@@ -152,7 +152,7 @@ fn op_count(model: &[u8], op: &str) -> usize {
 
 /// Fuses `model`, checks one fusion and the same outputs for each set of feeds.
 fn assert_fused(model: &[u8], feed_sets: &[Vec<(&str, Vec<i64>)>]) -> AttentionFusion {
-    let (fused, report) = fuse(model).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
     assert!(report.left.is_empty(), "{report}");
@@ -177,7 +177,7 @@ fn assert_fused(model: &[u8], feed_sets: &[Vec<(&str, Vec<i64>)>]) -> AttentionF
 
 /// Leaves `model` alone, for `why` when given.
 fn assert_left(model: &[u8], why: Option<&str>) {
-    let (fused, report) = fuse(model).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, ort_probe).expect("the rewriter runs");
     assert!(fused.is_none(), "fused a near miss: {report}");
     assert_eq!(report.fused_count(), 0);
     match why {
@@ -253,7 +253,7 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     };
     let report = assert_fused(&m, &[feeds(10), feeds(3)]);
     // The scale's computation went with the scores it scaled.
-    let (fused, _) = fuse(&m).unwrap();
+    let (fused, _) = fuse_with(&m, 0, ort_probe).unwrap();
     let fused = fused.unwrap();
     for op in ["Shape", "Sqrt", "Slice", "Cast"] {
         assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
@@ -410,6 +410,20 @@ fn a_scale_that_is_not_a_constant_scalar_is_left_as_written() {
         &["out"],
     );
     assert_left(&m, None);
+}
+
+#[test]
+fn small_score_matrices_are_left_as_exported_by_default() {
+    // 5 queries × 7 keys: far below MIN_SCORES.
+    let (fused, report) = fuse(&rank3(None, false, false)).unwrap();
+    assert!(fused.is_none());
+    assert!(
+        report
+            .left
+            .iter()
+            .any(|(w, _)| w.contains("5 × 7 scores per head")),
+        "{report}"
+    );
 }
 
 #[test]
