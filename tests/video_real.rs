@@ -1,9 +1,10 @@
 //! Parity of the tracker with Meta's PyTorch `SAM2VideoPredictor` on the real SAM2.1 tiny
 //! architecture (random weights) exported as four modules by tools/export_video.py, over the
-//! generated 30-frame clip of tools/video_reference.py: two objects prompted on frame 0 (clicks
-//! for one, a box for the other), tracked to frame 15, a correction click on frame 15 (kept as a
-//! conditioning frame, the library's default and the reference's `correct_as_cond` run), then
-//! every frame tracked again.
+//! generated 12-frame clip of tools/video_reference.py: two objects prompted on frame 0 (clicks
+//! for one, a box for the other), tracked to frame 8 (the memory bank full from frame 7), a
+//! correction click on frame 8 where the shapes cross (kept as a conditioning frame, the library's
+//! default and the reference's `correct_as_cond` run), then tracked forward from the correction
+//! to the last frame and backward from it to frame 0.
 //!
 //! Random-weight networks are chaotic, so the test judges on what is not noise, per frame and
 //! object: the low-res logits' correlation with the reference ≥ 0.999, the IoU of the masks over
@@ -339,11 +340,14 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         let (_, scores) = reference.array(&format!("{name}_scores"));
         let (_, ptrs) = reference.array(&format!("{name}_ptrs"));
         let plane = 256 * 256;
+        let direction = match spec["direction"].as_str() {
+            Some("forward") => Direction::Forward,
+            Some("backward") => Direction::Backward,
+            other => panic!("{name}: the reference names no direction ({other:?})"),
+        };
         for (i, t) in spec["frames"].as_array().unwrap().iter().enumerate() {
             let t = t.as_u64().unwrap() as u32;
-            let result = tracker
-                .track(t, &reference.frame(t), Direction::Forward)
-                .unwrap();
+            let result = tracker.track(t, &reference.frame(t), direction).unwrap();
             assert_eq!(result.objects.len(), 2);
             for (o, ours) in result.objects.iter().enumerate() {
                 let k = i * 2 + o;
@@ -369,7 +373,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         &mut worst,
     );
 
-    // The correction on frame 15, kept as a conditioning frame.
+    // The correction, kept as a conditioning frame.
     let correction = &reference.json["correction"];
     let frame = correction["frame"].as_u64().unwrap() as u32;
     let id = correction["obj_id"].as_u64().unwrap() as u32;
@@ -396,13 +400,22 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
         &mut worst,
     ));
 
-    pass(
-        "correct_as_cond_pass2",
-        &reference.json["scenarios"]["correct_as_cond"]["pass2"],
-        &mut report,
-        &mut failures,
-        &mut worst,
-    );
+    // Forward from the correction, then backward from it to frame 0.
+    let scenario = &reference.json["scenarios"]["correct_as_cond"];
+    for key in ["pass2", "pass3"] {
+        assert!(
+            scenario[key].is_object(),
+            "the reference has no correct_as_cond {key}: recompute it (tools/setup-video.sh)"
+        );
+        pass(
+            &format!("correct_as_cond_{key}"),
+            &scenario[key],
+            &mut report,
+            &mut failures,
+            &mut worst,
+        );
+    }
+    assert_eq!(scenario["pass3"]["direction"], "backward");
     say(&mut report, format!(
         "worst: correlation {:.6} (goal >= {MIN_CORRELATION}), IoU {:.4} (>= {MIN_IOU}), score diff \
          {:.2e} (<= {MAX_SCORE_DIFF:e}), pointer rel {:.2e} (<= {MAX_POINTER_REL:e}); {:.0} s",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Video tracking (issue 19): our four-module ONNX export of SAM2.1 tiny (tools/export_video.py,
 # seeded random weights, built as build_sam2_video_predictor builds it) and the reference run of
-# Meta's SAM2VideoPredictor on a generated 30-frame clip (tools/video_reference.py).
+# Meta's SAM2VideoPredictor on a generated 12-frame clip (tools/video_reference.py).
 #
 # Sourced by tools/setup-real.sh after the real exports (it needs that script's venv, $CACHE,
 # $REAL_VENV, say and logged). Cached outside the repository in two parts, so that a change to

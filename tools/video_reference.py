@@ -1,27 +1,31 @@
 #!/usr/bin/env python3
 """Reference run of Meta's PyTorch SAM2VideoPredictor for the video tracker (issue 19).
 
-Generates a deterministic 30-frame clip (1024x1024, so that the predictor's own PIL resize is an
+Generates a deterministic 12-frame clip (1024x1024, so that the predictor's own PIL resize is an
 identity: two coloured shapes moving across a textured background and crossing, a distractor),
 writes it as the folder of JPEGs `init_state` reads, and stores the exact RGB PIL decoded from
 those JPEGs (what the predictor saw) as raw uint8. Then, on the checkpoint written by
 tools/export_video.py (`--models`), built by `build_sam2_video_predictor` on the CPU:
 
 1. frame 0: object 1 gets two clicks (positive, negative), object 2 a box;
-2. `propagate_in_video` from frame 0 to the correction frame 15 (pass 1; its frames after 15
-   would be tracked over by pass 2, and memory attention costs ~5 s of CPU a frame and object);
-3. a correction click on frame 15 (already tracked) for object 1;
-4. `propagate_in_video` again (pass 2).
+2. `propagate_in_video` from frame 0 to the correction frame 8 (pass 1; from frame 7 on, the
+   memory bank is full: the conditioning frame and the 6 frames before);
+3. a correction click on frame 8 (already tracked) for object 1, where the shapes cross;
+4. `propagate_in_video` again from the correction frame (pass 2), and, for the conditioning run,
+   backwards from it to frame 0 (pass 3).
 
-Steps 3 and 4 run twice, from one copy of the state after pass 1 (the predictor's option is an
-attribute read when the click is added):
+Every frame costs seconds of memory attention on a CPU, so no frame is tracked that would add
+nothing: pass 2 starts at the correction (from frame 0 it would first recompute pass 1's frames
+identically), and the clip is as short as the full memory bank allows. Steps 3 and 4 run twice,
+from one copy of the state after pass 1 (the predictor's option is an attribute read when the
+click is added):
 * `correct_as_cond`, add_all_frames_to_correct_as_cond=True: the corrected frame becomes a
-  conditioning frame; pass 2 runs over all 30 frames (frames 1-14 then attend to the future
-  conditioning frame 15's memory, frames 16-29 to both conditioning frames).
+  conditioning frame; pass 2 runs forward over frames 8-11 (attending to both conditioning
+  frames), pass 3 backward over 8-0 (`reverse=True`: each frame attends to the frames after it,
+  computed in passes 2 and 3, and to both conditioning frames, the future one included).
 * `default`, the predictor's default add_all_frames_to_correct_as_cond=False: the correction is
-  stored as a non-conditioning output, and any propagation over frame 15 tracks it again (the
-  correction is lost). Pass 2 covers frames 15-16 only (start_frame_idx=15): from frame 0 it
-  would recompute pass 1's frames 1-14 identically first.
+  stored as a non-conditioning output, and any propagation over frame 8 tracks it again (the
+  correction is lost). Pass 2 covers frames 8-9 only.
 
 Per frame and object it records the low-res mask logits (256x256 f32, `pred_masks` as the
 predictor stores them), the object score logit and the object pointer (256 f32); also the
@@ -46,7 +50,10 @@ import numpy as np
 import torch
 from PIL import Image
 
-NUM_FRAMES = 30
+NUM_FRAMES = 12
+# The motion of the shapes is sampled at this many of the original clip's time steps a frame,
+# so that frame 8, the correction, is where the shapes cross.
+TIME_SCALE = 15.0 / 8.0
 SIZE = 1024
 CONFIG = "configs/sam2.1/sam2.1_hiera_t.yaml"
 
@@ -55,7 +62,7 @@ PROMPTS = [
     {"frame": 0, "obj_id": 1, "points": [[200, 500], [200, 820]], "labels": [1, 0]},
     {"frame": 0, "obj_id": 2, "box": [715, 375, 925, 585]},
 ]
-CORRECTION = {"frame": 15, "obj_id": 1, "points": [[420, 520]], "labels": [1]}
+CORRECTION = {"frame": 8, "obj_id": 1, "points": [[420, 520]], "labels": [1]}
 
 
 def say(msg):
@@ -71,9 +78,9 @@ def square_centre(t):
 
 
 def make_clip():
-    """[30,1024,1024,3] uint8: textured background (smooth colour waves + seeded noise), a
+    """[12,1024,1024,3] uint8: textured background (smooth colour waves + seeded noise), a
     green triangle drifting down, the red disc (r 110) moving right along a sine, the blue square
-    (side 200) moving left, drawn over the disc where they cross (frames ~10-20)."""
+    (side 200) moving left, drawn over the disc where they cross (frames ~6-11)."""
     rng = np.random.default_rng(20261201)
     yy, xx = np.mgrid[0:SIZE, 0:SIZE].astype(np.float64)
     base = np.stack([
@@ -84,7 +91,8 @@ def make_clip():
     noise = rng.normal(0, 12, size=(SIZE, SIZE, 3))
     background = np.clip(base + noise, 0, 255)
     frames = np.empty((NUM_FRAMES, SIZE, SIZE, 3), np.uint8)
-    for t in range(NUM_FRAMES):
+    for frame in range(NUM_FRAMES):
+        t = frame * TIME_SCALE
         img = background.copy()
         # distractor: a green triangle
         ty = 120 + 8 * t
@@ -96,7 +104,7 @@ def make_clip():
         sx, sy = square_centre(t)
         square = (np.abs(xx - sx) <= 100) & (np.abs(yy - sy) <= 100)
         img[square] = [40, 60, 200] + 0.25 * noise[square]
-        frames[t] = np.clip(np.rint(img), 0, 255).astype(np.uint8)
+        frames[frame] = np.clip(np.rint(img), 0, 255).astype(np.uint8)
     return frames
 
 
@@ -138,13 +146,15 @@ def collect_pass(predictor, state, frames):
 
 
 def propagate(predictor, state, start, last):
-    """propagate_in_video over frames start..last (its max_frame_num_to_track counts the frames
-    after the start frame)."""
+    """propagate_in_video over frames start..last, backwards when last < start (its
+    max_frame_num_to_track counts the frames after the start frame)."""
+    reverse = last < start
     yielded = []
     for frame_idx, obj_ids, masks in predictor.propagate_in_video(
-            state, start_frame_idx=start, max_frame_num_to_track=last - start):
+            state, start_frame_idx=start, max_frame_num_to_track=abs(last - start),
+            reverse=reverse):
         yielded.append(frame_idx)
-    frames = list(range(start, last + 1))
+    frames = list(range(start, last - 1, -1)) if reverse else list(range(start, last + 1))
     assert yielded == frames, yielded
     return collect_pass(predictor, state, frames)
 
@@ -216,16 +226,19 @@ def main():
             say(f"pass 1 ({time.time() - t:.0f} s)")
             base_state = copy.deepcopy(state)
             scenarios = {}
-            for name, as_cond, start, last in [
-                    ("correct_as_cond", True, 0, NUM_FRAMES - 1),
-                    ("default", False, CORRECTION["frame"], CORRECTION["frame"] + 1)]:
+            c = CORRECTION["frame"]
+            for name, as_cond, spans in [
+                    ("correct_as_cond", True, [(c, NUM_FRAMES - 1), (c, 0)]),
+                    ("default", False, [(c, c + 1)])]:
                 st = copy.deepcopy(base_state)
                 predictor.add_all_frames_to_correct_as_cond = as_cond
                 corr_out, corr_kind = add_prompt(predictor, st, CORRECTION)
-                t = time.time()
-                pass2 = propagate(predictor, st, start, last)
-                say(f"{name}: pass 2 ({time.time() - t:.0f} s)")
-                scenarios[name] = (as_cond, corr_out, corr_kind, pass2)
+                passes = []
+                for start, last in spans:
+                    t = time.time()
+                    passes.append(propagate(predictor, st, start, last))
+                    say(f"{name}: pass {len(passes) + 1} ({time.time() - t:.0f} s)")
+                scenarios[name] = (as_cond, corr_out, corr_kind, passes)
                 del st
             predictor.add_all_frames_to_correct_as_cond = False
     fill_warnings = [str(w.message) for w in caught if "post-processing" in str(w.message)]
@@ -243,20 +256,25 @@ def main():
     save("pass1_logits", logits)
     save("pass1_scores", scores)
     save("pass1_ptrs", ptrs)
-    index["pass1"] = {"start_frame": frames[0], "frames": frames, "kinds": kinds}
+    index["pass1"] = {"start_frame": frames[0], "frames": frames, "kinds": kinds,
+                      "direction": "forward"}
     index["scenarios"] = {}
-    for name, (as_cond, (c_logits, c_score, c_ptr), c_kind, pass2) in scenarios.items():
-        logits, scores, ptrs, kinds, frames = pass2
+    for name, (as_cond, (c_logits, c_score, c_ptr), c_kind, passes) in scenarios.items():
         save(f"{name}_correction_logits", c_logits)
         save(f"{name}_correction_score", np.float32([c_score]))
         save(f"{name}_correction_ptr", c_ptr)
-        save(f"{name}_pass2_logits", logits)
-        save(f"{name}_pass2_scores", scores)
-        save(f"{name}_pass2_ptrs", ptrs)
         index["scenarios"][name] = {"add_all_frames_to_correct_as_cond": as_cond,
-                                    "correction_stored_as": c_kind,
-                                    "pass2": {"start_frame": frames[0], "frames": frames,
-                                              "kinds": kinds}}
+                                    "correction_stored_as": c_kind}
+        # Passes in the order they ran: `pass2`, `pass3`, ... (frames in processing order).
+        for k, (logits, scores, ptrs, kinds, frames) in enumerate(passes):
+            key = f"pass{k + 2}"
+            save(f"{name}_{key}_logits", logits)
+            save(f"{name}_{key}_scores", scores)
+            save(f"{name}_{key}_ptrs", ptrs)
+            index["scenarios"][name][key] = {
+                "start_frame": frames[0], "frames": frames, "kinds": kinds,
+                "direction": "backward" if len(frames) > 1 and frames[1] < frames[0]
+                else "forward"}
     with open(os.path.join(args.out, "reference.json"), "w") as f:
         json.dump(index, f, indent=1)
     say(f"reference written in {time.time() - t0:.0f} s (fill holes: {index['fill_holes'][:7]})")

@@ -82,8 +82,7 @@ pub(crate) struct Graph {
     pub imports_ms: bool,
     /// Whether some initializer keeps its data in an external file.
     pub external_data: bool,
-    /// Byte ranges in the model: each node's field, the graph's value.
-    node_fields: Vec<(usize, usize)>,
+    /// Byte range of the graph's value in the model.
     graph_range: (usize, usize),
 }
 
@@ -334,7 +333,6 @@ impl Graph {
             opset,
             imports_ms,
             external_data: false,
-            node_fields: Vec::new(),
             graph_range: (gs, ge),
         };
         let mut fields = Fields::new(model, gs, ge, "GraphProto");
@@ -345,7 +343,6 @@ impl Graph {
                     g.names.extend(n.inputs.iter().cloned());
                     g.names.extend(n.outputs.iter().cloned());
                     g.nodes.push(n);
-                    g.node_fields.push((f.start, f.end));
                 }
                 (5, Value::Bytes(s, e)) => {
                     let (name, constant, external) = tensor(model, s, e)?;
@@ -496,11 +493,6 @@ impl Graph {
             }
             k += 1;
         }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn node_count(&self) -> usize {
-        self.node_fields.len()
     }
 }
 

@@ -587,7 +587,7 @@ impl Emitter<'_> {
     }
 
     /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known at load time.
-    fn to_3d(&mut self, x: String, width: i64, batch: i64) -> Result<String, String> {
+    fn flat3(&mut self, x: String, width: i64, batch: i64) -> Result<String, String> {
         let shape = self.shape(vec![batch, -1, width]);
         self.node("Reshape", "", vec![x, shape], None, Vec::new())
     }
@@ -614,7 +614,7 @@ impl Emitter<'_> {
     }
 
     /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known only at run time.
-    fn to_3d_dynamic(&mut self, x: String) -> Result<String, String> {
+    fn flat3_dynamic(&mut self, x: String) -> Result<String, String> {
         let minus_one = self.shape(vec![-1]);
         let tail = self.shape_of(&x, Some(-2), None)?;
         let shape = self.concat(vec![minus_one, tail])?;
@@ -666,9 +666,9 @@ impl Emitter<'_> {
                 return Ok(());
             }
             let inputs = vec![
-                self.to_3d(q, h, batch)?,
-                self.to_3d(k, h, batch)?,
-                self.to_3d(val, hv, batch)?,
+                self.flat3(q, h, batch)?,
+                self.flat3(k, h, batch)?,
+                self.flat3(val, hv, batch)?,
             ];
             let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
             let mut dims: Vec<i64> = v.batch.iter().filter_map(Dim::value).collect();
@@ -714,9 +714,9 @@ impl Emitter<'_> {
         let queries = self.shape_of(&q, Some(-2), Some(-1))?;
         let width = self.shape_of(&val, Some(-1), None)?;
         let inputs = vec![
-            self.to_3d_dynamic(q)?,
-            self.to_3d_dynamic(k)?,
-            self.to_3d_dynamic(val)?,
+            self.flat3_dynamic(q)?,
+            self.flat3_dynamic(k)?,
+            self.flat3_dynamic(val)?,
         ];
         let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
         let shape = self.concat(vec![batch, queries, width])?;

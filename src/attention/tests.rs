@@ -301,7 +301,7 @@ fn rank3_attention_with_divided_scores_is_fused_and_computes_the_same() {
         ("k", vec![3, 7, 4]),
         ("v", vec![3, 7, 6]),
     ];
-    assert_fused(&rank3(None, false, false), &[feeds.clone()]);
+    assert_fused(&rank3(None, false, false), std::slice::from_ref(&feeds));
     assert_fused(&rank3(Some(2), false, false), &[feeds]);
 }
 
