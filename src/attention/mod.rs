@@ -779,10 +779,7 @@ pub(crate) fn fuse_with(
         };
         if let (Some(s), Some(l)) = (v.s.value(), v.l.value()) {
             if s.saturating_mul(l) < min_scores {
-                report.left(format!(
-                    "{s} × {l} scores per head, small enough to hold (the fused kernel pays \
-                     only where they are not)"
-                ));
+                report.left(format!("{s} × {l} scores per head (small)"));
                 continue;
             }
         }
