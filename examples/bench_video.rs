@@ -18,6 +18,13 @@
 //!   concatenated ([7, 64, 64, 64]), their position encodings with the temporal codes added, the
 //!   16 pointers ([16, 256]) and their offsets, all from the outputs of its own earlier frames.
 //!
+//! Before the tracker, two modules of the real export alone (issue 30): memory attention at
+//! steady state (the same input shapes) and the image encoder, each run by the library's session
+//! (its graph optimised once, attention fused into ONNX Runtime's `MultiHeadAttention`) and by a
+//! plain ONNX Runtime session of the same file on the same inputs, interleaved, with the largest
+//! difference between their outputs (`--attention-runs N`, 3 by default, 0 to skip;
+//! `--attention-only` stops after them).
+//!
 //! The two are interleaved frame by frame (the machine's other load hits both alike); the
 //! figures are medians. Two model sets: the generated four-module tracker (models/track/, on
 //! 320×240 frames) and, when SAM2_VIDEO_MODELS names them, the real SAM2.1 hiera-tiny export
@@ -25,7 +32,7 @@
 //! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python).
 //!
 //!     cargo run --release --example bench_video -- [--out DIR] [--frames N] [--real-frames N]
-//!         [--torch-frames N]
+//!         [--torch-frames N] [--attention-runs N] [--attention-only]
 //!
 //! Writes out/bench_video.json.
 
@@ -421,6 +428,141 @@ fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Tim
     })
 }
 
+/// A deterministic stand-in for activations: values in [-1, 1).
+fn noise(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// One module alone, the library's session (attention fused at load) against ONNX Runtime alone
+/// on the same file and the same inputs (`shapes`, filled with [`noise`]), interleaved: the
+/// medians, the largest difference between the two `output`s against the output's largest
+/// magnitude, and the fusion report.
+fn module_alone(
+    path: &Path,
+    shapes: &[(&str, Vec<i64>)],
+    output: &str,
+    runs: u32,
+) -> Res<(f64, f64, f32, f32, String)> {
+    let env = sam2::runtime::environment()?;
+    let mut library =
+        sam2::test_support::LibrarySession::new(path, &sam2::device::SessionOptions::default())?;
+    let mut plain = Session::builder(env)?.commit_from_file(path)?;
+    let values: Vec<(&str, DynValue)> = shapes
+        .iter()
+        .enumerate()
+        .map(|(i, (name, shape))| {
+            let len = shape.iter().product::<i64>() as usize;
+            Ok((*name, f32_tensor(shape.clone(), noise(len, i as u64))?))
+        })
+        .collect::<Res<_>>()?;
+    let feeds = || -> Inputs {
+        values
+            .iter()
+            .map(|(name, v)| (Cow::from(*name), v.into()))
+            .collect()
+    };
+    let (mut fused, mut exported) = (Vec::new(), Vec::new());
+    let (mut worst, mut largest) = (0f32, 0f32);
+    for t in 0..=runs {
+        let order = if t % 2 == 0 { [0, 1] } else { [1, 0] };
+        let mut outs: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
+        for side in order {
+            let session = if side == 0 {
+                &mut library.session
+            } else {
+                &mut plain
+            };
+            let start = Instant::now();
+            let out = session.run(feeds())?;
+            let secs = start.elapsed().as_secs_f64();
+            outs[side] = values_of(&out[output])?;
+            // The first run of each is a warm-up.
+            if t > 0 {
+                if side == 0 {
+                    fused.push(secs)
+                } else {
+                    exported.push(secs)
+                }
+            }
+        }
+        for (a, b) in outs[0].iter().zip(&outs[1]) {
+            worst = worst.max((a - b).abs());
+            largest = largest.max(b.abs());
+        }
+    }
+    Ok((
+        median(fused),
+        median(exported),
+        worst,
+        largest,
+        library.attention.to_string(),
+    ))
+}
+
+/// Memory attention alone at steady state (7 memory frames, 16 pointers: 4096 queries against
+/// 7 × 4096 + 64 memory tokens), then the image encoder alone (one 1024² frame): see
+/// [`module_alone`]. Prints each and returns them as JSON.
+fn modules_alone(paths: &VideoModelPaths, runs: u32) -> Res<serde_json::Value> {
+    let (m, n) = (NUM_MASKMEM as i64, MAX_POINTERS as i64);
+    let attention = [
+        ("current_vision_feat", vec![1, 256, 64, 64]),
+        ("current_vision_pos_embed", vec![4096, 1, 256]),
+        ("memory_0", vec![n, 256]),
+        ("memory_1", vec![m, 64, 64, 64]),
+        ("memory_pos_embed", vec![m * 4096 + 4 * n, 1, 64]),
+        ("obj_ptr_tpos", vec![n]),
+    ];
+    let encoder = [("image", vec![1, 3, SIDE as i64, SIDE as i64])];
+    let mut json = serde_json::Map::new();
+    for (key, what, path, shapes, output) in [
+        (
+            "memory_attention",
+            "memory attention alone, 7 memory frames and 16 pointers",
+            &paths.memory_attention,
+            &attention[..],
+            "image_embed",
+        ),
+        (
+            "image_encoder",
+            "image encoder alone, one 1024² frame",
+            &paths.image_encoder,
+            &encoder[..],
+            "vision_feats",
+        ),
+    ] {
+        let (fused, exported, worst, largest, report) = module_alone(path, shapes, output, runs)?;
+        println!(
+            "SAM2.1 hiera-tiny {what}, medians of {runs} interleaved runs: the library {:.1} ms \
+             (attention: {report}), ONNX Runtime alone on the same file {:.1} ms: {:.3}×; \
+             outputs differ by at most {worst:.2e} (largest magnitude {largest:.2})",
+            fused * 1000.0,
+            exported * 1000.0,
+            fused / exported
+        );
+        json.insert(
+            key.to_string(),
+            serde_json::json!({
+                "runs": runs, "library_s": fused, "onnxruntime_alone_s": exported,
+                "ratio": fused / exported, "max_abs_difference": worst,
+                "max_abs_output": largest, "fusion": report,
+            }),
+        );
+    }
+    Ok(serde_json::Value::Object(json))
+}
+
+fn values_of(v: &DynValue) -> Res<Vec<f32>> {
+    Ok(v.try_extract_tensor::<f32>()?.1.to_vec())
+}
+
 fn main() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     let arg = |name: &str| {
@@ -431,6 +573,7 @@ fn main() -> Res<()> {
     let frames: u32 = arg("--frames").map_or(Ok(30), |v| v.parse())?;
     let real_frames: u32 = arg("--real-frames").map_or(Ok(5), |v| v.parse())?;
     let torch_frames: u32 = arg("--torch-frames").map_or(Ok(3), |v| v.parse())?;
+    let attention_runs: u32 = arg("--attention-runs").map_or(Ok(3), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let models =
@@ -451,6 +594,27 @@ fn main() -> Res<()> {
         info.version
     );
 
+    // Memory attention and the image encoder alone first: the largest shares of a real frame,
+    // and what the fusion of attention (issue 30) is for.
+    let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
+    let attention = match &real_dir {
+        Some(dir) if attention_runs > 0 => Some(modules_alone(
+            &VideoModelPaths::in_dir(dir, ""),
+            attention_runs,
+        )?),
+        _ => None,
+    };
+
+    if args.iter().any(|a| a == "--attention-only") {
+        std::fs::create_dir_all(&out_dir)?;
+        let json = serde_json::json!({ "modules_alone": attention });
+        std::fs::write(
+            out_dir.join("bench_video_modules.json"),
+            serde_json::to_string_pretty(&json)?,
+        )?;
+        return Ok(());
+    }
+
     let gen_size = (320, 240);
     let gen = compare(
         &VideoModelPaths::in_dir(models.join("track"), ""),
@@ -460,7 +624,6 @@ fn main() -> Res<()> {
     let (gen_lib, gen_alone) = (median(gen.library.clone()), median(gen.alone.clone()));
     let gen_prep = (median(gen.preprocess), median(gen.assemble));
 
-    let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
     let real_size = (1280, 720);
     let real = match &real_dir {
         Some(dir) => {
@@ -579,6 +742,7 @@ fn main() -> Res<()> {
             "library_fps": 1.0 / lib, "onnxruntime_alone_fps": 1.0 / alone,
             "inputs_resize_s": resize, "inputs_assemble_s": assemble,
         })),
+        "modules_alone": attention,
         "pytorch": torch.map(|(secs, threads)| serde_json::json!({
             "frames": torch_frames, "seconds": secs, "fps": 1.0 / secs, "threads": threads,
         })),

@@ -66,7 +66,9 @@ cargo build --release --example bench_everything --quiet
 # Video tracking (issue 19): the tracker's per-frame cost at steady state against ONNX Runtime
 # alone on the same four modules, on the generated tracker and (SAM2_VIDEO_MODELS: the real
 # SAM2.1 tiny export of tools/export_video.py, tools/setup-video.sh when present) at 1280x720
-# beside Meta's PyTorch SAM2VideoPredictor. Writes out/bench_video.json.
+# beside Meta's PyTorch SAM2VideoPredictor; first the real memory attention and image encoder
+# alone, the library's sessions (attention fused at load, issue 30) against ONNX Runtime alone on
+# the same files and inputs. Writes out/bench_video.json.
 if [ -z "${SAM2_VIDEO_MODELS:-}" ] && [ -f "$ROOT/tools/setup-video.sh" ]; then
     # shellcheck source=/dev/null
     . "$ROOT/tools/setup-video.sh"

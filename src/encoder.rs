@@ -87,6 +87,11 @@ impl Encoder {
         })
     }
 
+    /// Which attention subgraphs were fused when the model was loaded.
+    pub fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
+        &self.weights.attention
+    }
+
     /// Bytes of weights this model holds outside ONNX Runtime's sessions (shared or copied).
     pub fn weight_bytes(&self) -> usize {
         self.weights.weight_bytes

@@ -14,6 +14,7 @@
 //! log sink), [`limits`] (the largest requests) and [`panics`] (containing panics at a boundary).
 //! Every other module is internal.
 
+mod attention;
 pub mod cache;
 pub mod device;
 mod device_copy;
@@ -70,6 +71,7 @@ pub mod masks {
 
 /// Models: the SAM2 exports the library recognises, and encoder/decoder pairs found by file name.
 pub mod models {
+    pub use crate::attention::AttentionFusion;
     pub use crate::export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec};
     pub use crate::model_pair::{find_model_pair, ModelNaming, ModelPair};
 }

@@ -32,6 +32,7 @@ use ort::value::{DynValue, Tensor};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
+use crate::attention::{self, AttentionFusion};
 use crate::device::{DeviceOptions, Provider};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -109,6 +110,10 @@ pub(crate) struct Plan {
     /// external-data entries then name a private file holding the optimised model (so every
     /// reference is true) instead of the empty file.
     readable_weights: bool,
+    /// Attention subgraphs are rewritten into ONNX Runtime's fused attention first
+    /// ([`crate::attention`]): on the CPU and CUDA, whose kernels for it the graph is optimised
+    /// for, at every level but `None` (the graph as exported).
+    fuse_attention: bool,
 }
 
 impl Plan {
@@ -124,11 +129,13 @@ impl Plan {
                 level,
                 providers: None,
                 readable_weights: false,
+                fuse_attention: level != Optimization::None,
             },
             Some(Provider::Cuda) => Plan {
                 level,
                 providers: Some(device.clone()),
                 readable_weights: false,
+                fuse_attention: level != Optimization::None,
             },
             Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl | Provider::WebGpu) => {
                 Plan {
@@ -139,6 +146,8 @@ impl Plan {
                     },
                     providers: None,
                     readable_weights: first == Some(Provider::WebGpu),
+                    // Not verified on these providers: their graph stays as exported.
+                    fuse_attention: false,
                 }
             }
         }
@@ -174,6 +183,8 @@ pub(crate) struct ModelWeights {
     /// The private file the external-data entries name when sessions may read weights
     /// ([`Plan`]'s `readable_weights`); removed with the weights.
     pub weights_file: Option<WeightsFile>,
+    /// Which attention subgraphs were fused when the model was loaded.
+    pub attention: AttentionFusion,
 }
 
 // SAFETY: every field is immutable after construction; the ONNX Runtime values and the
@@ -256,7 +267,10 @@ fn owned_value(data_type: i32, dims: &[i64], b: &[u8]) -> Option<Result<DynValue
 /// from the directory of `path` as given (as ONNX Runtime does for a model opened by path, so a
 /// symbolic link to a model reads the files beside the link), and ONNX Runtime refuses a location
 /// that is absolute or leaves that directory.
-fn optimize(path: &Path, plan: &Plan) -> Result<Vec<u8>> {
+///
+/// `source`: a rewritten model to optimise instead of the file (every weight inline: the
+/// attention rewriter leaves models with external data alone).
+fn optimize(path: &Path, plan: &Plan, source: Option<&[u8]>) -> Result<Vec<u8>> {
     let level = plan.ort_level();
     let absolute = std::path::absolute(path)
         .map_err(|e| Error::model(path, format!("cannot be read: {e}")))?;
@@ -291,9 +305,11 @@ fn optimize(path: &Path, plan: &Plan) -> Result<Vec<u8>> {
     // external data against the model's directory only for a model it opens by path (from bytes
     // it resolves against the working directory and ignores the folder option during that
     // check). The caller's bytes, read just before, give the fingerprint.
-    let session = builder
-        .commit_from_file(&absolute)
-        .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;
+    let session = match source {
+        Some(bytes) => builder.commit_from_memory(bytes),
+        None => builder.commit_from_file(&absolute),
+    }
+    .map_err(|e| Error::model(path, format!("ONNX Runtime cannot load it: {e}")))?;
     drop(session);
     std::fs::read(&out).map_err(|e| Error::io("reading the optimised model back", e))
 }
@@ -303,7 +319,21 @@ fn optimize(path: &Path, plan: &Plan) -> Result<Vec<u8>> {
 /// only references to them.
 fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
-    let optimized = optimize(path, plan).map_err(|error| {
+    let (fused, mut attention) = fuse_attention(path, bytes, plan);
+    let optimized = match fused.map(|model| optimize(path, plan, Some(&model))) {
+        Some(Ok(optimized)) => Ok(optimized),
+        Some(Err(e)) => {
+            crate::log::emit(
+                crate::log::LogLevel::Warning,
+                &format!("{}: attention runs as exported: {e}", path.display()),
+            );
+            attention =
+                AttentionFusion::not_tried(format!("ONNX Runtime refused the fused graph: {e}"));
+            optimize(path, plan, None)
+        }
+        None => optimize(path, plan, None),
+    };
+    let optimized = optimized.map_err(|error| {
         // A file that is not ONNX at all gets the splitter's precise message (field, byte
         // offset) rather than ONNX Runtime's parse error; the walk (a copy of the model) is
         // made only when loading failed.
@@ -350,7 +380,31 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         device_values: Mutex::new(Vec::new()),
         device_owners: Mutex::new(Vec::new()),
         weights_file,
+        attention,
     })
+}
+
+/// The model with its attention fused, when the plan asks for it and the rewriter found some;
+/// and the report. A failure of the rewriter itself leaves the model as exported.
+fn fuse_attention(path: &Path, bytes: &[u8], plan: &Plan) -> (Option<Vec<u8>>, AttentionFusion) {
+    if !plan.fuse_attention {
+        let why = if plan.level == Optimization::None {
+            "optimisation off"
+        } else {
+            "not done for this provider"
+        };
+        return (None, AttentionFusion::not_tried(why));
+    }
+    match attention::fuse(bytes) {
+        Ok(done) => done,
+        Err(e) => {
+            crate::log::emit(
+                crate::log::LogLevel::Debug,
+                &format!("{}: attention runs as exported: {e}", path.display()),
+            );
+            (None, AttentionFusion::not_tried(e))
+        }
+    }
 }
 
 impl ModelWeights {

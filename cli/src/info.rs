@@ -53,6 +53,7 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
                     encoder.fingerprint()
                 );
                 print_device(encoder.device());
+                println!("  attention: {}", encoder.attention_fusion());
                 return Ok(());
             }
             Err(e) => e,
@@ -76,12 +77,19 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
             let data = std::fs::read(file).map_err(|e| Failure::new(exit::MODEL, format!("cannot read {}: {e}", file.display())))?;
             println!("  fingerprint: {}", Fingerprint::of_bytes(&data));
             print_device(predictor.device());
+            println!("  attention: {}", predictor.attention_fusion());
             Ok(())
         }
-        Err(decoder_error) => Err(Failure::new(
-            exit::MODEL,
-            format!("{} is neither a SAM2 encoder ({encoder_error}) nor a SAM2 decoder ({decoder_error})", file.display()),
-        )),
+        Err(decoder_error) => match sam2::video::describe_video_module(file, &session_options(device)) {
+            Ok((role, attention)) => {
+                println!("  role: video {role} (four-module contract)\n  attention: {attention}");
+                Ok(())
+            }
+            Err(_) => Err(Failure::new(
+                exit::MODEL,
+                format!("{} is neither a SAM2 encoder ({encoder_error}) nor a SAM2 decoder ({decoder_error})", file.display()),
+            )),
+        },
     }
 }
 

@@ -346,7 +346,7 @@ fn rewrite_tensor(
 
 /// Decoded value of one field. Length-delimited values are byte ranges into the model.
 #[derive(Clone, Copy, Debug)]
-enum Value {
+pub(crate) enum Value {
     Varint(u64),
     Fixed64,
     Bytes(usize, usize),
@@ -357,16 +357,16 @@ enum Value {
 /// One field: its number, value, and the byte range `start..end` of the whole field
 /// (tag included) in the model.
 #[derive(Clone, Copy, Debug)]
-struct Field {
-    number: u32,
+pub(crate) struct Field {
+    pub(crate) number: u32,
     wire: u8,
-    value: Value,
-    start: usize,
-    end: usize,
+    pub(crate) value: Value,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// Iterator over the fields of the message in `data[pos..end]`.
-struct Fields<'a> {
+pub(crate) struct Fields<'a> {
     data: &'a [u8],
     pos: usize,
     end: usize,
@@ -377,7 +377,7 @@ struct Fields<'a> {
 const MAX_GROUP_DEPTH: usize = 64;
 
 impl<'a> Fields<'a> {
-    fn new(data: &'a [u8], pos: usize, end: usize, ctx: &'static str) -> Self {
+    pub(crate) fn new(data: &'a [u8], pos: usize, end: usize, ctx: &'static str) -> Self {
         debug_assert!(pos <= end && end <= data.len());
         Fields {
             data,
@@ -438,7 +438,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn next_field(&mut self) -> Result<Option<Field>, String> {
+    pub(crate) fn next_field(&mut self) -> Result<Option<Field>, String> {
         if self.pos >= self.end {
             return Ok(None);
         }
@@ -516,7 +516,12 @@ fn wire_error(ctx: &str, f: &Field, what: &str, expected: u8) -> String {
 }
 
 /// Reads a varint at `data[pos..end]`; returns the value and the position after it.
-fn read_varint(data: &[u8], pos: usize, end: usize, ctx: &str) -> Result<(u64, usize), String> {
+pub(crate) fn read_varint(
+    data: &[u8],
+    pos: usize,
+    end: usize,
+    ctx: &str,
+) -> Result<(u64, usize), String> {
     let mut value = 0u64;
     for i in 0..10 {
         let p = pos + i;

@@ -224,6 +224,11 @@ impl Predictor {
         self.sessions.len() - usize::from(self.lone_session)
     }
 
+    /// Which attention subgraphs were fused when the model was loaded.
+    pub fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
+        &self.weights.attention
+    }
+
     /// Bytes of weights this model holds outside ONNX Runtime's sessions (shared or copied).
     pub fn weight_bytes(&self) -> usize {
         self.weights.weight_bytes

@@ -106,3 +106,29 @@ impl Embedding {
         })
     }
 }
+
+/// A session of a model as the library builds it (its graph optimised once, attention fused,
+/// weights shared), with the report of what was fused: for the benchmarks that set one module
+/// against ONNX Runtime alone on the same file.
+pub struct LibrarySession {
+    pub session: ort::session::Session,
+    pub attention: crate::attention::AttentionFusion,
+    /// The shared weights the session reads in place (declared after it, so dropped after it).
+    _weights: Arc<crate::weights::ModelWeights>,
+}
+
+impl LibrarySession {
+    pub fn new(path: &std::path::Path, options: &crate::session::SessionOptions) -> Result<Self> {
+        let weights = crate::weights::get(
+            path,
+            options.weights,
+            crate::weights::Plan::new(options.optimization, &options.device),
+        )?;
+        let (session, _) = crate::session::build(&weights, path, options, "benchmark")?;
+        Ok(LibrarySession {
+            session,
+            attention: weights.attention.clone(),
+            _weights: weights,
+        })
+    }
+}

@@ -32,7 +32,7 @@ use crate::predictor::{prompt_points, validate_prompts, Prompt};
 use crate::session::SessionOptions;
 
 use modules::Modules;
-pub use modules::VideoModelPaths;
+pub use modules::{describe_video_module, VideoModelPaths};
 use state::{ObjectState, State};
 use tensors::*;
 
@@ -171,6 +171,11 @@ impl Tracker {
             host_memory: device::host_memory()?,
             state: Mutex::new(State::default()),
         })
+    }
+
+    /// Which attention subgraphs of each module were fused when it was loaded, by role.
+    pub fn attention_fusion(&self) -> Vec<(&'static str, crate::attention::AttentionFusion)> {
+        self.modules.attention_fusion()
     }
 
     /// What the modules effectively run on.

@@ -254,6 +254,11 @@ impl Module {
         ))
     }
 
+    /// Which attention subgraphs of the module were fused when it was loaded.
+    pub(crate) fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
+        &self._weights.attention
+    }
+
     pub(crate) fn has_input(&self, name: &str) -> bool {
         self.inputs.iter().any(|n| n == name)
     }
@@ -319,7 +324,82 @@ pub(crate) struct Modules {
     pub device: EffectiveDevice,
 }
 
+/// The four roles, each with the inputs and outputs that recognise it.
+const ROLES: [(&str, &[&str], &[&str]); 4] = [
+    (
+        "image encoder",
+        &[IMAGE],
+        &[PIX_FEAT, HIGH_RES_0, HIGH_RES_1, VISION_FEATS, VISION_POS],
+    ),
+    (
+        "memory attention",
+        &[CURRENT_FEAT, CURRENT_POS, POINTERS, MEMORIES, MEMORY_POS],
+        &[IMAGE_EMBED],
+    ),
+    (
+        "image decoder",
+        &[
+            POINT_COORDS,
+            POINT_LABELS,
+            IMAGE_EMBED,
+            DEC_HIGH_RES_0,
+            DEC_HIGH_RES_1,
+        ],
+        &[OBJ_PTR, MASK_FOR_MEM, PRED_MASK],
+    ),
+    (
+        "memory encoder",
+        &[MASK_FOR_MEM, PIX_FEAT],
+        &[MASKMEM_FEATURES, MASKMEM_POS, TEMPORAL_CODE],
+    ),
+];
+
+/// Which of the four video modules the file at `path` is (by its tensor names), and which of its
+/// attention subgraphs the library fuses when it loads it with `options`.
+pub fn describe_video_module(
+    path: &Path,
+    options: &SessionOptions,
+) -> Result<(&'static str, crate::attention::AttentionFusion)> {
+    let weights = weights::get(
+        path,
+        options.weights,
+        weights::Plan::new(options.optimization, &options.device),
+    )?;
+    let (session, _) = session::build(&weights, path, options, "video module")?;
+    let inputs: Vec<&str> = session.inputs().iter().map(|o| o.name()).collect();
+    let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
+    ROLES
+        .iter()
+        .find(|(_, i, o)| {
+            i.iter().all(|n| inputs.contains(n)) && o.iter().all(|n| outputs.contains(n))
+        })
+        .map(|(role, _, _)| (*role, weights.attention.clone()))
+        .ok_or_else(|| {
+            Error::model(
+                path,
+                format!(
+                    "not one of the four video modules: inputs {inputs:?}, outputs {outputs:?}"
+                ),
+            )
+        })
+}
+
 impl Modules {
+    /// Which attention subgraphs of each module were fused, by role.
+    pub(crate) fn attention_fusion(
+        &self,
+    ) -> Vec<(&'static str, crate::attention::AttentionFusion)> {
+        [
+            &self.encoder,
+            &self.attention,
+            &self.decoder,
+            &self.memory_encoder,
+        ]
+        .iter()
+        .map(|m| (m.role, m.attention_fusion().clone()))
+        .collect()
+    }
+
     pub(crate) fn load(paths: &VideoModelPaths, options: &SessionOptions) -> Result<Modules> {
         let (encoder, device) = Module::load(
             &paths.image_encoder,

@@ -1,0 +1,1119 @@
+//! Fused attention: the attention subgraphs of an export rewritten into ONNX Runtime's
+//! `com.microsoft.MultiHeadAttention`, once, when the library loads a model.
+//!
+//! Exporters write scaled dot-product attention as separate operators,
+//!
+//! ```text
+//!   scores = MatMul(q [· c₁], Transpose(k) [· c₂]) [· c₃ | / c₃]     [..., S, L]
+//!   out    = MatMul(Softmax(scores, axis = -1), v)                  [..., S, Hv]
+//! ```
+//!
+//! so ONNX Runtime computes and stores the whole score matrix: for SAM2's memory attention that
+//! is 4096 × 28,736 floats (470 MB) per layer, written once and read twice. The CPU kernel of
+//! `MultiHeadAttention` (float32, without mask, bias or past state) is a flash-attention kernel:
+//! it walks the keys in blocks sized to the L2 cache with a running softmax, and never holds the
+//! score matrix (ONNX Runtime's `contrib_ops/cpu/bert/multihead_attention.cc`).
+//!
+//! The rewrite keeps everything around the core as exported: the projections, the head split,
+//! the rotary embedding, the head merge. Only the core is replaced: `q`, `k` and `v` (rank r ≥ 3,
+//! batch dimensions `[b…]`, typically batch × heads) are reshaped to `[∏b, S, H]`, fed to
+//! `MultiHeadAttention` with one head per batch entry (so no transpose is added: the kernel's
+//! batch × heads loop is the same) and the scales folded into its `scale` (those known only at
+//! run time, such as torch's `sqrt(1 / sqrt(Shape(q)[-1]))` after a reshape to a computed shape,
+//! multiply the queries instead), and the result reshaped back to `[b…, S, Hv]`. Where shapes
+//! are known only at run time the reshapes are computed from them, and batch dimensions not known
+//! to be equal are broadcast first as MatMul broadcasts them. The arithmetic is the same up to
+//! float rounding.
+//!
+//! Recognised structurally, never by node names, and verified before anything changes: every
+//! intermediate tensor is read by the next operator alone (an extra reader of the scores keeps the
+//! pattern as exported), the scales are constant scalars, the softmax is over the last axis, and
+//! the types and shapes that ONNX Runtime infers for `q`, `k` and `v` (a probe session of the
+//! model, with those tensors as extra outputs and basic optimisations) agree: float32, equal rank and
+//! batch dimensions, equal and static head sizes. Anything else is left exactly as exported and
+//! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
+
+mod graph;
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+
+use graph::{Attr, Graph, NewNode, NewTensor};
+
+/// What the library did to a model's attention when it loaded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AttentionFusion {
+    /// Subgraphs rewritten into fused attention: (kind, count). A kind is the shape of the
+    /// attention, `[batch dims] S queries × L keys, head dim H`.
+    pub fused: Vec<(String, usize)>,
+    /// Attention-like subgraphs (a softmax of a MatMul) left as exported: (reason, count).
+    pub left: Vec<(String, usize)>,
+    /// Why nothing was tried at all (optimisation off, a provider without the fused kernel,
+    /// weights in external files), if so.
+    pub not_tried: Option<String>,
+}
+
+impl AttentionFusion {
+    /// Number of subgraphs fused.
+    pub fn fused_count(&self) -> usize {
+        self.fused.iter().map(|(_, n)| n).sum()
+    }
+
+    pub(crate) fn not_tried(why: impl Into<String>) -> Self {
+        AttentionFusion {
+            not_tried: Some(why.into()),
+            ..AttentionFusion::default()
+        }
+    }
+}
+
+impl fmt::Display for AttentionFusion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(why) = &self.not_tried {
+            return write!(f, "as exported ({why})");
+        }
+        if self.fused.is_empty() && self.left.is_empty() {
+            return write!(f, "none found");
+        }
+        let list = |items: &[(String, usize)]| {
+            items
+                .iter()
+                .map(|(what, n)| format!("{n} × {what}"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        write!(f, "{} fused", self.fused_count())?;
+        if !self.fused.is_empty() {
+            write!(f, " ({})", list(&self.fused))?;
+        }
+        if !self.left.is_empty() {
+            let n: usize = self.left.iter().map(|(_, n)| n).sum();
+            write!(f, ", {n} left as exported ({})", list(&self.left))?;
+        }
+        Ok(())
+    }
+}
+
+/// The inferred type of a tensor: whether it is float32, and its dimensions (a static size, or
+/// the symbol of a dynamic one; an empty symbol is an unnamed dynamic size).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TensorType {
+    pub float32: bool,
+    pub dims: Vec<Dim>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Dim {
+    Static(i64),
+    Symbol(String),
+}
+
+impl Dim {
+    fn value(&self) -> Option<i64> {
+        match self {
+            Dim::Static(v) => Some(*v),
+            Dim::Symbol(_) => None,
+        }
+    }
+
+    /// Whether two dimensions are known to be equal.
+    fn same(&self, other: &Dim) -> bool {
+        match (self, other) {
+            (Dim::Static(a), Dim::Static(b)) => a == b,
+            (Dim::Symbol(a), Dim::Symbol(b)) => !a.is_empty() && a == b,
+            _ => false,
+        }
+    }
+
+    /// Whether two dimensions cannot be equal.
+    fn differs(&self, other: &Dim) -> bool {
+        matches!((self, other), (Dim::Static(a), Dim::Static(b)) if a != b)
+    }
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Static(v) => write!(f, "{v}"),
+            Dim::Symbol(s) if s.is_empty() => write!(f, "?"),
+            Dim::Symbol(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+/// Where the keys come from: `Transpose(src, perm)` is the transposed key the scores use, or a
+/// tensor that is the transposed key itself.
+#[derive(Debug, Clone)]
+enum Keys {
+    Transposed { src: String, perm: Vec<i64> },
+    Plain(String),
+}
+
+/// An attention core found in the graph, not yet verified against the inferred shapes.
+#[derive(Debug, Clone)]
+struct Candidate {
+    q: String,
+    /// The transposed keys as the scores MatMul reads them, before its scales: `[b…, H, L]`.
+    kt: String,
+    keys: Keys,
+    v: String,
+    scale: f64,
+    /// Rank of the largest scale constant (a `[1,1,1,1]` constant broadcasts a rank-3 tensor
+    /// to rank 4).
+    scale_rank: usize,
+    /// Scale factors computed in the graph from shapes (torch's exporter writes
+    /// `sqrt(1 / sqrt(Shape(q)[-1]))` on each side): (tensor, whether it divides), evaluated once
+    /// the shapes are known.
+    factors: Vec<(String, bool)>,
+    /// The tensors whose shapes those factors read.
+    shape_reads: Vec<String>,
+    softmax_axis: i64,
+    out: String,
+    removed: Vec<usize>,
+    /// Index of the final MatMul: the new nodes are written there.
+    anchor: usize,
+}
+
+/// The reason a softmax of a MatMul is not taken as attention, or the candidate.
+type Found = Result<Candidate, String>;
+
+struct Finder<'g> {
+    g: &'g Graph,
+    producer: HashMap<&'g str, usize>,
+    readers: HashMap<&'g str, usize>,
+    /// For each tensor read exactly once, the node that reads it.
+    reader: HashMap<&'g str, usize>,
+}
+
+impl<'g> Finder<'g> {
+    fn new(g: &'g Graph) -> Self {
+        let mut producer = HashMap::new();
+        let mut reader = HashMap::new();
+        for (i, n) in g.nodes.iter().enumerate() {
+            for o in &n.outputs {
+                producer.insert(o.as_str(), i);
+            }
+            for input in &n.inputs {
+                reader.insert(input.as_str(), i);
+            }
+        }
+        let readers = g.readers();
+        reader.retain(|name, _| readers.get(name) == Some(&1));
+        Finder {
+            g,
+            producer,
+            readers,
+            reader,
+        }
+    }
+
+    /// The node producing `t` when `t` is read once (by the pattern) and is not a graph output.
+    fn sole_producer(&self, t: &str) -> Option<usize> {
+        if self.readers.get(t) != Some(&1) || self.g.outputs.contains(t) {
+            return None;
+        }
+        let i = *self.producer.get(t)?;
+        (self.g.nodes[i].outputs.len() == 1).then_some(i)
+    }
+
+    /// Whether `t` is computed from constants and tensor shapes alone, by operators [`eval`]
+    /// knows; `reads` gets the tensors whose shapes it reads.
+    fn computable(&self, t: &str, depth: usize, reads: &mut Vec<String>) -> bool {
+        if self.g.constants.contains_key(t) {
+            return true;
+        }
+        if depth > 16 || self.g.inputs.contains(t) {
+            return false;
+        }
+        let Some(&i) = self.producer.get(t) else {
+            return false;
+        };
+        let n = &self.g.nodes[i];
+        if n.is("Shape") && n.inputs.len() == 1 {
+            reads.push(n.inputs[0].clone());
+            return true;
+        }
+        const OPS: [&str; 13] = [
+            "Slice",
+            "Gather",
+            "Cast",
+            "Sqrt",
+            "Reciprocal",
+            "Div",
+            "Mul",
+            "Add",
+            "Sub",
+            "Neg",
+            "Unsqueeze",
+            "Squeeze",
+            "Identity",
+        ];
+        OPS.iter().any(|op| n.is(op))
+            && n.outputs.len() == 1
+            && n.inputs
+                .iter()
+                .all(|x| !x.is_empty() && self.computable(x, depth + 1, reads))
+    }
+
+    /// The value of a constant scalar tensor, and its rank.
+    fn scalar(&self, t: &str) -> Option<(f64, usize)> {
+        let c = self.g.constants.get(t)?;
+        if c.data_type != graph::FLOAT && c.data_type != 11 {
+            return None;
+        }
+        c.scalar().map(|v| (v, c.dims.len()))
+    }
+
+    /// Follows `t` up through Mul (either side) and Div (by the constant) by constant scalars,
+    /// when each step's result is read by the pattern alone. Returns the tensor before them.
+    fn unscale(&self, mut t: &'g str, c: &mut Candidate) -> &'g str {
+        for _ in 0..3 {
+            let Some(i) = self.sole_producer(t) else {
+                break;
+            };
+            let n = &self.g.nodes[i];
+            if n.inputs.len() != 2 {
+                break;
+            }
+            let (a, b) = (n.inputs[0].as_str(), n.inputs[1].as_str());
+            let step = if n.is("Mul") {
+                match (self.scalar(a), self.scalar(b)) {
+                    (_, Some((v, r))) => Some((b, v, r, a)),
+                    (Some((v, r)), None) => Some((a, v, r, b)),
+                    _ => None,
+                }
+            } else if n.is("Div") {
+                self.scalar(b)
+                    .filter(|(v, _)| *v != 0.0)
+                    .map(|(v, r)| (b, 1.0 / v, r, a))
+            } else {
+                None
+            };
+            if let Some((_, factor, rank, rest)) = step {
+                c.scale *= factor;
+                c.scale_rank = c.scale_rank.max(rank);
+                c.removed.push(i);
+                t = rest;
+                continue;
+            }
+            // A factor computed from shapes: evaluated after the probe.
+            let mut reads = Vec::new();
+            let computed = if n.is("Mul") {
+                if self.computable(b, 0, &mut reads) {
+                    Some((b, false, a))
+                } else if self.computable(a, 0, &mut reads) {
+                    Some((a, false, b))
+                } else {
+                    None
+                }
+            } else if n.is("Div") && self.computable(b, 0, &mut reads) {
+                Some((b, true, a))
+            } else {
+                None
+            };
+            let Some((factor, divides, rest)) = computed else {
+                break;
+            };
+            c.factors.push((factor.to_string(), divides));
+            c.shape_reads.extend(reads);
+            c.removed.push(i);
+            t = rest;
+        }
+        t
+    }
+
+    /// The attention core around the softmax at node `s`, or why the softmax of a MatMul there is
+    /// not one. `None`: not a softmax of a MatMul at all (not attention).
+    fn at_softmax(&self, s: usize) -> Option<Found> {
+        let sm = &self.g.nodes[s];
+        if !sm.is("Softmax") || sm.inputs.len() != 1 || sm.outputs.len() != 1 {
+            return None;
+        }
+        let mut c = Candidate {
+            q: String::new(),
+            kt: String::new(),
+            keys: Keys::Plain(String::new()),
+            v: String::new(),
+            scale: 1.0,
+            scale_rank: 0,
+            factors: Vec::new(),
+            shape_reads: Vec::new(),
+            softmax_axis: match sm.attr("axis") {
+                Some(Attr::Int(a)) => *a,
+                _ if self.g.opset >= 13 => -1,
+                _ => 1,
+            },
+            out: String::new(),
+            removed: vec![s],
+            anchor: 0,
+        };
+        // Scores: a MatMul, then constant scales.
+        let scores = self.unscale(sm.inputs[0].as_str(), &mut c);
+        let mm = match self.producer.get(scores) {
+            Some(&i) if self.g.nodes[i].is("MatMul") => i,
+            _ => return None,
+        };
+        if self.sole_producer(scores) != Some(mm) {
+            return Some(Err("the scores have another reader".into()));
+        }
+        c.removed.push(mm);
+        let qk = &self.g.nodes[mm];
+        if qk.inputs.len() != 2 {
+            return Some(Err("a MatMul without two inputs".into()));
+        }
+        c.q = self.unscale(qk.inputs[0].as_str(), &mut c).to_string();
+        let kt = self.unscale(qk.inputs[1].as_str(), &mut c);
+        c.kt = kt.to_string();
+        c.keys = match self.producer.get(kt).map(|&i| (i, &self.g.nodes[i])) {
+            Some((i, n)) if n.is("Transpose") && n.inputs.len() == 1 => {
+                let Some(Attr::Ints(perm)) = n.attr("perm") else {
+                    return Some(Err("a Transpose of the keys without perm".into()));
+                };
+                if self.sole_producer(kt) == Some(i) {
+                    c.removed.push(i);
+                }
+                Keys::Transposed {
+                    src: n.inputs[0].clone(),
+                    perm: perm.clone(),
+                }
+            }
+            _ => Keys::Plain(kt.to_string()),
+        };
+        // Probabilities: read by one MatMul, as its first input.
+        let p = sm.outputs[0].as_str();
+        let Some(&f) = self.reader.get(p) else {
+            return Some(Err("the probabilities have another reader".into()));
+        };
+        let pv = &self.g.nodes[f];
+        if !pv.is("MatMul") || pv.inputs.len() != 2 || pv.inputs[0] != p || pv.outputs.len() != 1 {
+            return Some(Err("the probabilities are not multiplied by values".into()));
+        }
+        if self.g.outputs.contains(p) {
+            return Some(Err("the probabilities are a graph output".into()));
+        }
+        c.v = pv.inputs[1].clone();
+        c.out = pv.outputs[0].clone();
+        c.removed.push(f);
+        c.anchor = f;
+        if !c.scale.is_finite() || c.scale == 0.0 {
+            return Some(Err(format!("scale {} is not usable", c.scale)));
+        }
+        Some(Ok(c))
+    }
+}
+
+/// A candidate checked against the inferred types: what the rewrite needs to know.
+struct Verified {
+    /// The scale known at load time (the kernel's `scale`).
+    scale: f64,
+    /// Scale factors known only at run time (tensor, whether it divides), applied to the queries.
+    in_graph: Vec<(String, bool)>,
+    rank: usize,
+    batch: Vec<Dim>,
+    batch_equal: bool,
+    s: Dim,
+    l: Dim,
+    h: Option<i64>,
+    hv: Option<i64>,
+}
+
+fn verify(
+    g: &Graph,
+    c: &Candidate,
+    types: &HashMap<String, TensorType>,
+) -> Result<Verified, String> {
+    let mut scale_rank = c.scale_rank;
+    let get = |name: &str, what: &str| {
+        types
+            .get(name)
+            .cloned()
+            .ok_or_else(|| format!("no inferred type for the {what}"))
+    };
+    let (q, kt, v) = (
+        get(&c.q, "queries")?,
+        get(&c.kt, "keys")?,
+        get(&c.v, "values")?,
+    );
+    if !(q.float32 && kt.float32 && v.float32) {
+        return Err("not float32".into());
+    }
+    let r = q.dims.len();
+    if r < 3 || kt.dims.len() != r || v.dims.len() != r {
+        return Err(format!(
+            "ranks {}, {}, {} (3 or more, all equal, are fused)",
+            q.dims.len(),
+            kt.dims.len(),
+            v.dims.len()
+        ));
+    }
+    let mut scale = c.scale;
+    let mut in_graph = Vec::new();
+    for (factor, divides) in &c.factors {
+        match eval(g, factor, types, 0) {
+            Some(value) => {
+                if !(value.data.len() == 1 && value.dims.iter().all(|&d| d == 1)) {
+                    return Err("a scale computed in the graph that is not a scalar".into());
+                }
+                scale = if *divides {
+                    scale / value.data[0]
+                } else {
+                    scale * value.data[0]
+                };
+                scale_rank = scale_rank.max(value.dims.len());
+            }
+            None => {
+                // Its value depends on shapes known only at run time: the factor stays in the
+                // graph, applied to the queries, if it is one element (its inferred shape says).
+                let ty = types
+                    .get(factor)
+                    .ok_or("no inferred type for a scale computed in the graph")?;
+                if !(ty.float32 && ty.dims.iter().all(|d| d.value() == Some(1))) {
+                    return Err("a scale computed in the graph not known to be a scalar".into());
+                }
+                scale_rank = scale_rank.max(ty.dims.len());
+                in_graph.push((factor.clone(), *divides));
+            }
+        }
+    }
+    if !scale.is_finite() || scale == 0.0 {
+        return Err(format!("scale {scale} is not usable"));
+    }
+    if scale_rank > r {
+        return Err("a scale constant of higher rank than the scores".into());
+    }
+    if !(c.softmax_axis == -1 || c.softmax_axis == r as i64 - 1) {
+        return Err(format!("softmax over axis {} of {r}", c.softmax_axis));
+    }
+    let batch = q.dims[..r - 2].to_vec();
+    // Batch dimensions known to be equal, or else broadcast to a common shape as MatMul does.
+    let batch_equal = (0..r - 2).all(|d| q.dims[d].same(&kt.dims[d]) && q.dims[d].same(&v.dims[d]));
+    let h = q.dims[r - 1].value().filter(|&h| h > 0);
+    let hv = v.dims[r - 1].value().filter(|&h| h > 0);
+    if q.dims[r - 1].differs(&kt.dims[r - 2]) {
+        return Err("keys and queries of different head sizes".into());
+    }
+    if (h.is_none() || hv.is_none() || !batch_equal) && g.opset < 15 {
+        return Err("shapes known only at run time, before opset 15".into());
+    }
+    if kt.dims[r - 1].differs(&v.dims[r - 2]) {
+        return Err("keys and values of different lengths".into());
+    }
+    if let Keys::Transposed { perm, .. } = &c.keys {
+        let mut sorted = perm.clone();
+        sorted.sort_unstable();
+        if perm.len() != r || sorted != (0..r as i64).collect::<Vec<_>>() {
+            return Err("a key Transpose whose perm does not fit".into());
+        }
+    }
+    Ok(Verified {
+        scale,
+        in_graph,
+        rank: r,
+        batch,
+        batch_equal,
+        s: q.dims[r - 2].clone(),
+        l: kt.dims[r - 1].clone(),
+        h,
+        hv,
+    })
+}
+
+impl Verified {
+    fn kind(&self) -> String {
+        let batch: Vec<String> = self.batch.iter().map(ToString::to_string).collect();
+        let h = self.h.map_or("?".to_string(), |h| h.to_string());
+        format!(
+            "[{}] {} queries × {} keys, head dim {h}",
+            batch.join("×"),
+            self.s,
+            self.l,
+        )
+    }
+
+    /// The batch's size, when every shape the rewrite writes is known at load time.
+    fn static_batch(&self) -> Option<i64> {
+        if !self.batch_equal || self.h.is_none() || self.hv.is_none() {
+            return None;
+        }
+        self.batch
+            .iter()
+            .try_fold(1i64, |n, d| d.value().and_then(|v| n.checked_mul(v)))
+    }
+}
+
+/// Writes the nodes that replace one verified candidate.
+struct Emitter<'a> {
+    g: &'a mut Graph,
+    nodes: Vec<NewNode>,
+    tensors: &'a mut Vec<NewTensor>,
+}
+
+impl Emitter<'_> {
+    fn node(
+        &mut self,
+        op_type: &'static str,
+        domain: &'static str,
+        inputs: Vec<String>,
+        output: Option<String>,
+        attrs: Vec<(&'static str, Attr)>,
+    ) -> Result<String, String> {
+        let out = match output {
+            Some(o) => o,
+            None => self.g.fresh(&format!("sam2_fused_attention_{op_type}")),
+        };
+        let name = self
+            .g
+            .fresh(&format!("sam2_fused_attention_{op_type}_node"));
+        self.nodes.push(NewNode {
+            name,
+            op_type,
+            domain,
+            inputs,
+            outputs: vec![out.clone()],
+            attrs,
+        });
+        Ok(out)
+    }
+
+    fn shape(&mut self, values: Vec<i64>) -> String {
+        let name = self.g.fresh("sam2_fused_attention_shape");
+        self.tensors.push(NewTensor {
+            name: name.clone(),
+            values,
+        });
+        name
+    }
+
+    /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known at load time.
+    fn flat3(&mut self, x: String, width: i64, batch: i64) -> Result<String, String> {
+        let shape = self.shape(vec![batch, -1, width]);
+        self.node("Reshape", "", vec![x, shape], None, Vec::new())
+    }
+
+    /// `Shape(x)[start..end]`.
+    fn shape_of(
+        &mut self,
+        x: &str,
+        start: Option<i64>,
+        end: Option<i64>,
+    ) -> Result<String, String> {
+        let mut attrs = Vec::new();
+        if let Some(s) = start {
+            attrs.push(("start", Attr::Int(s)));
+        }
+        if let Some(e) = end {
+            attrs.push(("end", Attr::Int(e)));
+        }
+        self.node("Shape", "", vec![x.to_string()], None, attrs)
+    }
+
+    fn concat(&mut self, parts: Vec<String>) -> Result<String, String> {
+        self.node("Concat", "", parts, None, vec![("axis", Attr::Int(0))])
+    }
+
+    /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known only at run time.
+    fn flat3_dynamic(&mut self, x: String) -> Result<String, String> {
+        let minus_one = self.shape(vec![-1]);
+        let tail = self.shape_of(&x, Some(-2), None)?;
+        let shape = self.concat(vec![minus_one, tail])?;
+        self.node("Reshape", "", vec![x, shape], None, Vec::new())
+    }
+
+    /// The fused attention of a verified candidate, its result named `c.out`.
+    fn attention(&mut self, c: &Candidate, v: &Verified) -> Result<(), String> {
+        let r = v.rank;
+        let mut q = c.q.clone();
+        for (factor, divides) in &v.in_graph {
+            let op = if *divides { "Div" } else { "Mul" };
+            q = self.node(op, "", vec![q, factor.clone()], None, Vec::new())?;
+        }
+        // The keys as [b…, L, H]: the transpose the scores used, with its last two axes swapped
+        // back (nothing at all when that is the identity).
+        let (src, mut perm) = match &c.keys {
+            Keys::Transposed { src, perm } => (src.clone(), perm.clone()),
+            Keys::Plain(kt) => (kt.clone(), (0..r as i64).collect()),
+        };
+        perm.swap(r - 2, r - 1);
+        let mut k = if perm.iter().enumerate().all(|(i, &p)| p == i as i64) {
+            src
+        } else {
+            self.node(
+                "Transpose",
+                "",
+                vec![src],
+                None,
+                vec![("perm", Attr::Ints(perm))],
+            )?
+        };
+        let mut val = c.v.clone();
+        let attrs = vec![
+            ("num_heads", Attr::Int(1)),
+            ("scale", Attr::Float(v.scale as f32)),
+        ];
+        if let Some(batch) = v.static_batch() {
+            let (h, hv) = (v.h.unwrap_or(0), v.hv.unwrap_or(0));
+            if r == 3 {
+                let inputs = vec![q, k, val];
+                self.node(
+                    "MultiHeadAttention",
+                    "com.microsoft",
+                    inputs,
+                    Some(c.out.clone()),
+                    attrs,
+                )?;
+                return Ok(());
+            }
+            let inputs = vec![
+                self.flat3(q, h, batch)?,
+                self.flat3(k, h, batch)?,
+                self.flat3(val, hv, batch)?,
+            ];
+            let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
+            let mut dims: Vec<i64> = v.batch.iter().filter_map(Dim::value).collect();
+            dims.extend([-1, hv]);
+            let shape = self.shape(dims);
+            self.node(
+                "Reshape",
+                "",
+                vec![o3, shape],
+                Some(c.out.clone()),
+                Vec::new(),
+            )?;
+            return Ok(());
+        }
+        // Shapes known at run time only. Batch dimensions not known to be equal are broadcast
+        // to their common shape first, as MatMul broadcasts them (the ranks are equal, so the
+        // common shape is the elementwise maximum of shapes that broadcast at all).
+        let batch = if v.batch_equal {
+            self.shape_of(&q, None, Some(-2))?
+        } else {
+            let qb = self.shape_of(&q, None, Some(-2))?;
+            let kb = self.shape_of(&k, None, Some(-2))?;
+            let vb = self.shape_of(&val, None, Some(-2))?;
+            let common = self.node("Max", "", vec![qb, kb, vb], None, Vec::new())?;
+            for x in [&mut q, &mut k, &mut val] {
+                let tail = self.shape_of(x, Some(-2), None)?;
+                let target = self.concat(vec![common.clone(), tail])?;
+                *x = self.node("Expand", "", vec![x.clone(), target], None, Vec::new())?;
+            }
+            common
+        };
+        if r == 3 {
+            let inputs = vec![q, k, val];
+            self.node(
+                "MultiHeadAttention",
+                "com.microsoft",
+                inputs,
+                Some(c.out.clone()),
+                attrs,
+            )?;
+            return Ok(());
+        }
+        let queries = self.shape_of(&q, Some(-2), Some(-1))?;
+        let width = self.shape_of(&val, Some(-1), None)?;
+        let inputs = vec![
+            self.flat3_dynamic(q)?,
+            self.flat3_dynamic(k)?,
+            self.flat3_dynamic(val)?,
+        ];
+        let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
+        let shape = self.concat(vec![batch, queries, width])?;
+        self.node(
+            "Reshape",
+            "",
+            vec![o3, shape],
+            Some(c.out.clone()),
+            Vec::new(),
+        )?;
+        Ok(())
+    }
+}
+
+/// Rewrites `model`'s attention cores into `MultiHeadAttention`. `probe` gets a copy of the model
+/// with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns the
+/// rewritten model (`None` when nothing was fused) and the report.
+pub(crate) fn fuse_with(
+    model: &[u8],
+    min_scores: i64,
+    probe: impl FnOnce(&[u8]) -> Result<HashMap<String, TensorType>, String>,
+) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
+    let mut g = Graph::parse(model)?;
+    if g.external_data {
+        return Ok((
+            None,
+            AttentionFusion::not_tried("weights in external files"),
+        ));
+    }
+    let mut report = Tally::default();
+    let candidates: Vec<Candidate> = {
+        let finder = Finder::new(&g);
+        (0..g.nodes.len())
+            .filter_map(|s| finder.at_softmax(s))
+            .filter_map(|found| found.map_err(|why| report.left(why)).ok())
+            .collect()
+    };
+    if candidates.is_empty() {
+        return Ok((None, report.finish()));
+    }
+    let mut wanted: Vec<&str> = Vec::new();
+    for c in &candidates {
+        wanted.extend([c.q.as_str(), c.kt.as_str(), c.v.as_str()]);
+        wanted.extend(c.shape_reads.iter().map(String::as_str));
+        wanted.extend(c.factors.iter().map(|(f, _)| f.as_str()));
+    }
+    let probe_model = g.with_outputs(model, &wanted)?;
+    let types = probe(&probe_model)?;
+
+    let mut removed = HashSet::new();
+    let mut added: HashMap<usize, Vec<NewNode>> = HashMap::new();
+    let mut tensors = Vec::new();
+    for c in &candidates {
+        let v = match verify(&g, c, &types) {
+            Ok(v) => v,
+            Err(why) => {
+                report.left(why);
+                continue;
+            }
+        };
+        if let (Some(s), Some(l)) = (v.s.value(), v.l.value()) {
+            if s.saturating_mul(l) < min_scores {
+                report.left(format!("{s} × {l} scores per head (small)"));
+                continue;
+            }
+        }
+        let mut e = Emitter {
+            g: &mut g,
+            nodes: Vec::new(),
+            tensors: &mut tensors,
+        };
+        let result = e.attention(c, &v);
+        let nodes = std::mem::take(&mut e.nodes);
+        match result {
+            Ok(()) => {
+                removed.extend(c.removed.iter().copied());
+                added.entry(c.anchor).or_default().extend(nodes);
+                report.fused(v.kind());
+            }
+            Err(why) => report.left(why),
+        }
+    }
+    if removed.is_empty() {
+        return Ok((None, report.finish()));
+    }
+    remove_dead(&g, &mut removed, added.values().flatten());
+    let rewritten = g.write(model, &removed, &added, &tensors)?;
+    Ok((Some(rewritten), report.finish()))
+}
+
+/// Adds to `removed` the nodes whose outputs only removed nodes read (`added`: the new nodes) (the scale computations of
+/// the fused subgraphs), transitively. Nodes the export had left unread stay.
+fn remove_dead<'a>(
+    g: &Graph,
+    removed: &mut HashSet<usize>,
+    added: impl Iterator<Item = &'a NewNode> + Clone,
+) {
+    let before = g.readers();
+    loop {
+        let mut readers: HashMap<&str, usize> = HashMap::new();
+        for n in added.clone() {
+            for x in &n.inputs {
+                *readers.entry(x.as_str()).or_default() += 1;
+            }
+        }
+        for (i, n) in g.nodes.iter().enumerate() {
+            if removed.contains(&i) {
+                continue;
+            }
+            for x in &n.inputs {
+                *readers.entry(x.as_str()).or_default() += 1;
+            }
+            for (_, a) in &n.attrs {
+                if let Attr::Graphs(names) = a {
+                    for x in names {
+                        *readers.entry(x.as_str()).or_default() += 1;
+                    }
+                }
+            }
+        }
+        let dead: Vec<usize> = (0..g.nodes.len())
+            .filter(|i| !removed.contains(i))
+            .filter(|&i| {
+                let outs = &g.nodes[i].outputs;
+                outs.iter()
+                    .any(|o| before.get(o.as_str()).is_some_and(|&n| n > 0))
+                    && outs
+                        .iter()
+                        .all(|o| !g.outputs.contains(o) && !readers.contains_key(o.as_str()))
+            })
+            .collect();
+        if dead.is_empty() {
+            return;
+        }
+        removed.extend(dead);
+    }
+}
+
+/// A small tensor's value: its dimensions and elements.
+#[derive(Debug, Clone)]
+struct Val {
+    dims: Vec<i64>,
+    data: Vec<f64>,
+}
+
+/// Evaluates a tensor computed from constants and shapes ([`Finder::computable`]), the shapes
+/// from the probe's inferred types. `None` when something is not known statically.
+fn eval(g: &Graph, t: &str, types: &HashMap<String, TensorType>, depth: usize) -> Option<Val> {
+    if let Some(c) = g.constants.get(t) {
+        return Some(Val {
+            dims: c.dims.clone(),
+            data: c.values.clone(),
+        });
+    }
+    if depth > 16 {
+        return None;
+    }
+    let n = g.nodes.iter().find(|n| n.outputs.iter().any(|o| o == t))?;
+    let int_attr = |name: &str| match n.attr(name) {
+        Some(Attr::Int(v)) => Some(*v),
+        _ => None,
+    };
+    let arg = |i: usize| -> Option<Val> { eval(g, n.inputs.get(i)?, types, depth + 1) };
+    let vector = |data: Vec<f64>| Val {
+        dims: vec![data.len() as i64],
+        data,
+    };
+    // Python-style bounds of `[start, end)` over `len` elements.
+    let clamp = |v: i64, len: i64| if v < 0 { (v + len).max(0) } else { v.min(len) };
+    let elementwise = |f: fn(f64) -> f64| -> Option<Val> {
+        let mut v = arg(0)?;
+        v.data.iter_mut().for_each(|x| *x = f(*x));
+        Some(v)
+    };
+    let binary = |f: fn(f64, f64) -> f64| -> Option<Val> {
+        let (a, b) = (arg(0)?, arg(1)?);
+        let (long, dims) = if a.data.len() >= b.data.len() {
+            (
+                a.data.len(),
+                if a.dims.len() >= b.dims.len() {
+                    a.dims.clone()
+                } else {
+                    b.dims.clone()
+                },
+            )
+        } else {
+            (
+                b.data.len(),
+                if b.dims.len() >= a.dims.len() {
+                    b.dims.clone()
+                } else {
+                    a.dims.clone()
+                },
+            )
+        };
+        let pick = |v: &Val, i: usize| {
+            if v.data.len() == 1 {
+                v.data.first().copied()
+            } else {
+                v.data.get(i).copied()
+            }
+        };
+        if !(a.data.len() == b.data.len() || a.data.len() == 1 || b.data.len() == 1) {
+            return None;
+        }
+        let data = (0..long)
+            .map(|i| Some(f(pick(&a, i)?, pick(&b, i)?)))
+            .collect::<Option<Vec<f64>>>()?;
+        Some(Val { dims, data })
+    };
+    let op = n.op_type.as_str();
+    if !(n.domain.is_empty() || n.domain == "ai.onnx") {
+        return None;
+    }
+    match op {
+        "Shape" => {
+            let ty = types.get(n.inputs.first()?)?;
+            let dims: Option<Vec<f64>> = ty
+                .dims
+                .iter()
+                .map(|d| d.value().map(|v| v as f64))
+                .collect();
+            let dims = dims?;
+            let len = dims.len() as i64;
+            let start = clamp(int_attr("start").unwrap_or(0), len) as usize;
+            let end = clamp(int_attr("end").unwrap_or(len), len) as usize;
+            Some(vector(dims.get(start..end.max(start))?.to_vec()))
+        }
+        "Slice" => {
+            let data = arg(0)?;
+            if data.dims.len() != 1 {
+                return None;
+            }
+            let (starts, ends) = (arg(1)?, arg(2)?);
+            if starts.data.len() != 1 || ends.data.len() != 1 {
+                return None;
+            }
+            if n.inputs.len() > 3 && !n.inputs[3].is_empty() && arg(3)?.data != [0.0] {
+                return None;
+            }
+            if n.inputs.len() > 4 && !n.inputs[4].is_empty() && arg(4)?.data != [1.0] {
+                return None;
+            }
+            let len = data.data.len() as i64;
+            let start = clamp(starts.data[0] as i64, len) as usize;
+            let end = clamp(ends.data[0].min(i64::MAX as f64) as i64, len) as usize;
+            Some(vector(data.data.get(start..end.max(start))?.to_vec()))
+        }
+        "Gather" => {
+            let (data, index) = (arg(0)?, arg(1)?);
+            if data.dims.len() != 1 || int_attr("axis").unwrap_or(0) != 0 {
+                return None;
+            }
+            let len = data.data.len() as i64;
+            let picked = index
+                .data
+                .iter()
+                .map(|&i| {
+                    let i = i as i64;
+                    let i = if i < 0 { i + len } else { i };
+                    data.data.get(usize::try_from(i).ok()?).copied()
+                })
+                .collect::<Option<Vec<f64>>>()?;
+            Some(Val {
+                dims: index.dims,
+                data: picked,
+            })
+        }
+        "Cast" => {
+            let mut v = arg(0)?;
+            match int_attr("to")? {
+                1 => v.data.iter_mut().for_each(|x| *x = *x as f32 as f64),
+                11 => {}
+                6 | 7 => v.data.iter_mut().for_each(|x| *x = x.trunc()),
+                _ => return None,
+            }
+            Some(v)
+        }
+        "Sqrt" => elementwise(f64::sqrt),
+        "Reciprocal" => elementwise(|x| 1.0 / x),
+        "Neg" => elementwise(|x| -x),
+        "Identity" => arg(0),
+        "Mul" => binary(|a, b| a * b),
+        "Div" => binary(|a, b| a / b),
+        "Add" => binary(|a, b| a + b),
+        "Sub" => binary(|a, b| a - b),
+        "Unsqueeze" | "Squeeze" => {
+            // Shapes of one element only: the rank changes, the value does not.
+            let v = arg(0)?;
+            if v.data.len() != 1 {
+                return None;
+            }
+            let axes = arg(1).map(|a| a.data.len()).unwrap_or(0) as i64;
+            let rank = v.dims.len() as i64
+                + if op == "Unsqueeze" {
+                    axes.max(1)
+                } else {
+                    -(v.dims.len() as i64)
+                };
+            Some(Val {
+                dims: vec![1; rank.max(0) as usize],
+                data: v.data,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Counts per kind and per reason, in the order first seen.
+#[derive(Default)]
+struct Tally {
+    fused: Vec<(String, usize)>,
+    left: Vec<(String, usize)>,
+}
+
+impl Tally {
+    fn bump(list: &mut Vec<(String, usize)>, what: String) {
+        match list.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, n)) => *n += 1,
+            None => list.push((what, 1)),
+        }
+    }
+
+    fn fused(&mut self, kind: String) {
+        Self::bump(&mut self.fused, kind);
+    }
+
+    fn left(&mut self, why: String) {
+        Self::bump(&mut self.left, why);
+    }
+
+    fn finish(self) -> AttentionFusion {
+        AttentionFusion {
+            fused: self.fused,
+            left: self.left,
+            not_tried: None,
+        }
+    }
+}
+
+/// The probe: ONNX Runtime's inferred types of the model's outputs, from a session (never run)
+/// with the basic, provider-independent optimisations: their constant folding turns the shapes
+/// exporters compute at run time (`Reshape(x, Concat(Shape(x)[0], …))`) into constants, so that
+/// inference knows the dimensions after them. Graph outputs keep their names and values through
+/// every optimisation.
+pub(crate) fn ort_probe(model: &[u8]) -> Result<HashMap<String, TensorType>, String> {
+    use ort::session::builder::GraphOptimizationLevel;
+    use ort::value::ValueType;
+    let build = || -> crate::Result<ort::session::Session> {
+        let env = crate::runtime::environment()?;
+        Ok(ort::session::Session::builder(env)?
+            .with_optimization_level(GraphOptimizationLevel::Level1)?
+            .with_config_entry("session.disable_prepacking", "1")?
+            .with_intra_threads(1)?
+            .with_log_level(ort::logging::LogLevel::Error)?
+            .commit_from_memory(model)?)
+    };
+    let session = build().map_err(|e| format!("the probe session failed: {e}"))?;
+    let mut types = HashMap::new();
+    for o in session.outputs() {
+        if let ValueType::Tensor {
+            ty,
+            shape,
+            dimension_symbols,
+        } = o.dtype()
+        {
+            let dims = shape
+                .iter()
+                .enumerate()
+                .map(|(i, &d)| {
+                    if d >= 0 {
+                        Dim::Static(d)
+                    } else {
+                        Dim::Symbol(dimension_symbols.get(i).cloned().unwrap_or_default())
+                    }
+                })
+                .collect();
+            types.insert(
+                o.name().to_string(),
+                TensorType {
+                    float32: matches!(ty, ort::value::TensorElementType::Float32),
+                    dims,
+                },
+            );
+        }
+    }
+    Ok(types)
+}
+
+/// Fewest scores per head (queries × keys, when both are known at load time) for which the
+/// fused kernel is used. Below, the score matrix is small enough to stay in cache and the batched
+/// MatMuls ONNX Runtime runs as exported are as fast (Hiera's windowed attention: 1024 windows of
+/// 64 × 64 measured 1.09× slower fused, on a heavily loaded 2-core machine); memory attention's
+/// 4096 × 28,736 and Hiera's global 4096 × 4096 are well above.
+pub(crate) const MIN_SCORES: i64 = 1 << 20;
+
+/// [`fuse_with`] with ONNX Runtime's probe and [`MIN_SCORES`].
+pub(crate) fn fuse(model: &[u8]) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
+    fuse_with(model, MIN_SCORES, ort_probe)
+}

@@ -1,0 +1,446 @@
+//! The rewriter on small generated graphs: each pattern it fuses computes the same numbers through
+//! ONNX Runtime as the graph as written; each near miss is left byte for byte as it was.
+
+use std::borrow::Cow;
+
+use super::graph::{Attr, NewNode, NewTensor};
+use super::*;
+use crate::onnx_split::{put_len_field, put_varint_field};
+
+/// A dimension of a graph input: a size, or a named free one.
+enum D {
+    N(i64),
+    S(&'static str),
+}
+
+fn node(
+    op: &'static str,
+    inputs: &[&str],
+    output: &str,
+    attrs: Vec<(&'static str, Attr)>,
+) -> NewNode {
+    NewNode {
+        name: format!("n_{output}"),
+        op_type: op,
+        domain: "",
+        inputs: inputs.iter().map(|s| s.to_string()).collect(),
+        outputs: vec![output.to_string()],
+        attrs,
+    }
+}
+
+fn perm(p: &[i64]) -> Vec<(&'static str, Attr)> {
+    vec![("perm", Attr::Ints(p.to_vec()))]
+}
+
+fn float_init(name: &str, dims: &[i64], values: &[f32]) -> Vec<u8> {
+    let mut t = Vec::new();
+    for &d in dims {
+        put_varint_field(&mut t, 1, d as u64);
+    }
+    put_varint_field(&mut t, 2, graph::FLOAT as u64);
+    put_len_field(&mut t, 8, name.as_bytes());
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    put_len_field(&mut t, 9, &raw);
+    t
+}
+
+fn value_info(name: &str, dims: Option<&[D]>) -> Vec<u8> {
+    let mut info = Vec::new();
+    put_len_field(&mut info, 1, name.as_bytes());
+    if let Some(dims) = dims {
+        let mut shape = Vec::new();
+        for d in dims {
+            let mut dim = Vec::new();
+            match d {
+                D::N(v) => put_varint_field(&mut dim, 1, *v as u64),
+                D::S(s) => put_len_field(&mut dim, 2, s.as_bytes()),
+            }
+            put_len_field(&mut shape, 1, &dim);
+        }
+        let mut tensor = Vec::new();
+        put_varint_field(&mut tensor, 1, graph::FLOAT as u64);
+        put_len_field(&mut tensor, 2, &shape);
+        let mut ty = Vec::new();
+        put_len_field(&mut ty, 1, &tensor);
+        put_len_field(&mut info, 2, &ty);
+    }
+    info
+}
+
+/// A model of opset 17: `inputs` (float32), `outputs` (types left to inference).
+fn model(
+    nodes: &[NewNode],
+    floats: &[Vec<u8>],
+    shapes: &[(&str, &[i64])],
+    inputs: &[(&str, &[D])],
+    outputs: &[&str],
+) -> Vec<u8> {
+    let mut g = Vec::new();
+    for n in nodes {
+        put_len_field(&mut g, 1, &n.encode());
+    }
+    put_len_field(&mut g, 2, b"test");
+    for f in floats {
+        put_len_field(&mut g, 5, f);
+    }
+    for (name, values) in shapes {
+        let t = NewTensor {
+            name: name.to_string(),
+            values: values.to_vec(),
+        };
+        put_len_field(&mut g, 5, &t.encode());
+    }
+    for (name, dims) in inputs {
+        put_len_field(&mut g, 11, &value_info(name, Some(dims)));
+    }
+    for name in outputs {
+        put_len_field(&mut g, 12, &value_info(name, None));
+    }
+    let mut m = Vec::new();
+    put_varint_field(&mut m, 1, 8);
+    let mut op = Vec::new();
+    put_len_field(&mut op, 1, b"");
+    put_varint_field(&mut op, 2, 17);
+    put_len_field(&mut m, 8, &op);
+    put_len_field(&mut m, 7, &g);
+    m
+}
+
+/// Deterministic inputs in [-1, 1).
+fn data(n: usize, seed: u64) -> Vec<f32> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// Runs `model` on `feeds` (name, shape) and returns output `out`.
+fn run(model: &[u8], feeds: &[(&str, Vec<i64>)], out: &str) -> Vec<f32> {
+    use ort::session::builder::GraphOptimizationLevel;
+    let env = crate::runtime::environment().expect("ONNX Runtime");
+    let mut session = ort::session::Session::builder(env)
+        .unwrap()
+        .with_optimization_level(GraphOptimizationLevel::Disable)
+        .unwrap()
+        .commit_from_memory(model)
+        .expect("the model loads");
+    let inputs: Vec<(Cow<str>, ort::session::SessionInputValue)> = feeds
+        .iter()
+        .enumerate()
+        .map(|(i, (name, shape))| {
+            let n = shape.iter().product::<i64>() as usize;
+            let t = ort::value::Tensor::from_array((shape.clone(), data(n, i as u64 + 7))).unwrap();
+            (Cow::Owned(name.to_string()), t.into_dyn().into())
+        })
+        .collect();
+    let outputs = session.run(inputs).expect("the model runs");
+    outputs[out].try_extract_tensor::<f32>().unwrap().1.to_vec()
+}
+
+fn op_count(model: &[u8], op: &str) -> usize {
+    let g = graph::Graph::parse(model).unwrap();
+    g.nodes.iter().filter(|n| n.op_type == op).count()
+}
+
+/// Fuses `model`, checks one fusion and the same outputs for each set of feeds.
+fn assert_fused(model: &[u8], feed_sets: &[Vec<(&str, Vec<i64>)>]) -> AttentionFusion {
+    let (fused, report) = fuse_with(model, 0, ort_probe).expect("the rewriter runs");
+    let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
+    assert_eq!(report.fused_count(), 1, "{report}");
+    assert!(report.left.is_empty(), "{report}");
+    assert_eq!(op_count(&fused, "MultiHeadAttention"), 1);
+    assert_eq!(op_count(&fused, "Softmax"), 0);
+    for feeds in feed_sets {
+        let want = run(model, feeds, "out");
+        let got = run(&fused, feeds, "out");
+        assert_eq!(want.len(), got.len());
+        let worst = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            worst < 1e-5,
+            "fused differs from the graph as written by {worst}"
+        );
+    }
+    report
+}
+
+/// Leaves `model` alone, for `why` when given.
+fn assert_left(model: &[u8], why: Option<&str>) {
+    let (fused, report) = fuse_with(model, 0, ort_probe).expect("the rewriter runs");
+    assert!(fused.is_none(), "fused a near miss: {report}");
+    assert_eq!(report.fused_count(), 0);
+    match why {
+        Some(why) => assert!(
+            report.left.iter().any(|(w, _)| w.contains(why)),
+            "expected `{why}` in {report}"
+        ),
+        None => assert!(report.left.is_empty(), "{report}"),
+    }
+}
+
+/// torch's scaled_dot_product_attention as its exporter writes it (the scale computed from the
+/// queries' shape, `sqrt(1 / sqrt(H))` on each side), between the head split and merge of a
+/// [1, S, 8] projection in 2 heads of 4, over a key length the caller chooses.
+fn sdpa_heads() -> Vec<u8> {
+    let to_float = vec![("to", Attr::Int(graph::FLOAT as i64))];
+    let nodes = vec![
+        node("Reshape", &["q", "split_q"], "q4", vec![]),
+        node("Transpose", &["q4"], "qh", perm(&[0, 2, 1, 3])),
+        node("Shape", &["qh"], "q_shape", vec![]),
+        node(
+            "Slice",
+            &["q_shape", "minus_one", "int_max"],
+            "head",
+            vec![],
+        ),
+        node("Cast", &["head"], "head_f", to_float.clone()),
+        node("Sqrt", &["head_f"], "root", vec![]),
+        node("Div", &["one", "root"], "inv_root", vec![]),
+        node("Cast", &["inv_root"], "inv_root_f", to_float),
+        node("Sqrt", &["inv_root_f"], "scale", vec![]),
+        node("Reshape", &["k", "split_kv"], "k4", vec![]),
+        node("Transpose", &["k4"], "kh", perm(&[0, 2, 1, 3])),
+        node("Reshape", &["v", "split_kv"], "v4", vec![]),
+        node("Transpose", &["v4"], "vh", perm(&[0, 2, 1, 3])),
+        node("Transpose", &["kh"], "kt", perm(&[0, 1, 3, 2])),
+        node("Mul", &["qh", "scale"], "qs", vec![]),
+        node("Mul", &["kt", "scale"], "ks", vec![]),
+        node("MatMul", &["qs", "ks"], "scores", vec![]),
+        node("Softmax", &["scores"], "p", vec![("axis", Attr::Int(-1))]),
+        node("MatMul", &["p", "vh"], "o", vec![]),
+        node("Transpose", &["o"], "om", perm(&[0, 2, 1, 3])),
+        node("Reshape", &["om", "merge"], "out", vec![]),
+    ];
+    model(
+        &nodes,
+        &[float_init("one", &[], &[1.0])],
+        &[
+            ("minus_one", &[-1]),
+            ("int_max", &[i64::MAX]),
+            ("split_q", &[1, 6, 2, 4]),
+            ("split_kv", &[1, -1, 2, 4]),
+            ("merge", &[1, -1, 8]),
+        ],
+        &[
+            ("q", &[D::N(1), D::N(6), D::N(8)]),
+            ("k", &[D::N(1), D::S("L"), D::N(8)]),
+            ("v", &[D::N(1), D::S("L"), D::N(8)]),
+        ],
+        &["out"],
+    )
+}
+
+#[test]
+fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
+    let m = sdpa_heads();
+    let feeds = |l: i64| {
+        vec![
+            ("q", vec![1, 6, 8]),
+            ("k", vec![1, l, 8]),
+            ("v", vec![1, l, 8]),
+        ]
+    };
+    let report = assert_fused(&m, &[feeds(10), feeds(3)]);
+    // The scale's computation went with the scores it scaled.
+    let (fused, _) = fuse_with(&m, 0, ort_probe).unwrap();
+    let fused = fused.unwrap();
+    for op in ["Shape", "Sqrt", "Slice", "Cast"] {
+        assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
+    }
+    assert_eq!(report.fused[0].0, "[1×2] 6 queries × ? keys, head dim 4");
+}
+
+/// Rank-3 attention: scores divided by a constant after the MatMul, softmax by its default axis,
+/// values of another width than the keys.
+fn rank3(axis: Option<i64>, scores_out: bool, p_out: bool) -> Vec<u8> {
+    let attrs = axis
+        .map(|a| vec![("axis", Attr::Int(a))])
+        .unwrap_or_default();
+    let nodes = vec![
+        node("Transpose", &["k"], "kt", perm(&[0, 2, 1])),
+        node("MatMul", &["q", "kt"], "scores", vec![]),
+        node("Div", &["scores", "two"], "scaled", vec![]),
+        node("Softmax", &["scaled"], "p", attrs),
+        node("MatMul", &["p", "v"], "out", vec![]),
+    ];
+    let mut outputs = vec!["out"];
+    if scores_out {
+        outputs.push("scores");
+    }
+    if p_out {
+        outputs.push("p");
+    }
+    model(
+        &nodes,
+        &[float_init("two", &[1], &[2.0])],
+        &[],
+        &[
+            ("q", &[D::N(3), D::N(5), D::N(4)]),
+            ("k", &[D::N(3), D::N(7), D::N(4)]),
+            ("v", &[D::N(3), D::N(7), D::N(6)]),
+        ],
+        &outputs,
+    )
+}
+
+#[test]
+fn rank3_attention_with_divided_scores_is_fused_and_computes_the_same() {
+    let feeds = vec![
+        ("q", vec![3, 5, 4]),
+        ("k", vec![3, 7, 4]),
+        ("v", vec![3, 7, 6]),
+    ];
+    assert_fused(&rank3(None, false, false), std::slice::from_ref(&feeds));
+    assert_fused(&rank3(Some(2), false, false), &[feeds]);
+}
+
+/// Attention over tensors whose batch, lengths and head size are known only at run time, scaled
+/// as torch's exporter scales it (from the queries' shape, here not known at load time), with the
+/// queries' batch named `q_batch` (another name than the keys': broadcast as MatMul does).
+fn dynamic(q_batch: &'static str) -> Vec<u8> {
+    let to_float = vec![("to", Attr::Int(graph::FLOAT as i64))];
+    let nodes = vec![
+        node("Shape", &["q"], "q_shape", vec![]),
+        node(
+            "Slice",
+            &["q_shape", "minus_one", "int_max"],
+            "head",
+            vec![],
+        ),
+        node("Cast", &["head"], "head_f", to_float.clone()),
+        node("Sqrt", &["head_f"], "root", vec![]),
+        node("Div", &["one", "root"], "inv_root", vec![]),
+        node("Cast", &["inv_root"], "inv_root_f", to_float),
+        node("Sqrt", &["inv_root_f"], "scale", vec![]),
+        node("Mul", &["q", "scale"], "qs", vec![]),
+        node("Transpose", &["k"], "kt", perm(&[0, 1, 3, 2])),
+        node("Mul", &["kt", "scale"], "ks", vec![]),
+        node("MatMul", &["qs", "ks"], "scores", vec![]),
+        node("Softmax", &["scores"], "p", vec![]),
+        node("MatMul", &["p", "v"], "out", vec![]),
+    ];
+    model(
+        &nodes,
+        &[float_init("one", &[], &[1.0])],
+        &[("minus_one", &[-1]), ("int_max", &[i64::MAX])],
+        &[
+            ("q", &[D::S(q_batch), D::N(2), D::S("S"), D::S("H")]),
+            ("k", &[D::S("b"), D::N(2), D::S("L"), D::S("H")]),
+            ("v", &[D::S("b"), D::N(2), D::S("L"), D::N(3)]),
+        ],
+        &["out"],
+    )
+}
+
+#[test]
+fn attention_of_shapes_known_at_run_time_is_fused_and_computes_the_same() {
+    let feeds = |bq: i64, b: i64, s: i64, l: i64, h: i64| {
+        vec![
+            ("q", vec![bq, 2, s, h]),
+            ("k", vec![b, 2, l, h]),
+            ("v", vec![b, 2, l, 3]),
+        ]
+    };
+    assert_fused(
+        &dynamic("b"),
+        &[feeds(1, 1, 5, 9, 4), feeds(3, 3, 2, 4, 16)],
+    );
+    // The queries' batch broadcast against the keys' (1 against 3), and equal.
+    assert_fused(
+        &dynamic("q_batch"),
+        &[feeds(1, 3, 5, 9, 4), feeds(2, 2, 3, 3, 8)],
+    );
+}
+
+#[test]
+fn near_misses_are_left_as_written() {
+    // Softmax over another axis than the keys'.
+    assert_left(&rank3(Some(1), false, false), Some("softmax over axis 1"));
+    // The scores or the probabilities read by something else (here: a graph output).
+    assert_left(
+        &rank3(None, true, false),
+        Some("the scores have another reader"),
+    );
+    assert_left(&rank3(None, false, true), Some("the probabilities"));
+}
+
+#[test]
+fn a_scale_that_is_not_a_constant_scalar_is_left_as_written() {
+    // Scores scaled per key (a [7] vector).
+    let nodes = vec![
+        node("Transpose", &["k"], "kt", perm(&[0, 2, 1])),
+        node("MatMul", &["q", "kt"], "scores", vec![]),
+        node("Mul", &["scores", "per_key"], "scaled", vec![]),
+        node("Softmax", &["scaled"], "p", vec![]),
+        node("MatMul", &["p", "v"], "out", vec![]),
+    ];
+    let inputs: &[(&str, &[D])] = &[
+        ("q", &[D::N(3), D::N(5), D::N(4)]),
+        ("k", &[D::N(3), D::N(7), D::N(4)]),
+        ("v", &[D::N(3), D::N(7), D::N(6)]),
+    ];
+    let m = model(
+        &nodes,
+        &[float_init("per_key", &[7], &[0.5; 7])],
+        &[],
+        inputs,
+        &["out"],
+    );
+    assert_left(&m, Some("not a scalar"));
+    // A scalar the caller can override (an initializer that is also a graph input): not a
+    // softmax of a MatMul by a known scale at all.
+    let mut with_input: Vec<(&str, &[D])> = inputs.to_vec();
+    with_input.push(("per_key", &[]));
+    let m = model(
+        &nodes,
+        &[float_init("per_key", &[], &[0.5])],
+        &[],
+        &with_input,
+        &["out"],
+    );
+    assert_left(&m, None);
+}
+
+#[test]
+fn small_score_matrices_are_left_as_exported_by_default() {
+    // 5 queries × 7 keys: far below MIN_SCORES.
+    let (fused, report) = fuse(&rank3(None, false, false)).unwrap();
+    assert!(fused.is_none());
+    assert!(
+        report
+            .left
+            .iter()
+            .any(|(w, _)| w.contains("5 × 7 scores per head")),
+        "{report}"
+    );
+}
+
+#[test]
+fn the_report_says_what_was_fused_and_what_was_left() {
+    let report = AttentionFusion {
+        fused: vec![("[1×1] 4096 queries × 4096 keys, head dim 256".into(), 4)],
+        left: vec![("the scores have another reader".into(), 1)],
+        not_tried: None,
+    };
+    assert_eq!(
+        report.to_string(),
+        "4 fused (4 × [1×1] 4096 queries × 4096 keys, head dim 256), 1 left as exported \
+         (1 × the scores have another reader)"
+    );
+    assert_eq!(AttentionFusion::default().to_string(), "none found");
+    assert_eq!(
+        AttentionFusion::not_tried("optimisation off").to_string(),
+        "as exported (optimisation off)"
+    );
+}
