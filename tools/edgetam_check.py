@@ -114,9 +114,16 @@ class EdgeTamTracker(vtc.Tracker):
         self.consolidated = {"cond": set(), "non_cond": set()}
 
     def encode_memory(self, t, out, is_mask_from_pts):
-        keep = out.mask_for_mem  # kept: a later prompt on the frame encodes it again (E2)
-        super().encode_memory(t, out, is_mask_from_pts)
-        out.mask_for_mem = keep
+        """R9 (video_track_check.Tracker.encode_memory) without object_score_logits (E1), and
+        mask_for_mem kept: a later prompt on the frame encodes it again (E2)."""
+        feats, pos, tcode = self.m.mem_encoder.run(None, {
+            "mask_for_mem": out.mask_for_mem,
+            "pix_feat": self.frame_features(t)["pix_feat"],
+            "is_mask_from_pts": np.array([1.0 if is_mask_from_pts else 0.0], np.float32),
+        })
+        out.maskmem_features = vtc.to_bfloat16(feats)  # R10
+        if self.maskmem_pos_enc is None:
+            self.maskmem_pos_enc, self.temporal_code = pos, tcode
 
     def preflight(self):
         objs = list(self.objects.values())
@@ -279,23 +286,29 @@ def feeds_for(sess, m, n):
     return feeds
 
 
-def time_modules(label, models, files, threads_list, repeats):
+def time_modules(exports, threads_list, repeats):
+    """exports: [(label, dir, files)]. Module by module and thread count by thread count, the
+    exports are timed one after the other (runs alternate between them), so that a change in
+    the machine's load weighs on all of them alike. -> {(label, module, threads): ms}"""
     rows = {}
     for key in ("image_encoder", "memory_attention", "image_decoder", "memory_encoder"):
-        path = os.path.join(models, files[key])
         for threads in threads_list:
-            sess = session(path, threads)
-            feeds = feeds_for(sess, 7, 16)
-            sess.run(None, feeds)  # warm-up
-            times = []
+            sessions = []
+            for label, models, files in exports:
+                sess = session(os.path.join(models, files[key]), threads)
+                feeds = feeds_for(sess, 7, 16)
+                sess.run(None, feeds)  # warm-up
+                sessions.append((label, sess, feeds, []))
             for _ in range(repeats):
-                t = time.perf_counter()
-                sess.run(None, feeds)
-                times.append(time.perf_counter() - t)
-            rows[(key, threads)] = statistics.median(times) * 1000
-            print(f"{label:<14} {key:<18} {threads} thread{'s' if threads > 1 else ' '} "
-                  f"{rows[(key, threads)]:9.1f} ms (median of {repeats})", flush=True)
-            del sess
+                for _, sess, feeds, times in sessions:
+                    t = time.perf_counter()
+                    sess.run(None, feeds)
+                    times.append(time.perf_counter() - t)
+            for label, _, _, times in sessions:
+                rows[(label, key, threads)] = statistics.median(times) * 1000
+                print(f"{label:<12} {key:<18} {threads} thread{'s' if threads > 1 else ' '} "
+                      f"{rows[(label, key, threads)]:9.1f} ms (median of {repeats})", flush=True)
+            del sessions
     return rows
 
 
@@ -322,21 +335,26 @@ def main():
         ok &= check_video(models, manifest, ref_dir)
     if args.timings or args.only_timings:
         threads = [1, 2]
-        edge = time_modules("EdgeTAM", models, manifest["files"], threads, args.repeats)
+        modules = ("image_encoder", "memory_attention", "image_decoder", "memory_encoder")
+        exports = [("EdgeTAM", models, manifest["files"])]
         sam2_dir = args.sam2 or os.environ.get("SAM2_VIDEO_MODELS")
         if sam2_dir and os.path.exists(os.path.join(sam2_dir, "manifest.json")):
             with open(os.path.join(sam2_dir, "manifest.json")) as f:
-                sam2_files = json.load(f)["files"]
-            sam2 = time_modules("SAM2.1 tiny", sam2_dir, sam2_files, threads, args.repeats)
-            for (key, th), ms in edge.items():
-                print(f"ratio EdgeTAM / SAM2.1 tiny {key:<18} {th} thread(s): {ms / sam2[(key, th)]:.3f}")
-            for th in threads:
-                frame = lambda rows: sum(rows[(k, th)] for k in (  # noqa: E731
-                    "image_encoder", "memory_attention", "image_decoder", "memory_encoder"))
-                print(f"one tracked frame, one object, {th} thread(s): EdgeTAM {frame(edge):.0f} ms, "
-                      f"SAM2.1 tiny {frame(sam2):.0f} ms ({frame(sam2) / frame(edge):.1f}x)")
+                exports.append(("SAM2.1 tiny", sam2_dir, json.load(f)["files"]))
         else:
             say("no SAM2.1 tiny video modules to compare with (--sam2 / SAM2_VIDEO_MODELS)")
+        rows = time_modules(exports, threads, args.repeats)
+        if len(exports) == 2:
+            print("\n| module | threads | EdgeTAM ms | SAM2.1 tiny ms | EdgeTAM / SAM2.1 tiny |")
+            print("|---|---|---|---|---|")
+            for key in modules + ("one tracked frame",):
+                for th in threads:
+                    if key == "one tracked frame":
+                        e = sum(rows[("EdgeTAM", k, th)] for k in modules)
+                        s2 = sum(rows[("SAM2.1 tiny", k, th)] for k in modules)
+                    else:
+                        e, s2 = rows[("EdgeTAM", key, th)], rows[("SAM2.1 tiny", key, th)]
+                    print(f"| {key} | {th} | {e:.0f} | {s2:.0f} | {e / s2:.3f} |")
     if not ok:
         print("EdgeTAM parity: FAILED", file=sys.stderr)
         sys.exit(1)

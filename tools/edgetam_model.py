@@ -22,12 +22,19 @@ CONFIG = "configs/edgetam.yaml"
 NAME = "edgetam"
 SEED = 20261202
 # Random weights make attention nearly uniform (queries and keys of unit-variance features
-# through N(0, 1/d) projections give logits of order 1 over thousands of keys), so a tracker
-# that attends to the wrong memory, or to none, would give nearly the same result. The q and k
-# projections of memory attention's cross attention are multiplied by this factor each (logits
-# by its square), so that each query picks a few memory tokens and dropping a memory frame
-# changes the mask (tools/edgetam_reference.py measures by how much).
+# through N(0, 1/d) projections give logits of order 1 over thousands of keys), and what memory
+# attention reads is a small part of the features it returns, so a tracker that attended to the
+# wrong memory, or to none, would give nearly the same result. Memory attention's cross
+# attention gets its q and k projections multiplied by CROSS_ATTENTION_QK_SCALE each (logits by
+# its square), so that each query picks a few memory tokens, and its v projection by
+# CROSS_ATTENTION_V_SCALE, so that what it picks weighs in the result: then dropping one memory
+# frame changes the mask (tools/edgetam_reference.py measures by how much, with and without).
 CROSS_ATTENTION_QK_SCALE = 4.0
+CROSS_ATTENTION_V_SCALE = 3.0
+# The mask decoder's random hypernetworks give low-res logits of about +-0.06: no pixel would
+# reach the |logit| >= 1 over which the parity tests compare masks. Their last layers are
+# multiplied by this, and so are the logits (of every mask token).
+MASK_LOGIT_SCALE = 20.0
 # With random weights the object-score head gives about -0.04 for every prompt and frame: every
 # object absent, every mask SAM2's -1024 no-object fill, nothing left to compare. Its last bias is
 # shifted by this much, so that the objects are present and their masks depend on the prompts
@@ -88,17 +95,23 @@ def check_edgetam_package():
 def seed_weights(model, seed):
     """tools/export_real.py's recipe (the module's own initialisation under a fixed seed, then
     N(0, 0.02) noise on every all-zero floating parameter, so that biases and embeddings are not
-    degenerate), then the cross-attention q/k scale (CROSS_ATTENTION_QK_SCALE) and the object-score
-    bias (OBJECT_SCORE_BIAS)."""
+    degenerate), then the cross-attention scales, the mask-logit scale and the object-score bias
+    above."""
     generator = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for _, p in sorted(model.named_parameters()):
             if p.dtype.is_floating_point and not torch.any(p != 0):
                 p.copy_(torch.randn(p.shape, generator=generator) * 0.02)
         for layer in model.memory_attention.layers:
-            for proj in (layer.cross_attn_image.q_proj, layer.cross_attn_image.k_proj):
-                proj.weight.mul_(CROSS_ATTENTION_QK_SCALE)
-                proj.bias.mul_(CROSS_ATTENTION_QK_SCALE)
+            attn = layer.cross_attn_image
+            for proj, scale in ((attn.q_proj, CROSS_ATTENTION_QK_SCALE),
+                                (attn.k_proj, CROSS_ATTENTION_QK_SCALE),
+                                (attn.v_proj, CROSS_ATTENTION_V_SCALE)):
+                proj.weight.mul_(scale)
+                proj.bias.mul_(scale)
+        for mlp in model.sam_mask_decoder.output_hypernetworks_mlps:
+            mlp.layers[-1].weight.mul_(MASK_LOGIT_SCALE)
+            mlp.layers[-1].bias.mul_(MASK_LOGIT_SCALE)
         model.sam_mask_decoder.pred_obj_score_head.layers[-1].bias.add_(OBJECT_SCORE_BIAS)
     return model
 

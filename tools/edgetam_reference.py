@@ -24,16 +24,17 @@ EdgeTAM's network: a correction on one object makes that frame a prompted frame 
 stored as a conditioning frame under add_all_frames_to_correct_as_cond), and a corrected
 non-conditioning frame is kept, not tracked again, when propagation passes over it.
 
-The memory must matter (the export scales memory attention's cross-attention q/k, see
+The memory must matter (the export scales memory attention's cross attention, see
 tools/edgetam_model.py): frame 8 of pass 1 is tracked again with its whole memory and with one
 memory frame (frame 7, its memory and its pointer) dropped, and the change is recorded
-(`memory_matters` in reference.json) and printed; also with the q/k scale undone, to show what it
-buys.
+(`memory_matters` in reference.json) and printed; also with the cross-attention scales undone,
+to show what they buy.
 
     python tools/edgetam_reference.py --models DIR --image testdata/demo.ppm --out DIR
 """
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -142,6 +143,28 @@ def image_cases(models, manifest, image_path, out_dir):
 # video
 
 
+@contextlib.contextmanager
+def fill_holes_as_installed():
+    """The predictor's fill-holes step (fill_hole_area 8) as EdgeTAM's own install runs it on a
+    CPU: skipped. Its connected components need SAM2's CUDA extension or, in edgetam-dimos, an
+    OpenCV fallback; edgetam-dimos does not require OpenCV, and SAM2 has no fallback, so both
+    skip the step on a CPU (and so does the library). Our venv has OpenCV for
+    real_reference.py's pipeline: the fallback is made to fail as it fails without OpenCV, and
+    the predictor warns and returns the logits unchanged."""
+    import sam2.utils.misc as misc
+
+    original = misc._get_connected_components_cv2
+
+    def no_opencv(mask):
+        raise ImportError("OpenCV is not among edgetam-dimos's requirements")
+
+    misc._get_connected_components_cv2 = no_opencv
+    try:
+        yield
+    finally:
+        misc._get_connected_components_cv2 = original
+
+
 def track_frame_again(predictor, state, frame, drop=None):
     """Frame `frame` tracked again on `state` (after it was tracked): every object, the
     predictor's own _run_single_frame_inference on its memory, without frame `drop`'s output
@@ -163,7 +186,15 @@ def memory_effect(predictor, state, frame, drop):
     for i in range(full.shape[0]):
         a, b = full[i] > 0, dropped[i] > 0
         union = np.count_nonzero(a | b)
+        # the parity tests' measures: correlation, IoU over the pixels where |logit| >= 1
+        confident = np.abs(full[i]) >= 1.0
+        ca, cb = a & confident, b & confident
+        cu = np.count_nonzero(ca | cb)
         rows.append({
+            "logits_correlation": float(np.corrcoef(full[i].ravel().astype(np.float64),
+                                                    dropped[i].ravel().astype(np.float64))[0, 1]),
+            "confident_pixels": int(np.count_nonzero(confident)),
+            "confident_iou": 1.0 if cu == 0 else np.count_nonzero(ca & cb) / cu,
             "obj_id": state["obj_ids"][i],
             "max_abs_logit_change": float(np.abs(full[i] - dropped[i]).max()),
             "mean_abs_logit_change": float(np.abs(full[i] - dropped[i]).mean()),
@@ -201,7 +232,7 @@ def video(models, manifest, out_dir):
         "arrays": {},
     }
     save = Saver(out_dir, index)
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, fill_holes_as_installed():
         warnings.simplefilter("always")
         with torch.inference_mode():
             state = predictor.init_state(jpeg_dir)
@@ -216,12 +247,16 @@ def video(models, manifest, out_dir):
             full, rows = memory_effect(predictor, copy.deepcopy(base_state), c, DROP_FRAME)
             replay = float(np.abs(full - pass1[0][-1]).max())
             unscaled = copy.deepcopy(predictor)
-            if manifest.get("cross_attention_qk_scale"):
+            scales = manifest.get("weight_scales")
+            if scales:
                 with torch.no_grad():
                     for layer in unscaled.memory_attention.layers:
-                        for proj in (layer.cross_attn_image.q_proj, layer.cross_attn_image.k_proj):
-                            proj.weight.div_(manifest["cross_attention_qk_scale"])
-                            proj.bias.div_(manifest["cross_attention_qk_scale"])
+                        attn = layer.cross_attn_image
+                        for proj, scale in ((attn.q_proj, scales["cross_attention_qk"]),
+                                            (attn.k_proj, scales["cross_attention_qk"]),
+                                            (attn.v_proj, scales["cross_attention_v"])):
+                            proj.weight.div_(scale)
+                            proj.bias.div_(scale)
                 _, rows_unscaled = memory_effect(unscaled, copy.deepcopy(base_state), c, DROP_FRAME)
             else:
                 rows_unscaled = None
@@ -229,15 +264,17 @@ def video(models, manifest, out_dir):
             index["memory_matters"] = {
                 "frame": c, "dropped_memory_frame": DROP_FRAME,
                 "replay_max_abs_diff": replay, "objects": rows,
-                "objects_without_qk_scale": rows_unscaled}
+                "objects_without_attention_scales": rows_unscaled}
             for r in rows:
                 say(f"frame {c} obj {r['obj_id']} without frame {DROP_FRAME}'s memory: logits move "
                     f"by up to {r['max_abs_logit_change']:.3f} (mean {r['mean_abs_logit_change']:.4f}), "
                     f"{r['pixels_changed']} of 65536 low-res pixels flip (IoU {r['mask_iou_with_without']:.4f}), "
-                    f"score by {r['score_change']:.4f}")
+                    f"score by {r['score_change']:.4f}; correlation {r['logits_correlation']:.5f}, "
+                    f"IoU over |logit| >= 1 {r['confident_iou']:.4f} ({r['confident_pixels']} pixels)")
             for r in rows_unscaled or []:
-                say(f"  without the q/k scale: obj {r['obj_id']}: up to {r['max_abs_logit_change']:.4f} "
-                    f"(mean {r['mean_abs_logit_change']:.5f}), {r['pixels_changed']} pixels flip")
+                say(f"  without the attention scales: obj {r['obj_id']}: up to {r['max_abs_logit_change']:.4f} "
+                    f"(mean {r['mean_abs_logit_change']:.5f}), {r['pixels_changed']} pixels flip, "
+                    f"correlation {r['logits_correlation']:.5f}, IoU over |logit| >= 1 {r['confident_iou']:.4f}")
 
             scenarios = {}
             for name, as_cond, spans in [

@@ -7,7 +7,7 @@ SAM2's design, prompt encoder and mask decoder, with a RepViT-M1 image encoder, 
 perceiver that compresses each memory frame's 64x64 map to 512 tokens, and two memory-attention
 layers. The network is built as EdgeTAM's `build_sam2_video_predictor` builds it from
 configs/edgetam.yaml (tools/edgetam_model.py: seeded random weights with the memory attention's
-cross-attention q/k scaled, so that the memory matters; or `--checkpoint PATH`, trained weights
+cross attention scaled, so that the memory matters, and larger mask logits; or `--checkpoint PATH`, trained weights
 on a machine that can download them) and saved as an ordinary checkpoint (`edgetam.pt`), so that
 tools/edgetam_reference.py runs EdgeTAM's own predictors on exactly these weights.
 
@@ -233,12 +233,19 @@ def export_image_pair(model, out_dir):
     encoder = os.path.join(out_dir, f"{edgetam_model.NAME}_image_encoder.onnx")
     decoders = {False: os.path.join(out_dir, f"{edgetam_model.NAME}_image_decoder.onnx"),
                 True: os.path.join(out_dir, f"{edgetam_model.NAME}_image_decoder_multi.onnx")}
+    # torch.onnx.export leaves a module in its wrapper's mode, and ONNX Runtime's wrappers are
+    # built in training mode: after each call the whole model is in training mode, where a
+    # forward pass (theirs, or ours next) would update RepViT's BatchNorm statistics. Back to
+    # eval before every call.
     with classic_onnx_exporter(), torch.no_grad():
+        model.eval()
         export_image_encoder_onnx(model, encoder + ".tmp")
         os.replace(encoder + ".tmp", encoder)
         for multi, path in decoders.items():
+            model.eval()
             export_decoder_onnx(model, path + ".tmp", multi)
             os.replace(path + ".tmp", path)
+    model.eval()
     return [{"exporter": "onnxruntime 1.31.1 transformers/models/sam2", "family": "onnxruntime",
              "encoder": os.path.basename(encoder), "decoder": os.path.basename(path),
              "multimask_decoder": multi} for multi, path in decoders.items()]
@@ -255,18 +262,18 @@ def export_video_modules(model, out_dir):
 
     t = time.time()
     path = os.path.join(out_dir, "image_encoder.onnx")
-    export(ImageEncoder(model), (image,), path, ["image"],
+    export(ImageEncoder(model).eval(), (image,), path, ["image"],
            ["pix_feat", "high_res_feat0", "high_res_feat1", "vision_feats", "vision_pos_embed"],
            None)
     files["image_encoder"] = path
     with torch.no_grad():
-        pix, hr0, hr1, vf, vpos = ImageEncoder(model)(image)
+        pix, hr0, hr1, vf, vpos = ImageEncoder(model).eval()(image)
     say(f"image_encoder.onnx ({time.time() - t:.0f} s)")
 
     t = time.time()
     n, m = 3, 2
     path = os.path.join(out_dir, "memory_attention.onnx")
-    export(MemoryAttention(model),
+    export(MemoryAttention(model).eval(),
            (vf, vpos, torch.randn(n, 256, generator=g), torch.randn(m, tokens, 64, generator=g),
             torch.randn(m * tokens + 4 * n, 1, 64, generator=g)),
            path,
@@ -281,7 +288,7 @@ def export_video_modules(model, out_dir):
     path = os.path.join(out_dir, "image_decoder.onnx")
     pe = model.sam_prompt_encoder
     pe._embed_points = types.MethodType(embed_points_traceable, pe)
-    export(ImageDecoder(model),
+    export(ImageDecoder(model).eval(),
            (torch.tensor([[[500.0, 400.0], [0.0, 0.0]]]), torch.tensor([[1.0, -1.0]]), vf, hr0,
             hr1, torch.zeros(1, 1, 256, 256), torch.zeros(1), torch.ones(1)),
            path,
@@ -294,7 +301,7 @@ def export_video_modules(model, out_dir):
 
     t = time.time()
     path = os.path.join(out_dir, "memory_encoder.onnx")
-    export(MemoryEncoder(model),
+    export(MemoryEncoder(model).eval(),
            (torch.randn(1, 1, 1024, 1024, generator=g), pix, torch.ones(1, 1), torch.zeros(1)),
            path, ["mask_for_mem", "pix_feat", "object_score_logits", "is_mask_from_pts"],
            ["maskmem_features", "maskmem_pos_enc", "temporal_code"], None)
@@ -315,6 +322,7 @@ def main():
 
     t0 = time.time()
     model = edgetam_model.build(video=True, checkpoint=args.checkpoint)
+    weights = edgetam_model.weights_sha256(model)
     if args.checkpoint:
         checkpoint = os.path.abspath(args.checkpoint)
     else:
@@ -333,6 +341,7 @@ def main():
     say(f"image pair by ONNX Runtime's SAM2 tools ({time.time() - t:.0f} s)")
 
     files = export_video_modules(model, args.out)
+    assert edgetam_model.weights_sha256(model) == weights, "the exports changed the weights"
     perceiver = model.spatial_perceiver
     manifest = {
         "family": "edgetam",
@@ -340,11 +349,16 @@ def main():
         "config": edgetam_model.CONFIG,
         "builder": "sam2.build_sam.build_sam2_video_predictor (edgetam-dimos 1.0.1)",
         "seed": None if args.checkpoint else edgetam_model.SEED,
-        "cross_attention_qk_scale": None if args.checkpoint else edgetam_model.CROSS_ATTENTION_QK_SCALE,
+        # the changes to the seeded weights (tools/edgetam_model.py)
+        "weight_scales": None if args.checkpoint else {
+            "cross_attention_qk": edgetam_model.CROSS_ATTENTION_QK_SCALE,
+            "cross_attention_v": edgetam_model.CROSS_ATTENTION_V_SCALE,
+            "mask_logits": edgetam_model.MASK_LOGIT_SCALE,
+            "object_score_bias": edgetam_model.OBJECT_SCORE_BIAS},
         "torch": torch.__version__,
         "opset": OPSET,
         "checkpoint": os.path.relpath(checkpoint, args.out),
-        "weights_sha256": edgetam_model.weights_sha256(model),
+        "weights_sha256": weights,
         # the image pair, in tools/export_real.py's manifest format (tools/real_reference.py)
         "pairs": pairs,
         # the four video modules

@@ -56,14 +56,14 @@ else
     setup_end cached
 fi
 
-# 2. The export (seconds), then the reference (about a minute), each redone only when its inputs
+# 2. The export (a few minutes), then the reference (minutes), each redone only when its inputs
 # change.
 setup_begin "EdgeTAM export (tools/export_edgetam.py)"
 export_hash="$(cat "$ROOT/tools/export_edgetam.py" "$ROOT/tools/edgetam_model.py" \
     "$ROOT/tools/export_video.py" "$ROOT/tools/edgetam-requirements.txt" | sha256sum | cut -c1-16)"
 EDGETAM_MODELS="$CACHE/edgetam/export-$export_hash"
 if [ ! -f "$EDGETAM_MODELS/.sam2-edgetam-export-done" ]; then
-    say "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (about a minute)"
+    say "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (minutes)"
     rm -rf "$EDGETAM_MODELS"
     mkdir -p "$EDGETAM_MODELS"
     logged "$EDGETAM_MODELS/export.log" "$EDGETAM_VENV/bin/python" "$ROOT/tools/export_edgetam.py" \
