@@ -10,13 +10,16 @@
 # repository, in three parts, so that a change to one never redoes the ones before it:
 #   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/edgetam/
 #     venv/                 torch 2.10, edgetam-dimos 1.0.1, timm, onnxruntime 1.31.1 (about
-#                           7 GB, tools/edgetam-requirements.txt; pip's cache serves the wheels
-#                           the real exporters' venv downloaded)
+#                           7 GB, tools/edgetam-requirements.txt: the real exporters' pins where
+#                           they share a package, so pip's cache, when it holds them, serves the
+#                           torch wheels once)
 #     export-<hash>/        keyed by the export scripts and the pins: the image pair, the four
 #                           video modules, the checkpoint, manifest.json; `reference` links to
 #     reference-<hash>/     keyed by the reference scripts, the pins and the weights' own hash
 #                           (manifest.json's weights_sha256): clip, prompts, arrays, reference.json
-# A second run recomputes nothing. Source it (`. tools/setup-edgetam.sh`) to get
+# Measured 2026-12-02 on 2 cores shared with a load of 15-20: the venv 6 minutes (pip's cache here
+# held none of the real venv's wheels: all downloaded), the export 75-160 s, the reference 14-18
+# minutes. A second run recomputes nothing (0.2 s). Source it (`. tools/setup-edgetam.sh`) to get
 # SAM2_EDGETAM_MODELS (the export directory) and SAM2_EDGETAM_PYTHON exported.
 set -euo pipefail
 
