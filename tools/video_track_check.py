@@ -105,6 +105,7 @@ class Modules:
         self.attention = session("memory_attention")
         self.decoder = session("image_decoder")
         self.mem_encoder = session("memory_encoder")
+        self.attention_inputs = {i.name for i in self.attention.get_inputs()}
 
     def encode_image(self, image):
         names = [o.name for o in self.encoder.get_outputs()]
@@ -187,14 +188,18 @@ class Tracker:
         memory_0 = np.stack([ptr for _, ptr in pos_and_ptrs]).astype(np.float32)
         n = len(pos_and_ptrs)
         memory_pos.append(np.zeros((4 * n, 1, 64), np.float32))
-        (embed,) = self.m.attention.run(None, {
+        feeds = {
             "current_vision_feat": feats["vision_feats"],
             "current_vision_pos_embed": feats["vision_pos_embed"],
             "memory_0": memory_0,
             "memory_1": np.stack(memory_1).astype(np.float32),
             "memory_pos_embed": np.concatenate(memory_pos).astype(np.float32),
-            "obj_ptr_tpos": obj_ptr_tpos,
-        })
+        }
+        # (an export whose model adds no temporal encoding to the pointers, EdgeTAM's, has no
+        # obj_ptr_tpos input: tools/edgetam_track_check.py)
+        if "obj_ptr_tpos" in self.m.attention_inputs:
+            feeds["obj_ptr_tpos"] = obj_ptr_tpos
+        (embed,) = self.m.attention.run(None, feeds)
         return embed
 
     def run_frame(self, t, obj, is_init_cond_frame, points, mask_input):
