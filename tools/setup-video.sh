@@ -18,6 +18,7 @@
 
 export_hash="$(cat "$ROOT/tools/export_video.py" "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
 VIDEO_MODELS="$CACHE/video/export-$export_hash"
+setup_begin "video modules of SAM2.1 tiny (tools/export_video.py)"
 if [ ! -f "$VIDEO_MODELS/.sam2-video-export-done" ]; then
     say "exporting the four video modules into $VIDEO_MODELS (about a minute)"
     rm -rf "$VIDEO_MODELS"
@@ -25,11 +26,15 @@ if [ ! -f "$VIDEO_MODELS/.sam2-video-export-done" ]; then
     logged "$VIDEO_MODELS/export.log" "$REAL_VENV/bin/python" "$ROOT/tools/export_video.py" \
         --out "$VIDEO_MODELS"
     touch "$VIDEO_MODELS/.sam2-video-export-done"
+    setup_end ran
+else
+    setup_end cached
 fi
 weights="$("$REAL_VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' \
     "$VIDEO_MODELS/manifest.json")"
 reference_hash="$( (cat "$ROOT/tools/video_reference.py" "$ROOT/tools/real-requirements.txt"; echo "$weights") | sha256sum | cut -c1-16)"
 VIDEO_REFERENCE="$CACHE/video/reference-$reference_hash"
+setup_begin "Meta's SAM2VideoPredictor on the 12-frame clip (tools/video_reference.py)"
 if [ ! -f "$VIDEO_REFERENCE/.sam2-video-reference-done" ]; then
     say "running Meta's SAM2VideoPredictor on the generated clip into $VIDEO_REFERENCE (minutes: memory attention costs seconds a frame)"
     rm -rf "$VIDEO_REFERENCE"
@@ -37,12 +42,16 @@ if [ ! -f "$VIDEO_REFERENCE/.sam2-video-reference-done" ]; then
     logged "$VIDEO_REFERENCE/reference.log" "$REAL_VENV/bin/python" "$ROOT/tools/video_reference.py" \
         --models "$VIDEO_MODELS" --out "$VIDEO_REFERENCE"
     touch "$VIDEO_REFERENCE/.sam2-video-reference-done"
+    setup_end ran
+else
+    setup_end cached
 fi
 ln -sfn "$VIDEO_REFERENCE" "$VIDEO_MODELS/reference"
 # Meta's frame loader and predictor on a 640x480 clip (issue 32: the resize to 1024x1024 matters
 # there), keyed like the reference; `resize` links to it.
 resize_hash="$( (cat "$ROOT/tools/resize_reference.py" "$ROOT/tools/real-requirements.txt"; echo "$weights") | sha256sum | cut -c1-16)"
 VIDEO_RESIZE="$CACHE/video/resize-$resize_hash"
+setup_begin "Meta's frame loader on a 640x480 clip (tools/resize_reference.py video)"
 if [ ! -f "$VIDEO_RESIZE/.sam2-video-resize-done" ]; then
     say "running Meta's frame loader and SAM2VideoPredictor on a 640x480 clip into $VIDEO_RESIZE (under a minute)"
     rm -rf "$VIDEO_RESIZE"
@@ -50,6 +59,9 @@ if [ ! -f "$VIDEO_RESIZE/.sam2-video-resize-done" ]; then
     logged "$VIDEO_RESIZE/reference.log" "$REAL_VENV/bin/python" "$ROOT/tools/resize_reference.py" video \
         --models "$VIDEO_MODELS" --out "$VIDEO_RESIZE"
     touch "$VIDEO_RESIZE/.sam2-video-resize-done"
+    setup_end ran
+else
+    setup_end cached
 fi
 ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
 # Outputs of other versions of the scripts go once unused for a week (prune_unused, setup-real.sh).

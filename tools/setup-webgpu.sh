@@ -18,6 +18,8 @@ ORT_NODE_VERSION=1.30.0
 # npm's own integrity hash of the package (checked by npm pack, and again here).
 ORT_NODE_SHA512="twhs1C2C/BFkz1yc5OY0KIU2GUq6DURO7hD4bx5Q2Qy3nAMJwRXW8xU3NVczE29VA9lolLOYepoD8fjTGOfIqw=="
 say() { printf '[setup-webgpu] %s\n' "$*" >&2; }
+. "$ROOT/tools/setup-times.sh"
+webgpu_step=cached
 
 webgpu_rig() {
     if [ "$(uname -s)-$(uname -m)" != "Linux-x86_64" ] || ! grep -q '^VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
@@ -31,6 +33,7 @@ webgpu_rig() {
     mesa="$(dpkg-query -W -f='${Version}' mesa-vulkan-drivers 2>/dev/null || true)"
     if [ "${mesa%%.*}" -lt 25 ] 2>/dev/null || [ -z "$mesa" ]; then
         say "installing Mesa's Vulkan drivers (>= 25) and libvulkan1 from bookworm-backports"
+        webgpu_step=ran
         if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
             echo 'deb http://deb.debian.org/debian bookworm-backports main' | $SUDO tee /etc/apt/sources.list.d/sam2-backports.list >/dev/null
         fi
@@ -45,6 +48,7 @@ webgpu_rig() {
     local lib="$CACHE/onnxruntime-node-$ORT_NODE_VERSION/libonnxruntime.so.1"
     if [ ! -f "$lib" ]; then
         say "fetching onnxruntime-node@$ORT_NODE_VERSION from npm for its WebGPU build of ONNX Runtime (110 MB, once)"
+        webgpu_step=ran
         local tmp
         tmp="$(mktemp -d)"
         (cd "$tmp" && npm pack --silent "onnxruntime-node@$ORT_NODE_VERSION" >/dev/null)
@@ -75,4 +79,6 @@ webgpu_rig() {
         chmod 700 "$XDG_RUNTIME_DIR"
     fi
 }
+setup_begin "WebGPU rig (Mesa's llvmpipe, ONNX Runtime 1.30 from npm)"
 webgpu_rig
+setup_end "$webgpu_step"

@@ -31,7 +31,9 @@ mod grid;
 mod masks;
 mod options;
 
-pub(crate) use grid::{crop_boxes, point_grid};
+pub(crate) use grid::crop_boxes;
+#[cfg(feature = "test-support")]
+pub(crate) use grid::point_grid;
 use masks::{make_mask, nms, Geometry, Kept, Scratch};
 use options::human;
 pub use options::{
