@@ -16,7 +16,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use common::init_runtime;
 use sam2::video::{Direction, TrackedObject, Tracker, TrackerOptions, VideoModelPaths};
@@ -27,41 +27,6 @@ const MIN_CORRELATION: f64 = 0.999;
 const MIN_IOU: f64 = 0.99;
 const MAX_SCORE_DIFF: f64 = 1e-3;
 const MAX_POINTER_REL: f64 = 1e-3;
-
-/// A little-endian float32 `.npy` array (format 1.0 or 2.0, C order).
-fn npy(path: &Path) -> (Vec<usize>, Vec<f32>) {
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert_eq!(
-        &bytes[..6],
-        b"\x93NUMPY",
-        "{}: not an .npy file",
-        path.display()
-    );
-    let (header_len, start) = if bytes[6] == 1 {
-        (u16::from_le_bytes([bytes[8], bytes[9]]) as usize, 10)
-    } else {
-        (
-            u32::from_le_bytes(bytes[8..12].try_into().unwrap()) as usize,
-            12,
-        )
-    };
-    let header = std::str::from_utf8(&bytes[start..start + header_len]).unwrap();
-    assert!(
-        header.contains("'<f4'") && header.contains("'fortran_order': False"),
-        "{header}"
-    );
-    let shape_text = &header[header.find("'shape': (").unwrap() + 10..];
-    let shape: Vec<usize> = shape_text[..shape_text.find(')').unwrap()]
-        .split(',')
-        .filter_map(|s| s.trim().parse().ok())
-        .collect();
-    let data: Vec<f32> = bytes[start + header_len..]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
-    assert_eq!(data.len(), shape.iter().product::<usize>());
-    (shape, data)
-}
 
 struct Reference {
     dir: PathBuf,
@@ -126,9 +91,11 @@ impl Reference {
     }
 
     fn array(&self, key: &str) -> (Vec<usize>, Vec<f32>) {
-        npy(&self
-            .dir
-            .join(self.json["arrays"][key]["file"].as_str().unwrap()))
+        common::npy_f32(
+            &self
+                .dir
+                .join(self.json["arrays"][key]["file"].as_str().unwrap()),
+        )
     }
 
     fn prompt(value: &Value) -> Prompt {
@@ -509,7 +476,7 @@ fn frames_of_another_size_are_resized_as_the_video_predictor_loads_them() {
     let mut report = String::new();
     for (t, file) in json["inputs"].as_object().unwrap() {
         let t: u32 = t.parse().unwrap();
-        let (_, meta) = npy(&dir.join(file.as_str().unwrap()));
+        let (_, meta) = common::npy_f32(&dir.join(file.as_str().unwrap()));
         let ours = sam2::test_support::preprocess_video_frame(&frame(t), 1024);
         let same = ours
             .iter()
@@ -540,9 +507,9 @@ fn frames_of_another_size_are_resized_as_the_video_predictor_loads_them() {
     .unwrap();
     let click = &json["click"];
     let id = click["obj_id"].as_u64().unwrap() as u32;
-    let (_, logits) = npy(&dir.join(json["logits"].as_str().unwrap()));
-    let (_, scores) = npy(&dir.join(json["scores"].as_str().unwrap()));
-    let (_, ptrs) = npy(&dir.join(json["ptrs"].as_str().unwrap()));
+    let (_, logits) = common::npy_f32(&dir.join(json["logits"].as_str().unwrap()));
+    let (_, scores) = common::npy_f32(&dir.join(json["scores"].as_str().unwrap()));
+    let (_, ptrs) = common::npy_f32(&dir.join(json["ptrs"].as_str().unwrap()));
     let plane = 256 * 256;
     let mut worst = Figures {
         correlation: 1.0,
