@@ -198,6 +198,21 @@
 #define SAM2_OUTPUT_HOST 1
 
 /**
+ * Precision: the encoder as exported, float32 weights and arithmetic.
+ */
+#define SAM2_PRECISION_FP32 0
+
+/**
+ * Precision: an int8 variant (int8 weights per channel, activations quantised per run), for CPUs.
+ */
+#define SAM2_PRECISION_INT8 1
+
+/**
+ * Precision: a float16 variant (inputs and outputs float32), for GPUs.
+ */
+#define SAM2_PRECISION_FP16 2
+
+/**
  * Point label: include what is under the point.
  */
 #define SAM2_POINT_POSITIVE 1
@@ -1063,7 +1078,15 @@ sam2_status sam2_embedding_fingerprint(const struct sam2_embedding *embedding,
                                        size_t *needed);
 
 /**
- * Saves a host embedding to `path` (safetensors with sam2 metadata, format version 2, whose
+ * Writes the precision of the encoder that made the embedding (`SAM2_PRECISION_*`; an embedding
+ * file records it, and files written before precision variants existed read as
+ * `SAM2_PRECISION_FP32`). Out-parameters are untouched on failure.
+ */
+sam2_status sam2_embedding_precision(const struct sam2_embedding *embedding,
+                                     uint32_t *out_precision);
+
+/**
+ * Saves a host embedding to `path` (safetensors with sam2 metadata, format version 3, whose
  * metadata and tensor bytes each carry a CRC-32; see docs/embedding-files.md).
  *
  * The write is atomic: a temporary file in the same directory, fsync, rename, then fsync of the
@@ -1173,6 +1196,14 @@ sam2_status sam2_encoder_fingerprint(const struct sam2_encoder *encoder,
                                      char *buf,
                                      size_t buf_len,
                                      size_t *needed);
+
+/**
+ * Writes the precision the encoder runs in (`SAM2_PRECISION_*`): as exported, or a precision
+ * variant made by `tools/make_variant.py` (which the model's metadata declares; a variant made
+ * by another tool is read from its graph). A variant is another model: its embeddings carry its
+ * own fingerprint and precision. Out-parameters are untouched on failure.
+ */
+sam2_status sam2_encoder_precision(const struct sam2_encoder *encoder, uint32_t *out_precision);
 
 /**
  * Writes what the encoder effectively runs on: the provider (`SAM2_PROVIDER_*`) that runs the

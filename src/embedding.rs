@@ -13,6 +13,7 @@ use ort::value::ValueRefMut;
 use crate::error::{Error, Result};
 use crate::export::EncoderFamily;
 use crate::fingerprint::Fingerprint;
+use crate::precision::Precision;
 
 /// Where a tensor's memory is, as ONNX Runtime's memory info describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,6 +193,8 @@ pub struct Embedding {
     pub(crate) image_height: u32,
     pub(crate) fingerprint: Fingerprint,
     pub(crate) family: EncoderFamily,
+    /// The precision of the encoder that made it (an int8 variant's embedding is another model's).
+    pub(crate) precision: Precision,
 }
 
 impl Embedding {
@@ -212,6 +215,11 @@ impl Embedding {
 
     pub fn family(&self) -> EncoderFamily {
         self.family
+    }
+
+    /// The precision of the encoder that made it.
+    pub fn precision(&self) -> Precision {
+        self.precision
     }
 
     /// True when every tensor is in host-readable memory, so the embedding can be saved.
@@ -312,6 +320,7 @@ impl Embedding {
             image_height: self.image_height,
             fingerprint: self.fingerprint,
             family: self.family,
+            precision: self.precision,
         })
     }
 }

@@ -4,16 +4,18 @@
 //! with spaces to a multiple of 8), then the three tensors' bytes back to back, little-endian, in
 //! the canonical order. The JSON holds, per tensor, `dtype` (`F32`/`F16`), `shape` and
 //! `data_offsets`, and a `__metadata__` map of strings:
-//! `format` = `sam2-embedding`, `format_version` = `2`, `image_width`, `image_height`,
-//! `encoder_fingerprint`, `encoder_family`, `payload_crc32` (CRC-32/IEEE of all tensor bytes, as
+//! `format` = `sam2-embedding`, `format_version` = `3`, `image_width`, `image_height`,
+//! `encoder_fingerprint`, `encoder_family`, `encoder_precision` (`fp32`, `int8` or `fp16`: the
+//! precision variant that made it), `payload_crc32` (CRC-32/IEEE of all tensor bytes, as
 //! `zlib.crc32` computes it, 8 hex digits), `metadata_crc32` (the same CRC of the protected
 //! metadata text, see [`metadata_text`]) and `writer` (informational, not protected). The tensor
 //! entries need no checksum of their own: every one is checked against the SAM2 contract (names,
 //! shapes, dtypes, offsets adding up to the file's size). Any safetensors reader (Python's
 //! `safetensors`, or twenty lines of numpy) opens it.
 //!
-//! Version 1, written by earlier releases, is the same without `metadata_crc32` (its metadata is
-//! not covered by a checksum); it is still read.
+//! Versions 1 and 2, written by earlier releases, are still read: version 2 is the same without
+//! `encoder_precision` (made before precision variants existed: float32), version 1 without
+//! `metadata_crc32` too (its metadata is not covered by a checksum).
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -28,30 +30,43 @@ use crate::export::{EncoderFamily, EMBEDDING_SHAPES};
 use crate::files::{self, directory_of, sync_directory};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
+use crate::precision::Precision;
 
 /// Value of `__metadata__.format`.
 pub(crate) const FORMAT: &str = "sam2-embedding";
-/// Version of the layout this library writes. 2 added `metadata_crc32`.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// Version of the layout this library writes. 2 added `metadata_crc32`, 3 `encoder_precision`.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// Versions this library reads.
-pub(crate) const READABLE_VERSIONS: [u32; 2] = [1, 2];
-/// The metadata fields `metadata_crc32` covers, in the order [`metadata_text`] lists them.
-pub(crate) const PROTECTED_METADATA: [&str; 7] = [
+pub(crate) const READABLE_VERSIONS: [u32; 3] = [1, 2, 3];
+/// The metadata fields `metadata_crc32` covers in the version this library writes, in the order
+/// [`metadata_text`] lists them.
+pub(crate) const PROTECTED_METADATA: [&str; 8] = [
     "format",
     "format_version",
     "image_width",
     "image_height",
     "encoder_fingerprint",
     "encoder_family",
+    "encoder_precision",
     "payload_crc32",
 ];
+
+/// The fields `metadata_crc32` covers in a version (2 had no `encoder_precision`).
+fn protected_metadata(version: u32) -> impl Iterator<Item = &'static str> {
+    PROTECTED_METADATA
+        .into_iter()
+        .filter(move |key| version >= 3 || *key != "encoder_precision")
+}
 
 /// The text `metadata_crc32` is the CRC-32 of: one `key=value` line (ending in `\n`) per field
 /// of [`PROTECTED_METADATA`], in that order, with each value exactly as the header holds it. In
 /// Python: `zlib.crc32("".join(f"{k}={meta[k]}\n" for k in keys).encode())`.
 pub fn metadata_text(value_of: impl Fn(&str) -> String) -> String {
-    PROTECTED_METADATA
-        .iter()
+    metadata_text_of(FORMAT_VERSION, value_of)
+}
+
+fn metadata_text_of(version: u32, value_of: impl Fn(&str) -> String) -> String {
+    protected_metadata(version)
         .map(|key| format!("{key}={}\n", value_of(key)))
         .collect()
 }
@@ -82,6 +97,8 @@ pub struct Header {
     pub image_height: u32,
     pub fingerprint: Fingerprint,
     pub family: EncoderFamily,
+    /// The precision of the encoder that made it (float32 for versions 1 and 2).
+    pub precision: Precision,
     pub dtypes: [TensorElementType; 3],
     /// Byte length of each tensor.
     pub lengths: [usize; 3],
@@ -105,6 +122,10 @@ fn encode_header(embedding: &Embedding, crc: u32) -> Result<Vec<u8>> {
         ("image_height", h.to_string()),
         ("encoder_fingerprint", embedding.fingerprint().to_string()),
         ("encoder_family", embedding.family().name().to_string()),
+        (
+            "encoder_precision",
+            embedding.precision().name().to_string(),
+        ),
         ("payload_crc32", format!("{crc:08x}")),
     ] {
         meta.insert(key.into(), Value::String(value));
@@ -202,10 +223,10 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
         1 => {}
         _ => {
             // Every protected field must be a string before the text can be made.
-            for key in PROTECTED_METADATA {
+            for key in protected_metadata(version) {
                 field(key)?;
             }
-            let text = metadata_text(|key| field(key).unwrap_or_default().to_string());
+            let text = metadata_text_of(version, |key| field(key).unwrap_or_default().to_string());
             let crc = crc32fast::hash(text.as_bytes());
             let declared = hex32("metadata_crc32")?;
             if crc != declared {
@@ -235,6 +256,13 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
     let family_text = field("encoder_family")?;
     let family = EncoderFamily::from_name(family_text)
         .ok_or_else(|| format_error(format!("unknown `encoder_family` `{family_text}`")))?;
+    let precision = if version >= 3 {
+        let text = field("encoder_precision")?;
+        Precision::parse(text)
+            .ok_or_else(|| format_error(format!("unknown `encoder_precision` `{text}`")))?
+    } else {
+        Precision::Fp32
+    };
     let payload_crc32 = hex32("payload_crc32")?;
 
     let names = family.tensor_names();
@@ -304,6 +332,7 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
         image_height,
         fingerprint,
         family,
+        precision,
         dtypes,
         lengths,
         payload_crc32,
@@ -455,9 +484,10 @@ fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     if let Some(expected) = expected {
         if header.fingerprint != expected {
             return Err(Error::ModelMismatch(format!(
-                "{} was made by encoder {}, but this predictor expects encoder {expected}",
+                "{} was made by encoder {} ({}), but this predictor expects encoder {expected}",
                 path.display(),
-                header.fingerprint
+                header.fingerprint,
+                header.precision
             )));
         }
     }
@@ -489,6 +519,7 @@ fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
         image_height: header.image_height,
         fingerprint: header.fingerprint,
         family: header.family,
+        precision: header.precision,
     })
 }
 

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::export::{self, EncoderSpec, InputType};
 use crate::fingerprint::Fingerprint;
 use crate::image::ImageView;
+use crate::precision::Variant;
 use crate::preprocess;
 use crate::session::{self, SessionOptions};
 use crate::weights::{self, weights_address, ModelWeights};
@@ -90,6 +91,11 @@ impl Encoder {
     /// Which attention subgraphs were fused when the model was loaded.
     pub fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
         &self.weights.attention
+    }
+
+    /// The precision the encoder runs in: as exported, or a variant (`tools/make_variant.py`).
+    pub fn variant(&self) -> &Variant {
+        &self.weights.variant
     }
 
     /// Bytes of weights this model holds outside ONNX Runtime's sessions (shared or copied).
@@ -217,6 +223,7 @@ impl Encoder {
             image_width: width,
             image_height: height,
             fingerprint: self.fingerprint,
+            precision: self.weights.variant.precision,
             family: self.spec.family,
         })
     }

@@ -36,6 +36,7 @@ pub mod panics;
 mod platform;
 mod polygon;
 mod postprocess;
+mod precision;
 mod predictor;
 mod preprocess;
 mod resample;
@@ -74,6 +75,7 @@ pub mod models {
     pub use crate::attention::AttentionFusion;
     pub use crate::export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec};
     pub use crate::model_pair::{find_model_pair, ModelNaming, ModelPair};
+    pub use crate::precision::{Precision, Variant};
 }
 
 /// The largest requests the core accepts; a larger one is `Error::InvalidArgument` naming the

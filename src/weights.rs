@@ -38,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::onnx_split;
 use crate::platform;
+use crate::precision::{self, Variant};
 
 /// How far ONNX Runtime optimises the graph. The graph is optimised once per process and model
 /// (see [`get`]), so every level keeps the weights shared, fused ones included.
@@ -185,6 +186,8 @@ pub(crate) struct ModelWeights {
     pub weights_file: Option<WeightsFile>,
     /// Which attention subgraphs were fused when the model was loaded.
     pub attention: AttentionFusion,
+    /// The precision the model file says or shows it runs in ([`crate::precision`]).
+    pub variant: Variant,
 }
 
 // SAFETY: every field is immutable after construction; the ONNX Runtime values and the
@@ -319,6 +322,7 @@ fn optimize(path: &Path, plan: &Plan, source: Option<&[u8]>) -> Result<Vec<u8>> 
 /// only references to them.
 fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
+    let variant = precision::detect(bytes).map_err(|e| Error::model(path, e))?;
     let (fused, mut attention) = fuse_attention(path, bytes, plan);
     let optimized = match fused.map(|model| optimize(path, plan, Some(&model))) {
         Some(Ok(optimized)) => Ok(optimized),
@@ -381,6 +385,7 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         device_owners: Mutex::new(Vec::new()),
         weights_file,
         attention,
+        variant,
     })
 }
 

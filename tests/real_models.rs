@@ -92,30 +92,6 @@ fn click(x: f32, y: f32) -> Prompt {
     }
 }
 
-fn prompt_of(case: &Value) -> Prompt {
-    let points = case["points"]
-        .as_array()
-        .map(|ps| {
-            ps.iter()
-                .map(|p| Point {
-                    x: p[0].as_f64().unwrap() as f32,
-                    y: p[1].as_f64().unwrap() as f32,
-                    positive: p[2].as_i64().unwrap() != 0,
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let bbox = case["box"].as_array().map(|b| {
-        let v: Vec<f32> = b.iter().map(|x| x.as_f64().unwrap() as f32).collect();
-        [v[0], v[1], v[2], v[3]]
-    });
-    Prompt {
-        points,
-        bbox,
-        mask_input: None,
-    }
-}
-
 fn decode_rle(counts: &Value, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len);
     for (i, c) in counts.as_array().unwrap().iter().enumerate() {

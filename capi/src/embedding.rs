@@ -132,6 +132,22 @@ pub extern "C" fn sam2_embedding_fingerprint(
     })
 }
 
+/// Writes the precision of the encoder that made the embedding (`SAM2_PRECISION_*`; an embedding
+/// file records it, and files written before precision variants existed read as
+/// `SAM2_PRECISION_FP32`). Out-parameters are untouched on failure.
+#[no_mangle]
+pub extern "C" fn sam2_embedding_precision(
+    embedding: *const sam2_embedding,
+    out_precision: *mut u32,
+) -> sam2_status {
+    guard(|| {
+        let e = handle_ref(embedding, "embedding")?;
+        let out = arg_out(out_precision, "out_precision")?;
+        out.set(super::encoder::PrecisionCodes::code(e.inner.precision()));
+        Ok(())
+    })
+}
+
 /// Embedding placement for `sam2_embedding_load`: host memory.
 pub const SAM2_PLACE_HOST: u32 = 0;
 /// Embedding placement for `sam2_embedding_load`: the predictor's execution device (host memory
@@ -154,7 +170,7 @@ c_enum! {
     }
 }
 
-/// Saves a host embedding to `path` (safetensors with sam2 metadata, format version 2, whose
+/// Saves a host embedding to `path` (safetensors with sam2 metadata, format version 3, whose
 /// metadata and tensor bytes each carry a CRC-32; see docs/embedding-files.md).
 ///
 /// The write is atomic: a temporary file in the same directory, fsync, rename, then fsync of the

@@ -52,6 +52,7 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
                     "  fingerprint: {} (carried by its embeddings)",
                     encoder.fingerprint()
                 );
+                println!("  precision: {}", encoder.variant());
                 print_device(encoder.device());
                 println!("  attention: {}", encoder.attention_fusion());
                 return Ok(());

@@ -24,6 +24,17 @@ namespace Sam2
         Host = NativeMethods.SAM2_OUTPUT_HOST,
     }
 
+    /// <summary>The precision an encoder runs in (SAM2_PRECISION_*): as exported, or a precision variant (tools/make_variant.py).</summary>
+    public enum Precision : uint
+    {
+        /// <summary>As exported: float32 weights and arithmetic.</summary>
+        Fp32 = NativeMethods.SAM2_PRECISION_FP32,
+        /// <summary>An int8 variant (int8 weights per channel), for CPUs.</summary>
+        Int8 = NativeMethods.SAM2_PRECISION_INT8,
+        /// <summary>A float16 variant (inputs and outputs float32), for GPUs.</summary>
+        Fp16 = NativeMethods.SAM2_PRECISION_FP16,
+    }
+
     /// <summary>Where <see cref="Sam2Embedding.Load"/> puts a loaded embedding (SAM2_PLACE_*).</summary>
     public enum Placement : uint
     {

@@ -50,6 +50,9 @@ namespace Sam2
         internal const uint SAM2_PIXEL_GRAY = 4;
         internal const uint SAM2_OUTPUT_DEVICE = 0;
         internal const uint SAM2_OUTPUT_HOST = 1;
+        internal const uint SAM2_PRECISION_FP32 = 0;
+        internal const uint SAM2_PRECISION_INT8 = 1;
+        internal const uint SAM2_PRECISION_FP16 = 2;
         internal const int SAM2_POINT_POSITIVE = 1;
         internal const int SAM2_POINT_NEGATIVE = 0;
         internal const int SAM2_VERSION_MAJOR = 0;
@@ -234,6 +237,9 @@ namespace Sam2
         internal static extern Sam2Status sam2_embedding_device_id(EmbeddingHandle embedding, out int out_device_id);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_embedding_precision(EmbeddingHandle embedding, out uint out_precision);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_embedding_image_size(EmbeddingHandle embedding, out uint out_width, out uint out_height);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
@@ -272,6 +278,9 @@ namespace Sam2
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_encoder_device(EncoderHandle encoder, out uint out_provider, out int out_device_id, out int out_fell_back);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_encoder_precision(EncoderHandle encoder, out uint out_precision);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_encoder_providers(EncoderHandle encoder, [Out] byte[] buf, UIntPtr buf_len, out UIntPtr needed);

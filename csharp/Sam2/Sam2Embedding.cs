@@ -100,6 +100,18 @@ namespace Sam2
             }
         }
 
+        /// <summary>The precision of the encoder that made the embedding (<c>sam2_embedding_precision</c>; embedding files record it).</summary>
+        public Precision Precision
+        {
+            get
+            {
+                EmbeddingHandle handle = Handle;
+                uint value;
+                Sam2Error.Check(NativeMethods.sam2_embedding_precision(handle, out value), handle);
+                return (Precision)value;
+            }
+        }
+
         /// <summary>Width of the image the embedding was made from.</summary>
         public int ImageWidth
         {

@@ -48,6 +48,17 @@ namespace Sam2
             }
         }
 
+        /// <summary>The precision the encoder runs in (<c>sam2_encoder_precision</c>): a variant is another model, whose embeddings the original's predictor refuses.</summary>
+        public Precision Precision
+        {
+            get
+            {
+                uint value;
+                Sam2Error.Check(NativeMethods.sam2_encoder_precision(Handle, out value));
+                return (Precision)value;
+            }
+        }
+
         /// <summary>What the encoder effectively runs on (<c>sam2_encoder_device</c>); FellBack tells a silent CPU fallback.</summary>
         public Sam2DeviceInfo Device
         {

@@ -186,6 +186,31 @@ namespace Sam2.Tests
         }
 
         [Test]
+        private static void AnInt8VariantSaysSoAndIsAnotherModel()
+        {
+            Assert.Equal(Precision.Fp32, Fixture.Encoder.Precision, "the generated encoder");
+            Assert.Equal(Precision.Fp32, Fixture.Shapes.Precision, "its embedding");
+            string variant = Path.Combine(Fixture.Models, "variants", "tiny_a_int8", "tiny_a_encoder.onnx");
+            using (var encoder = new Sam2Encoder(variant))
+            {
+                Assert.Equal(Precision.Int8, encoder.Precision, "the variant");
+                PnmImage image = Fixture.ShapesImage;
+                using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
+                {
+                    Assert.Equal(Precision.Int8, embedding.Precision, "the variant's embedding");
+                    string file = Path.Combine(Fixture.Scratch, "int8.sam2emb");
+                    embedding.Save(file);
+                    using (Sam2Embedding loaded = Sam2Embedding.Load(file))
+                        Assert.Equal(Precision.Int8, loaded.Precision, "its file");
+                    var e = Assert.Throws<Sam2Exception>(() => Sam2Embedding.Load(file, Fixture.Predictor), "the original's predictor");
+                    Assert.Equal(Sam2Status.ModelMismatch, e.Status, "status");
+                    Assert.Contains("(int8)", e.Message, "the message names the precision");
+                    File.Delete(file);
+                }
+            }
+        }
+
+        [Test]
         private static void AnEmbeddingOfAnotherModelIsAModelMismatch()
         {
             using (var otherEncoder = new Sam2Encoder(Fixture.Model("tiny_c_encoder")))

@@ -281,8 +281,9 @@ impl Predictor {
         if let Some(expected) = self.expected {
             if embedding.fingerprint() != expected {
                 return Err(Error::ModelMismatch(format!(
-                    "the embedding was made by encoder {}, but this predictor expects encoder {expected}",
-                    embedding.fingerprint()
+                    "the embedding was made by encoder {} ({}), but this predictor expects encoder {expected}",
+                    embedding.fingerprint(),
+                    embedding.precision()
                 )));
             }
         }

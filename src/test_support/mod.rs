@@ -103,6 +103,7 @@ impl Embedding {
             image_height: host.image_height,
             fingerprint: host.fingerprint,
             family: host.family,
+            precision: host.precision,
         })
     }
 }

@@ -166,6 +166,50 @@ static void overwrite_and_refusal(void) {
     sam2_encoder_free(ea);
 }
 
+/* An int8 variant (tools/make_variant.py, made by the set-up) says so, its embeddings and their
+ * files carry it, and the original's predictor refuses them, naming the precision. */
+static void precision_variant(void) {
+    char path[TEST_PATH_MAX], file[TEST_PATH_MAX];
+    sam2_encoder *fp32 = test_open_encoder("tiny_a");
+    sam2_encoder *int8 = NULL;
+    CHECK_OK(sam2_encoder_new(test_model_path(path, "variants/tiny_a_int8/tiny_a_encoder.onnx"),
+                              NULL, &int8));
+    uint32_t precision = 777;
+    CHECK_OK(sam2_encoder_precision(fp32, &precision));
+    CHECK(precision == SAM2_PRECISION_FP32);
+    CHECK_OK(sam2_encoder_precision(int8, &precision));
+    CHECK(precision == SAM2_PRECISION_INT8);
+    sam2_embedding *embedding = test_encode(int8, &image);
+    precision = 777;
+    CHECK_OK(sam2_embedding_precision(embedding, &precision));
+    CHECK(precision == SAM2_PRECISION_INT8);
+
+    file_path(file, "int8.sam2");
+    CHECK_OK(sam2_embedding_save(embedding, file));
+    sam2_embedding *loaded = NULL;
+    CHECK_OK(sam2_embedding_load(file, NULL, SAM2_PLACE_HOST, &loaded));
+    precision = 777;
+    CHECK_OK(sam2_embedding_precision(loaded, &precision));
+    CHECK(precision == SAM2_PRECISION_INT8);
+    sam2_embedding_free(loaded);
+
+    sam2_predictor *original = test_open_predictor(fp32, "tiny_a");
+    sam2_embedding *const untouched = (sam2_embedding *)(uintptr_t)0x5a5a5a5aU;
+    sam2_embedding *refused = untouched;
+    CHECK_STATUS(sam2_embedding_load(file, original, SAM2_PLACE_HOST, &refused),
+                 SAM2_ERR_MODEL_MISMATCH);
+    CHECK(refused == untouched);
+    char message[1024];
+    CHECK_OK(sam2_last_error_message(message, sizeof message, NULL));
+    CHECK(strstr(message, "(int8)") != NULL);
+    unlink(file);
+    sam2_predictor_free(original);
+    sam2_embedding_free(embedding);
+    sam2_encoder_free(int8);
+    sam2_encoder_free(fp32);
+    printf("  int8 variant: reported, carried by its embedding and file, refused by the original\n");
+}
+
 static void residency(void) {
     sam2_encoder *encoder = test_open_encoder("tiny_a");
     sam2_predictor *predictor = test_open_predictor(encoder, "tiny_a");
@@ -233,6 +277,7 @@ int main(void) {
         }
     }
     overwrite_and_refusal();
+    precision_variant();
     residency();
 
     CHECK(count_dir_entries() == 0);

@@ -142,6 +142,11 @@ static void encoder_calls(const sam2_encoder *encoder) {
     STRING_QUERY("sam2_encoder_providers", sam2_encoder_providers, encoder, "encoder",
                  strlen("CPUExecutionProvider") + 1);
 
+    E = "sam2_encoder_precision";
+    uint32_t precision = 777;
+    TRY_IF(E, sam2_encoder_precision(NULL, &precision), NULL_ARG, "`encoder`", precision == 777);
+    TRY(E, sam2_encoder_precision(encoder, NULL), NULL_ARG, "`out_precision`");
+
     E = "sam2_encoder_device";
     uint32_t provider = 777;
     int32_t device = 777, fell_back = 777;
@@ -166,6 +171,12 @@ static void embedding_calls(const sam2_embedding *embedding) {
     int32_t device = 777;
     TRY_IF(E, sam2_embedding_device_id(NULL, &device), NULL_ARG, "`embedding`", device == 777);
     TRY(E, sam2_embedding_device_id(embedding, NULL), NULL_ARG, "`out_device_id`");
+
+    E = "sam2_embedding_precision";
+    uint32_t precision = 777;
+    TRY_IF(E, sam2_embedding_precision(NULL, &precision), NULL_ARG, "`embedding`",
+           precision == 777);
+    TRY(E, sam2_embedding_precision(embedding, NULL), NULL_ARG, "`out_precision`");
 
     E = "sam2_embedding_image_size";
     uint32_t w = 777, h = 777;

@@ -239,6 +239,32 @@ pub fn real_pair(family: &str) -> (PathBuf, PathBuf) {
     (file("encoder"), file("decoder"))
 }
 
+/// The prompt of a parity case of the real reference (tools/real_reference.py's `cases`: points
+/// as `[x, y, positive]`, an optional box).
+pub fn prompt_of(case: &serde_json::Value) -> sam2::Prompt {
+    let points = case["points"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| sam2::Point {
+                    x: p[0].as_f64().unwrap() as f32,
+                    y: p[1].as_f64().unwrap() as f32,
+                    positive: p[2].as_i64().unwrap() != 0,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let bbox = case["box"].as_array().map(|b| {
+        let v: Vec<f32> = b.iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        [v[0], v[1], v[2], v[3]]
+    });
+    sam2::Prompt {
+        points,
+        bbox,
+        mask_input: None,
+    }
+}
+
 /// A little-endian float32 `.npy` array (format 1.0 or 2.0, C order): its shape and values.
 pub fn npy_f32(path: &Path) -> (Vec<usize>, Vec<f32>) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));

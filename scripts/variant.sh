@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Makes a precision variant of a SAM2 export (tools/make_variant.py, in the project's venv with the
+# pinned ONNX Runtime wheel, whose quantisation tool does the work): int8 for CPUs.
+#
+#   scripts/variant.sh int8 ~/exports/sam2.1_hiera_tiny --out ~/exports/sam2.1_hiera_tiny-int8
+#
+# The variant's pair is written under the source's file names in the --out directory (the encoder
+# converted, the decoder copied), so `--model OUT` finds it as it finds the original; `sam2 info`
+# says which variant a model is ([Models](docs/models.md#precision-variants)).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+. "$ROOT/tools/setup.sh"
+export ORT_DISABLE_TELEMETRY=1
+exec "$SAM2_PYTHON" "$ROOT/tools/make_variant.py" "$@"

@@ -1,0 +1,339 @@
+//! Precision variants: an export's encoder as exported (float32), or a variant of it with int8
+//! weights (for CPUs) or float16 arithmetic (for GPUs), as `tools/make_variant.py` makes them.
+//!
+//! A variant says what it is in the model's metadata (`metadata_props`): `sam2.precision`
+//! (`int8` or `fp16`), `sam2.precision.source` (the original's file name and SHA-256) and
+//! `sam2.precision.tool`. A model without that key is read from its graph: quantisation operators
+//! make it int8, float16 weights make it fp16 (a variant made by another tool), anything else is
+//! float32. A variant runs exactly as the original does (same tensors in and out); it is another
+//! model all the same: its embeddings carry its own fingerprint and precision, and a predictor
+//! expecting the original's refuses them.
+
+use std::fmt;
+
+use crate::onnx_split::{element_size, Fields, Value};
+
+/// The arithmetic an encoder runs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Precision {
+    /// As exported: float32 weights and arithmetic.
+    #[default]
+    Fp32,
+    /// int8 weights (per channel), activations quantised per run: a CPU variant.
+    Int8,
+    /// float16 weights and arithmetic, inputs and outputs float32: a GPU variant.
+    Fp16,
+}
+
+impl Precision {
+    /// Values of the C ABI (`SAM2_PRECISION_*`).
+    pub const ALL: [Precision; 3] = [Precision::Fp32, Precision::Int8, Precision::Fp16];
+
+    /// The name in model metadata, embedding files and messages: `fp32`, `int8`, `fp16`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Precision::Fp32 => "fp32",
+            Precision::Int8 => "int8",
+            Precision::Fp16 => "fp16",
+        }
+    }
+
+    /// The precision of a name (as [`Precision::name`] writes it).
+    pub fn parse(name: &str) -> Option<Self> {
+        Precision::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a model file says, or shows, about its precision.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Variant {
+    pub precision: Precision,
+    /// `sam2.precision.source`: the original's file name and SHA-256, when the model says.
+    pub source: Option<String>,
+    /// `sam2.precision.tool`: what made the variant, when the model says.
+    pub tool: Option<String>,
+    /// The precision is read from the graph (no `sam2.precision` in its metadata).
+    pub inferred: bool,
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.precision, self.inferred) {
+            (Precision::Fp32, _) => f.write_str("fp32 (as exported)"),
+            (p, true) => write!(f, "{p} (read from the graph; the model does not say)"),
+            (p, false) => {
+                write!(f, "{p} variant")?;
+                if let Some(source) = &self.source {
+                    write!(f, " of {source}")?;
+                }
+                if let Some(tool) = &self.tool {
+                    write!(f, "; made by {tool}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Operators that only a quantised graph has.
+const QUANTISED_OPS: [&str; 9] = [
+    "MatMulInteger",
+    "ConvInteger",
+    "DynamicQuantizeLinear",
+    "DynamicQuantizeMatMul",
+    "MatMulIntegerToFloat",
+    "QLinearMatMul",
+    "QLinearConv",
+    "QuantizeLinear",
+    "MatMulNBits",
+];
+
+// ONNX's protobuf field numbers (onnx.proto3).
+const MODEL_GRAPH: u32 = 7;
+const MODEL_METADATA_PROPS: u32 = 14;
+const ENTRY_KEY: u32 = 1;
+const ENTRY_VALUE: u32 = 2;
+const GRAPH_NODE: u32 = 1;
+const GRAPH_INITIALIZER: u32 = 5;
+const NODE_OP_TYPE: u32 = 4;
+const TENSOR_DIMS: u32 = 1;
+const TENSOR_DATA_TYPE: u32 = 2;
+const FLOAT: u64 = 1;
+const FLOAT16: u64 = 10;
+
+fn text(model: &[u8], value: Value) -> Option<&str> {
+    match value {
+        Value::Bytes(start, end) => std::str::from_utf8(&model[start..end]).ok(),
+        _ => None,
+    }
+}
+
+fn bytes(value: Value) -> Option<(usize, usize)> {
+    match value {
+        Value::Bytes(start, end) => Some((start, end)),
+        _ => None,
+    }
+}
+
+/// Reads a model's precision from its metadata, or else from its graph. A `sam2.precision` the
+/// library does not know is an error (the model claims something it cannot honour); a model
+/// that cannot be parsed is float32 here (loading it reports what is wrong).
+pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
+    let mut declared: Option<String> = None;
+    let mut source = None;
+    let mut tool = None;
+    let mut graph = None;
+    let mut fields = Fields::new(model, 0, model.len(), "model");
+    while let Ok(Some(field)) = fields.next_field() {
+        match field.number {
+            MODEL_GRAPH => graph = bytes(field.value),
+            MODEL_METADATA_PROPS => {
+                let Some((start, end)) = bytes(field.value) else {
+                    continue;
+                };
+                let (mut key, mut value) = (None, None);
+                let mut entry = Fields::new(model, start, end, "metadata entry");
+                while let Ok(Some(f)) = entry.next_field() {
+                    match f.number {
+                        ENTRY_KEY => key = text(model, f.value),
+                        ENTRY_VALUE => value = text(model, f.value),
+                        _ => {}
+                    }
+                }
+                let value = value.unwrap_or("").to_string();
+                match key {
+                    Some("sam2.precision") => declared = Some(value),
+                    Some("sam2.precision.source") => source = Some(value),
+                    Some("sam2.precision.tool") => tool = Some(value),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(name) = declared {
+        let precision = Precision::parse(&name).ok_or_else(|| {
+            format!(
+                "its metadata declares sam2.precision = `{name}`, which this library does not \
+                 know (it reads {})",
+                Precision::ALL.map(|p| p.name()).join(", ")
+            )
+        })?;
+        return Ok(Variant {
+            precision,
+            source,
+            tool,
+            inferred: false,
+        });
+    }
+    let precision = graph.map_or(Precision::Fp32, |(start, end)| {
+        from_graph(model, start, end)
+    });
+    Ok(Variant {
+        precision,
+        source: None,
+        tool: None,
+        inferred: precision != Precision::Fp32,
+    })
+}
+
+/// int8 when a quantisation operator is present; fp16 when float16 weights outweigh float32 ones.
+fn from_graph(model: &[u8], start: usize, end: usize) -> Precision {
+    let (mut f32_bytes, mut f16_bytes) = (0u64, 0u64);
+    let mut fields = Fields::new(model, start, end, "graph");
+    while let Ok(Some(field)) = fields.next_field() {
+        let Some((s, e)) = bytes(field.value) else {
+            continue;
+        };
+        match field.number {
+            GRAPH_NODE => {
+                let mut node = Fields::new(model, s, e, "node");
+                while let Ok(Some(f)) = node.next_field() {
+                    if f.number == NODE_OP_TYPE
+                        && text(model, f.value).is_some_and(|op| QUANTISED_OPS.contains(&op))
+                    {
+                        return Precision::Int8;
+                    }
+                }
+            }
+            GRAPH_INITIALIZER => {
+                let (mut elements, mut data_type) = (1u64, 0u64);
+                let mut tensor = Fields::new(model, s, e, "initializer");
+                while let Ok(Some(f)) = tensor.next_field() {
+                    match (f.number, f.value) {
+                        (TENSOR_DIMS, Value::Varint(d)) => elements = elements.saturating_mul(d),
+                        (TENSOR_DATA_TYPE, Value::Varint(t)) => data_type = t,
+                        _ => {}
+                    }
+                }
+                let size = element_size(data_type as i32).unwrap_or(0) as u64;
+                match data_type {
+                    FLOAT => f32_bytes = f32_bytes.saturating_add(elements.saturating_mul(size)),
+                    FLOAT16 => f16_bytes = f16_bytes.saturating_add(elements.saturating_mul(size)),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if f16_bytes > f32_bytes {
+        Precision::Fp16
+    } else {
+        Precision::Fp32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::onnx_split::{put_len_field, put_varint_field};
+
+    fn entry(key: &str, value: &str) -> Vec<u8> {
+        let mut e = Vec::new();
+        put_len_field(&mut e, ENTRY_KEY, key.as_bytes());
+        put_len_field(&mut e, ENTRY_VALUE, value.as_bytes());
+        e
+    }
+
+    fn node(op: &str) -> Vec<u8> {
+        let mut n = Vec::new();
+        put_len_field(&mut n, NODE_OP_TYPE, op.as_bytes());
+        n
+    }
+
+    fn initializer(dims: &[u64], data_type: u64) -> Vec<u8> {
+        let mut t = Vec::new();
+        for d in dims {
+            put_varint_field(&mut t, TENSOR_DIMS, *d);
+        }
+        put_varint_field(&mut t, TENSOR_DATA_TYPE, data_type);
+        t
+    }
+
+    fn model(metadata: &[(&str, &str)], nodes: &[&str], inits: &[(&[u64], u64)]) -> Vec<u8> {
+        let mut graph = Vec::new();
+        for op in nodes {
+            put_len_field(&mut graph, GRAPH_NODE, &node(op));
+        }
+        for (dims, t) in inits {
+            put_len_field(&mut graph, GRAPH_INITIALIZER, &initializer(dims, *t));
+        }
+        let mut m = Vec::new();
+        put_varint_field(&mut m, 1, 8); // ir_version
+        put_len_field(&mut m, MODEL_GRAPH, &graph);
+        for (k, v) in metadata {
+            put_len_field(&mut m, MODEL_METADATA_PROPS, &entry(k, v));
+        }
+        m
+    }
+
+    #[test]
+    fn metadata_names_the_variant_and_its_source() {
+        let m = model(
+            &[
+                ("sam2.precision", "int8"),
+                ("sam2.precision.source", "a.onnx sha256:00"),
+                ("sam2.precision.tool", "quantize_dynamic"),
+            ],
+            &["MatMul"],
+            &[(&[4, 4], FLOAT)],
+        );
+        let v = detect(&m).unwrap();
+        assert_eq!(v.precision, Precision::Int8);
+        assert!(!v.inferred);
+        assert_eq!(v.source.as_deref(), Some("a.onnx sha256:00"));
+        assert_eq!(
+            v.to_string(),
+            "int8 variant of a.onnx sha256:00; made by quantize_dynamic"
+        );
+    }
+
+    #[test]
+    fn an_unknown_declared_precision_is_refused() {
+        let m = model(&[("sam2.precision", "bf16")], &[], &[]);
+        let e = detect(&m).unwrap_err();
+        assert!(
+            e.contains("`bf16`") && e.contains("fp32, int8, fp16"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_graph_tells_when_the_metadata_does_not() {
+        let plain = model(
+            &[("other", "x")],
+            &["Conv", "MatMul"],
+            &[(&[64, 64], FLOAT)],
+        );
+        assert_eq!(detect(&plain).unwrap(), Variant::default());
+        let quantised = model(&[], &["DynamicQuantizeLinear", "MatMulInteger"], &[]);
+        let v = detect(&quantised).unwrap();
+        assert_eq!((v.precision, v.inferred), (Precision::Int8, true));
+        // fp16 when float16 weights outweigh float32 ones (a float32 LayerNorm may stay).
+        let half = model(&[], &["MatMul"], &[(&[256, 256], FLOAT16), (&[256], FLOAT)]);
+        assert_eq!(detect(&half).unwrap().precision, Precision::Fp16);
+        let mostly_float = model(&[], &["Cast"], &[(&[16], FLOAT16), (&[256, 256], FLOAT)]);
+        assert_eq!(detect(&mostly_float).unwrap().precision, Precision::Fp32);
+    }
+
+    #[test]
+    fn garbage_is_float32_not_a_panic() {
+        for bytes in [&b""[..], b"\xff\xff\xff", b"\x0a\x05ab"] {
+            assert_eq!(detect(bytes).unwrap().precision, Precision::Fp32);
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for p in Precision::ALL {
+            assert_eq!(Precision::parse(p.name()), Some(p));
+        }
+        assert_eq!(Precision::parse("FP32"), None);
+    }
+}
