@@ -195,7 +195,7 @@ fn hostile_files_are_format_errors_never_crashes() {
         h.as_object_mut().unwrap().remove("__metadata__");
     });
     expect_format_error(&no_meta, "safetensors without sam2 metadata", &dir);
-    for version in ["0", "3", "02", "-1"] {
+    for version in ["0", "4", "03", "-1"] {
         let other = with_header(&good, |h| {
             h["__metadata__"]["format_version"] = version.into()
         });
@@ -695,7 +695,7 @@ fn corrupted_metadata_is_refused_not_loaded_as_another_embedding() {
         embedding_file::validate_bytes(&good)
             .unwrap()
             .format_version,
-        2
+        3
     );
 
     // One bit flipped in the width's first digit: "512" becomes "412", still valid JSON.
@@ -718,6 +718,12 @@ fn corrupted_metadata_is_refused_not_loaded_as_another_embedding() {
             with_header(&good, |h| h["__metadata__"]["image_height"] = "383".into()),
         ),
         (
+            "another encoder_precision".into(),
+            with_header(&good, |h| {
+                h["__metadata__"]["encoder_precision"] = "int8".into()
+            }),
+        ),
+        (
             "another encoder_fingerprint".into(),
             with_header(&good, |h| {
                 h["__metadata__"]["encoder_fingerprint"] = other_fingerprint.clone().into()
@@ -737,6 +743,52 @@ fn corrupted_metadata_is_refused_not_loaded_as_another_embedding() {
             }
         }
     }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Files written before precision variants (format version 2: no `encoder_precision`) still load,
+/// as float32, their metadata checksum covering the fields version 2 had; a version 2 header
+/// checked against version 3's fields (an `encoder_precision` added) is refused.
+#[test]
+fn version_2_files_still_load_as_float32() {
+    let (_, predictor, embedding) = setup("tiny_a");
+    let dir = scratch("version2");
+    let path = dir.join("e.sam2");
+    embedding_file::save(&embedding, &path).unwrap();
+    let good = std::fs::read(&path).unwrap();
+    let v2 = with_header(&good, |h| {
+        let meta = h["__metadata__"].as_object_mut().unwrap();
+        meta.remove("encoder_precision");
+        meta.insert("format_version".into(), "2".into());
+        let text: String = [
+            "format",
+            "format_version",
+            "image_width",
+            "image_height",
+            "encoder_fingerprint",
+            "encoder_family",
+            "payload_crc32",
+        ]
+        .iter()
+        .map(|k| format!("{k}={}\n", meta[*k].as_str().unwrap()))
+        .collect();
+        meta.insert(
+            "metadata_crc32".into(),
+            format!("{:08x}", crc32fast::hash(text.as_bytes())).into(),
+        );
+    });
+    let header = embedding_file::validate_bytes(&v2).unwrap();
+    assert_eq!(header.format_version, 2);
+    assert_eq!(header.precision, sam2::models::Precision::Fp32);
+    std::fs::write(&path, &v2).unwrap();
+    let loaded = embedding_file::load(&path, predictor.expected_fingerprint()).unwrap();
+    assert_eq!(loaded.precision(), sam2::models::Precision::Fp32);
+    for (a, b) in loaded.tensors().iter().zip(embedding.tensors()) {
+        assert_eq!(a.host_bytes().unwrap(), b.host_bytes().unwrap());
+    }
+    // The version field of a version 3 file turned into 2: its checksum no longer matches.
+    let downgraded = with_header(&good, |h| h["__metadata__"]["format_version"] = "2".into());
+    expect_format_error(&downgraded, "version 3 relabelled 2", &dir);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
