@@ -62,43 +62,22 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The disc clip of tools/track_clip.py (320×240, 24 frames) played back and forth, so any
-/// frame index has a frame and the motion never jumps; `(width, height)` resamples it (nearest).
+/// The tracking clip (tools/track_clip.py's, read from models/track/clip.bin).
+#[path = "../tests/common/track_clip.rs"]
+#[allow(dead_code)]
+mod track_clip;
+
+/// The clip played back and forth, so any frame index has a frame and the motion never jumps;
+/// `(width, height)` resamples it (nearest).
 fn clip_frame(t: u32, width: usize, height: usize) -> Vec<u8> {
-    let period = 46;
-    let k = (t % period) as i64;
-    let t = if k < 24 { k } else { 46 - k };
-    let cx = match t {
-        0..=9 => 34 + 10 * t,
-        10 => 140,
-        11..=14 => 174 + 10 * (t - 11),
-        15 => 236,
-        _ => 246 + 7 * (t - 16),
-    };
-    let cy = 96 + 4 * t;
-    let sx = 250 - 8 * t;
+    let (src, _, _) = track_clip::frame(track_clip::back_and_forth(t));
+    let (sw, sh) = (track_clip::WIDTH, track_clip::HEIGHT);
     let mut rgb = vec![0u8; width * height * 3];
     for yy in 0..height {
-        let y = (yy * 240 / height) as i64;
+        let y = yy * sh / height;
         for xx in 0..width {
-            let x = (xx * 320 / width) as i64;
-            let s = x / 20 - y / 24;
-            let mut px = [
-                (168 + s + (3 * x + 5 * y) % 17 - 8) as u8,
-                (162 + s + (5 * x + 2 * y) % 13 - 6) as u8,
-                (146 + s + (2 * x + 7 * y) % 11 - 5) as u8,
-            ];
-            let bar = (150..230).contains(&x);
-            if bar {
-                px = [70, 76, 88];
-            }
-            if (x - cx).pow(2) + (y - cy).pow(2) <= 22 * 22 && !bar {
-                px = [214, 48, 52];
-            }
-            if x >= sx && x < sx + 40 && (20..60).contains(&y) {
-                px = [48, 84, 200];
-            }
-            rgb[(yy * width + xx) * 3..][..3].copy_from_slice(&px);
+            let x = xx * sw / width;
+            rgb[(yy * width + xx) * 3..][..3].copy_from_slice(&src[(y * sw + x) * 3..][..3]);
         }
     }
     rgb
@@ -106,7 +85,11 @@ fn clip_frame(t: u32, width: usize, height: usize) -> Vec<u8> {
 
 /// Where to click the disc on frame 0, in the frame's pixels.
 fn first_click(width: usize, height: usize) -> (f32, f32) {
-    (34.0 * width as f32 / 320.0, 96.0 * height as f32 / 240.0)
+    let (x, y) = track_clip::target_centre(0);
+    (
+        x as f32 * width as f32 / track_clip::WIDTH as f32,
+        y as f32 * height as f32 / track_clip::HEIGHT as f32,
+    )
 }
 
 /// The encoder's input: resized (bilinear) to 1024² and normalised with SAM2's mean and std.
