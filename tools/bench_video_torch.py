@@ -1,4 +1,4 @@
-"""Per-frame cost of Meta's PyTorch SAM2VideoPredictor, for examples/bench_video.rs.
+"""Per-frame cost of Meta's PyTorch SAM2VideoPredictor, for bench_video (bench/src/bin/).
 
 On the checkpoint tools/export_video.py writes beside its four modules (`--models`:
 sam2.1_hiera_tiny_video.pt, the same weights as the ONNX export), built by

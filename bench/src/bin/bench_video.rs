@@ -1,4 +1,4 @@
-//! Video tracking, side by side in one run (issue 19): the per-frame cost of the library's
+//! Video tracking, side by side in one run: the per-frame cost of the library's
 //! [`Tracker`] at steady state against ONNX Runtime alone running the same four modules, and
 //! against Meta's PyTorch `SAM2VideoPredictor` on the same checkpoint and CPU.
 //!
@@ -18,7 +18,7 @@
 //!   concatenated ([7, 64, 64, 64]), their position encodings with the temporal codes added, the
 //!   16 pointers ([16, 256]) and their offsets, all from the outputs of its own earlier frames.
 //!
-//! Before the tracker, two modules of the real export alone (issue 30): memory attention at
+//! Before the tracker, two modules of the real export alone: memory attention at
 //! steady state (the same input shapes) and the image encoder, each run by the library's session
 //! (its graph optimised once, attention fused into ONNX Runtime's `MultiHeadAttention`) and by a
 //! plain ONNX Runtime session of the same file on the same inputs, interleaved, with the largest
@@ -31,8 +31,8 @@
 //! (tools/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
 //! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python).
 //!
-//!     cargo run --release --example bench_video -- [--out DIR] [--frames N] [--real-frames N]
-//!         [--torch-frames N] [--attention-runs N] [--attention-only]
+//!     cargo run --release -p sam2-bench --bin bench_video -- [--out DIR] [--frames N]
+//!         [--real-frames N] [--torch-frames N] [--attention-runs N] [--attention-only]
 //!
 //! Writes out/bench_video.json.
 
@@ -47,6 +47,8 @@ use ort::session::{Session, SessionInputValue};
 use ort::value::{DynValue, Tensor};
 use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Point, Prompt};
+use sam2_bench::stats::median;
+use sam2_bench::track_clip;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -56,16 +58,6 @@ const MAX_POINTERS: usize = 16;
 /// Frames tracked before timing: from frame 16 on, a frame attends to 7 memories and 16 pointers.
 const WARM_FRAMES: u32 = 17;
 const SIDE: usize = 1024;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// The tracking clip (tools/track_clip.py's, read from models/track/clip.bin).
-#[path = "../tests/common/track_clip.rs"]
-#[allow(dead_code)]
-mod track_clip;
 
 /// The clip played back and forth, so any frame index has a frame and the motion never jumps;
 /// `(width, height)` resamples it (nearest).
@@ -482,8 +474,8 @@ fn module_alone(
         }
     }
     Ok((
-        median(fused),
-        median(exported),
+        median(&fused),
+        median(&exported),
         worst,
         largest,
         library.attention.to_string(),
@@ -558,7 +550,7 @@ fn main() -> Res<()> {
     let torch_frames: u32 = arg("--torch-frames").map_or(Ok(3), |v| v.parse())?;
     let attention_runs: u32 = arg("--attention-runs").map_or(Ok(3), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = sam2_bench::root();
     let models =
         PathBuf::from(std::env::var("SAM2_MODELS").map_err(|_| {
             "SAM2_MODELS is not set: source tools/setup.sh (scripts/bench.sh does)"
@@ -578,7 +570,7 @@ fn main() -> Res<()> {
     );
 
     // Memory attention and the image encoder alone first: the largest shares of a real frame,
-    // and what the fusion of attention (issue 30) is for.
+    // and what the fusion of attention is for.
     let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
     let attention = match &real_dir {
         Some(dir) if attention_runs > 0 => Some(modules_alone(
@@ -604,17 +596,17 @@ fn main() -> Res<()> {
         gen_size,
         frames,
     )?;
-    let (gen_lib, gen_alone) = (median(gen.library.clone()), median(gen.alone.clone()));
-    let gen_prep = (median(gen.preprocess), median(gen.assemble));
+    let (gen_lib, gen_alone) = (median(&gen.library), median(&gen.alone));
+    let gen_prep = (median(&gen.preprocess), median(&gen.assemble));
 
     let real_size = (1280, 720);
     let real = match &real_dir {
         Some(dir) => {
             let t = compare(&VideoModelPaths::in_dir(dir, ""), real_size, real_frames)?;
             Some((
-                median(t.library),
-                median(t.alone),
-                (median(t.preprocess), median(t.assemble)),
+                median(&t.library),
+                median(&t.alone),
+                (median(&t.preprocess), median(&t.assemble)),
             ))
         }
         None => None,
@@ -641,7 +633,7 @@ fn main() -> Res<()> {
                     .iter()
                     .filter_map(|s| s.as_f64())
                     .collect();
-                Some((median(secs), v["threads"].as_u64().unwrap_or(0)))
+                Some((median(&secs), v["threads"].as_u64().unwrap_or(0)))
             } else {
                 eprintln!(
                     "[bench_video] PyTorch run failed: {}",
