@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The peer pipeline of the benchmark (issue 9): SAM2 the way samexporter and X-AnyLabeling run it.
+"""The peer pipeline of the main benchmark: SAM2 the way samexporter and X-AnyLabeling run it.
 
 bench/src/bin/bench/ starts this script as a co-process and drives it one command per line on
 stdin; each reply is one JSON line on stdout. The bench interleaves the peer's runs with the
