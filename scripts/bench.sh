@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The benchmarks of issues 9, 12, 19 and 20, in one command (not part of the test run):
+# The benchmarks (bench/, the sam2-bench package), in one command (not part of the test run):
 #
 #     ./scripts/bench.sh [--quick]
 #
@@ -30,8 +30,8 @@ if [ ! -f "$ROOT/.venv/.sam2-bench-req-$req_hash" ]; then
     touch "$ROOT/.venv/.sam2-bench-req-$req_hash"
 fi
 
-say "building the release benches"
-cargo build --release --example bench --example bench_session --quiet
+say "building the release benches (the sam2-bench package, bench/)"
+cargo build --release -p sam2-bench --quiet
 
 # The process-wide allocation counter (LD_PRELOAD), which sees ONNX Runtime's allocations too.
 shim="$ROOT/target/release/libbench_alloc_count.so"
@@ -49,30 +49,28 @@ mkdir -p "$ROOT/out"
 # matplotlib keeps its font cache and config under the build directory, not the home.
 export MPLCONFIGDIR="$ROOT/build/matplotlib"
 say "running (uptime: $(uptime))"
-LD_PRELOAD="$preload" "$ROOT/target/release/examples/bench" --out "$ROOT/out" "$@"
+LD_PRELOAD="$preload" "$ROOT/target/release/bench" --out "$ROOT/out" "$@"
 
-# The simulated annotation session (issue 12): first-mask latency without and with pre-encoding.
+# The simulated annotation session: first-mask latency without and with pre-encoding.
 session_args=()
 for a in "$@"; do [ "$a" = "--quick" ] && session_args=(--images 8); done
 say "annotation session (uptime: $(uptime))"
-"$ROOT/target/release/examples/bench_session" --out "$ROOT/out" "${session_args[@]}"
+"$ROOT/target/release/bench_session" --out "$ROOT/out" "${session_args[@]}"
 
-# Segment everything (issue 20): the 32x32 grid against ONNX Runtime alone, one predict per point
+# Segment everything: the 32x32 grid against ONNX Runtime alone, one predict per point
 # and Meta's PyTorch generator.
 say "segment everything (uptime: $(uptime))"
-cargo build --release --example bench_everything --quiet
-"$ROOT/target/release/examples/bench_everything" --out "$ROOT/out"
+"$ROOT/target/release/bench_everything" --out "$ROOT/out"
 
-# Video tracking (issue 19): the tracker's per-frame cost at steady state against ONNX Runtime
+# Video tracking: the tracker's per-frame cost at steady state against ONNX Runtime
 # alone on the same four modules, on the generated tracker and (SAM2_VIDEO_MODELS: the real
 # SAM2.1 tiny export of tools/export_video.py, tools/setup-video.sh when present) at 1280x720
 # beside Meta's PyTorch SAM2VideoPredictor; first the real memory attention and image encoder
-# alone, the library's sessions (attention fused at load, issue 30) against ONNX Runtime alone on
+# alone, the library's sessions (attention fused at load) against ONNX Runtime alone on
 # the same files and inputs. Writes out/bench_video.json.
 if [ -z "${SAM2_VIDEO_MODELS:-}" ] && [ -f "$ROOT/tools/setup-video.sh" ]; then
     # shellcheck source=/dev/null
     . "$ROOT/tools/setup-video.sh"
 fi
 say "video tracking (uptime: $(uptime))"
-cargo build --release --example bench_video --quiet
-"$ROOT/target/release/examples/bench_video" --out "$ROOT/out"
+"$ROOT/target/release/bench_video" --out "$ROOT/out"

@@ -76,6 +76,7 @@ step "cargo clippy -- -D warnings (the shipped library, then every target with t
 cargo clippy --release --lib -- -D warnings
 cargo clippy --release --all-targets -- -D warnings
 cargo clippy --release -p sam2-cli --all-targets -- -D warnings
+cargo clippy --release -p sam2-bench --all-targets -- -D warnings
 
 step "cargo test (unit, integration, header check; then the sam2 command)"
 logged_suite cargo-test cargo test --release

@@ -215,8 +215,6 @@ pub struct DeviceOptions {
 }
 
 /// Most providers one request may list (there are six, and a device id each is plenty).
-///
-/// cbindgen:ignore
 pub const MAX_PROVIDERS: usize = 16;
 
 impl DeviceOptions {

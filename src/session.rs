@@ -24,8 +24,6 @@ pub struct SessionOptions {
 }
 
 /// Most intra-op threads a session may ask for.
-///
-/// cbindgen:ignore
 pub const MAX_INTRA_THREADS: usize = 1024;
 
 impl SessionOptions {

@@ -1,4 +1,4 @@
-//! Segment everything (issue 20) on the generated tiny models and `testdata/shapes.ppm`: every
+//! Segment everything on the generated tiny models and `testdata/shapes.ppm`: every
 //! shape is found, once.
 //!
 //! Thresholds: SAM2's defaults (predicted IoU > 0.8, stability ≥ 0.95, box NMS 0.7), except the

@@ -1,4 +1,4 @@
-//! Segment everything on the real architecture (issue 20): the library's generator on the
+//! Segment everything on the real architecture: the library's generator on the
 //! samexporter export of SAM2.1 hiera-tiny (seeded random weights) against Meta's
 //! `SAM2AutomaticMaskGenerator` on the checkpoint the export was made from
 //! (tools/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`).

@@ -1,4 +1,4 @@
-//! Hostile model files of the real SAM2 architecture (issue 18, item 12): copies of the real
+//! Hostile model files of the real SAM2 architecture: copies of the real
 //! SAM2.1 hiera-tiny exports ($SAM2_REAL_MODELS, tools/setup-real.sh), truncated, bit-flipped,
 //! with external data that points outside the model's directory, and with huge declared
 //! dimensions. Each must give `Error::Model` naming the file (or, for a flipped bit that only

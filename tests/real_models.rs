@@ -1,4 +1,4 @@
-//! The real SAM2 architecture, exported by the real exporters (issue 16): Meta's SAM2 code with
+//! The real SAM2 architecture, exported by the real exporters: Meta's SAM2 code with
 //! seeded random weights, exported by samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools
 //! (tools/setup-real.sh builds them; `SAM2_REAL_MODELS` names the directory).
 //!

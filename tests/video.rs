@@ -6,10 +6,14 @@
 
 mod common;
 
-use common::track_clip::{distractor_left, frame, target_centre, FRAMES, HEIGHT, WIDTH};
+use common::track_clip::{distractor_centre, frame, target_centre, FRAMES, HEIGHT, WIDTH};
 use common::*;
 use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Point, Prompt};
+
+fn click_at((x, y): (i64, i64)) -> Prompt {
+    click(x, y)
+}
 
 fn click(x: i64, y: i64) -> Prompt {
     Prompt {
@@ -46,7 +50,7 @@ fn both_objects_are_followed_and_the_disc_is_absent_behind_the_bar() {
         iou(&first.mask, &disc)
     );
     let second = tracker
-        .add_prompt(0, &image, 2, &click(distractor_left(0) + 20, 40))
+        .add_prompt(0, &image, 2, &click_at(distractor_centre(0)))
         .unwrap();
     assert!(iou(&second.mask, &square) >= 0.9);
     assert_eq!(tracker.objects(), vec![1, 2]);
@@ -103,7 +107,7 @@ fn a_removed_object_is_no_longer_tracked_and_reset_forgets_everything() {
     let (cx, cy) = target_centre(0);
     tracker.add_prompt(0, &image, 7, &click(cx, cy)).unwrap();
     tracker
-        .add_prompt(0, &image, 9, &click(distractor_left(0) + 20, 40))
+        .add_prompt(0, &image, 9, &click_at(distractor_centre(0)))
         .unwrap();
     assert!(tracker.remove_object(7));
     assert!(!tracker.remove_object(7));
@@ -292,12 +296,7 @@ fn prompts_on_many_frames_hold_about_a_megabyte_each_and_are_counted() {
     for t in 0..prompted {
         let (rgb, _, square) = frame(t);
         let r = tracker
-            .add_prompt(
-                t,
-                &view(&rgb),
-                1,
-                &click(distractor_left(t as i64) + 20, 40),
-            )
+            .add_prompt(t, &view(&rgb), 1, &click_at(distractor_centre(t as i64)))
             .unwrap();
         assert!(iou(&r.mask, &square) >= 0.9, "frame {t}");
         if t == 0 {

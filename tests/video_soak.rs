@@ -29,26 +29,17 @@ use common::track_clip::{HEIGHT, WIDTH};
 const HEAP_GOAL: f64 = 1.05;
 const RSS_GOAL: f64 = 1.05;
 
-/// Frame `t` of the back-and-forth clip: frame `k` of the 24-frame disc clip, `k` going
-/// 0, 1, ..., 23, 22, ..., 1, 0, 1, ...
-fn clip_index(t: u32) -> i64 {
-    let k = (t % 46) as i64;
-    if k < 24 {
-        k
-    } else {
-        46 - k
-    }
-}
-
+/// Frame `t` of the clip played back and forth.
 fn frame(t: u32) -> Vec<u8> {
-    track_clip::frame(clip_index(t) as u32).0
+    track_clip::frame(track_clip::back_and_forth(t)).0
 }
 
-fn click(x: f32, y: f32) -> Prompt {
+/// A click at an object's centre.
+fn click((x, y): (i64, i64)) -> Prompt {
     Prompt {
         points: vec![Point {
-            x,
-            y,
+            x: x as f32,
+            y: y as f32,
             positive: true,
         }],
         bbox: None,
@@ -71,13 +62,13 @@ fn memory_stays_flat_while_two_objects_are_tracked_through_a_long_clip() {
     let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
     assert!(
         tracker
-            .add_prompt(0, &image, 1, &click(34.0, 96.0))
+            .add_prompt(0, &image, 1, &click(track_clip::target_centre(0)))
             .unwrap()
             .present
     );
     assert!(
         tracker
-            .add_prompt(0, &image, 2, &click(270.0, 40.0))
+            .add_prompt(0, &image, 2, &click(track_clip::distractor_centre(0)))
             .unwrap()
             .present
     );

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws out/bench.json (written by examples/bench/) as a PNG chart.
+"""Draws out/bench.json (written by bench/src/bin/bench/) as a PNG chart.
 
     python tools/bench_chart.py out/bench.json out/bench.png
 

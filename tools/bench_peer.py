@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""The peer pipeline of the benchmark (issue 9): SAM2 the way samexporter and X-AnyLabeling run it.
+"""The peer pipeline of the main benchmark: SAM2 the way samexporter and X-AnyLabeling run it.
 
-examples/bench/ starts this script as a co-process and drives it one command per line on
+bench/src/bin/bench/ starts this script as a co-process and drives it one command per line on
 stdin; each reply is one JSON line on stdout. The bench interleaves the peer's runs with the
 library's and the floors' (round by round, in the same run), so all three see the same load;
 each peer run is timed here, around the pipeline code only (time.perf_counter), and the bench

@@ -1,4 +1,4 @@
-"""Per-frame cost of Meta's PyTorch SAM2VideoPredictor, for examples/bench_video.rs.
+"""Per-frame cost of Meta's PyTorch SAM2VideoPredictor, for bench_video (bench/src/bin/).
 
 On the checkpoint tools/export_video.py writes beside its four modules (`--models`:
 sam2.1_hiera_tiny_video.pt, the same weights as the ONNX export), built by
@@ -26,43 +26,21 @@ import numpy as np
 import torch
 from PIL import Image
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import track_clip as clip  # noqa: E402
+
 CONFIG = "configs/sam2.1/sam2.1_hiera_t.yaml"
 WARM_FRAMES = 17
 
 
 def clip_frame(t, width, height):
-    """Frame t of bench_video.rs's clip (the same closed form, integer arithmetic)."""
-    k = t % 46
-    t = k if k < 24 else 46 - k
-    if t <= 9:
-        cx = 34 + 10 * t
-    elif t == 10:
-        cx = 140
-    elif t <= 14:
-        cx = 174 + 10 * (t - 11)
-    elif t == 15:
-        cx = 236
-    else:
-        cx = 246 + 7 * (t - 16)
-    cy, sx = 96 + 4 * t, 250 - 8 * t
-    y = (np.arange(height) * 240 // height)[:, None].astype(np.int64)
-    x = (np.arange(width) * 320 // width)[None, :].astype(np.int64)
-    s = x // 20 - y // 24
-    rgb = np.stack(
-        [
-            168 + s + (3 * x + 5 * y) % 17 - 8,
-            162 + s + (5 * x + 2 * y) % 13 - 6,
-            146 + s + (2 * x + 7 * y) % 11 - 5,
-        ],
-        axis=-1,
-    ).astype(np.uint8)
-    bar = np.broadcast_to((x >= 150) & (x < 230), (height, width))
-    rgb[bar] = (70, 76, 88)
-    disc = ((x - cx) ** 2 + (y - cy) ** 2 <= 22 * 22) & ~bar
-    rgb[disc] = (214, 48, 52)
-    square = np.broadcast_to((x >= sx) & (x < sx + 40) & (y >= 20) & (y < 60), (height, width))
-    rgb[square] = (48, 84, 200)
-    return rgb
+    """Frame t of bench_video.rs's clip: tools/track_clip.py's played back and forth, resampled
+    (nearest) to width x height."""
+    k = t % (2 * (clip.FRAMES - 1))
+    img, _ = clip.frame(k if k < clip.FRAMES else 2 * (clip.FRAMES - 1) - k)
+    y = np.arange(height) * clip.HEIGHT // height
+    x = np.arange(width) * clip.WIDTH // width
+    return np.ascontiguousarray(img[y[:, None], x[None, :]])
 
 
 def main():
@@ -86,7 +64,10 @@ def main():
             )
         with torch.inference_mode():
             state = predictor.init_state(tmp)
-            click = np.array([[34.0 * args.width / 320, 96.0 * args.height / 240]], np.float32)
+            cx, cy = clip.click()
+            click = np.array(
+                [[cx * args.width / clip.WIDTH, cy * args.height / clip.HEIGHT]], np.float32
+            )
             predictor.add_new_points_or_box(
                 state, frame_idx=0, obj_id=1, points=click, labels=np.array([1], np.int32)
             )

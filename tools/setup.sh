@@ -53,7 +53,7 @@ export SAM2_ONNXRUNTIME_PATH="$ORT_LIB"
 export SAM2_PYTHON="$VENV/bin/python"
 
 # 3. Generated models (deterministic; regenerated only when the generator changes).
-setup_begin "generated models (models/), their Python reference and the tracker check"
+setup_begin "generated models (models/), the tracking clip, their Python reference and the tracker check"
 gen_hash="$(cat "$ROOT/tools/gen_models.py" "$ROOT/tools/gen_track_models.py" "$ROOT/tools/reference_check.py" \
     "$ROOT/tools/track_clip.py" "$ROOT/tools/track_check.py" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
@@ -61,6 +61,8 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
     rm -rf "$MODELS"
     mkdir -p "$MODELS"
     "$VENV/bin/python" "$ROOT/tools/gen_models.py" --out "$MODELS" >&2
+    # The tracking clip every suite reads (tools/track_clip.py is its one definition).
+    "$VENV/bin/python" "$ROOT/tools/track_clip.py" --out "$MODELS/track"
     "$VENV/bin/python" "$ROOT/tools/reference_check.py" --models "$MODELS" --testdata "$ROOT/testdata" \
         --dump "$MODELS/reference" >/dev/null
     # The tracking modules must really track (a generator bug fails set-up, with the table).

@@ -1,5 +1,7 @@
-"""A deterministic synthetic clip for the tracking tests, in closed form (integer arithmetic only,
-so Rust rebuilds exactly the same bytes).
+"""The deterministic synthetic clip of the tracking tests, demo and video benchmark, in closed form
+(integer arithmetic only). This module is its one definition: tools/setup.sh runs it to write
+models/track/clip.bin, which the Rust, C and C# suites and the benchmarks read
+(tests/common/track_clip.rs, examples/c/track_clip.c, csharp/Tests/TrackerTests.cs).
 
     320 x 240 pixels, 24 frames (t = 0..23), RGB u8; pixel (x, y) with integer x in 0..319,
     y in 0..239; "//" and "mod" are on non-negative integers.
@@ -21,7 +23,21 @@ so Rust rebuilds exactly the same bytes).
   hidden on t = 11..14. The distractor's: its square, always fully visible (1600 px).
   Prompts: one positive click on frame 0 at (cx(0), cy(0)) = (34, 96) for the target,
   at (sx(0) + 20, 40) = (270, 40) for the distractor (a second object).
+
+clip.bin (all integers little-endian):
+    0   8 bytes  "SAM2CLIP"
+    8   u32 x 5  version (1), width, height, frames, objects (2: the disc, the square)
+    28  i32 x 2 x objects x frames  each object's centre (x, y) on each frame, frame by frame:
+                 where a test clicks it (the disc's is its centre even where the bar hides it)
+    then, frame by frame: width*height*3 bytes of RGB, then objects x width*height bytes of
+    ground truth (1 where the object is visible, else 0)
+
+    python tools/track_clip.py --out DIR     writes DIR/clip.bin
 """
+
+import argparse
+import os
+import struct
 
 import numpy as np
 
@@ -75,3 +91,30 @@ def frame(t):
     square = (x >= sx) & (x < sx + 40) & (y >= 20) & (y < 60)
     img[square] = DISTRACTOR
     return img.astype(np.uint8), (gt, square)
+
+
+MAGIC, VERSION = b"SAM2CLIP", 1
+
+
+def distractor_centre(t):
+    return distractor_left(t) + 20, 40
+
+
+def write(path):
+    """Writes the clip file (see the module's doc string) to `path`, replacing it atomically."""
+    parts = [MAGIC, struct.pack("<5I", VERSION, WIDTH, HEIGHT, FRAMES, 2)]
+    for t in range(FRAMES):
+        parts.append(struct.pack("<4i", *target_centre(t), *distractor_centre(t)))
+    for t in range(FRAMES):
+        img, (disc, square) = frame(t)
+        parts += [img.tobytes(), disc.astype(np.uint8).tobytes(), square.astype(np.uint8).tobytes()]
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(b"".join(parts))
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="Writes the tracking clip to DIR/clip.bin.")
+    ap.add_argument("--out", required=True, help="the directory (models/track)")
+    write(os.path.join(ap.parse_args().out, "clip.bin"))

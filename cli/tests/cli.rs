@@ -1237,6 +1237,7 @@ fn track_follows_two_objects_forward_writing_a_mask_per_frame_and_a_coco_json() 
     let clip = clip_frames("track-forward");
     let out_dir = clip.parent().unwrap().join("out");
     let (cx, cy) = track_clip::target_centre(0);
+    let (sx, sy) = track_clip::distractor_centre(0);
     let out = sam2(&[
         "track",
         clip.to_str().unwrap(),
@@ -1247,7 +1248,7 @@ fn track_follows_two_objects_forward_writing_a_mask_per_frame_and_a_coco_json() 
         "--object",
         "2",
         "--point",
-        &format!("{},40", track_clip::distractor_left(0) + 20),
+        &format!("{sx},{sy}"),
         "-o",
         out_dir.to_str().unwrap(),
     ]);

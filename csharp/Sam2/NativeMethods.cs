@@ -24,8 +24,6 @@ namespace Sam2
 
         // ---- constants (#define) ------------------------------------------------------------
 
-        internal const uint FORMAT_VERSION = 1;
-        internal const uint MAX_HEADER_LEN = 64 * 1024;
         internal const uint SAM2_PROVIDER_CPU = 0;
         internal const uint SAM2_PROVIDER_CUDA = 1;
         internal const uint SAM2_PROVIDER_TENSORRT = 2;

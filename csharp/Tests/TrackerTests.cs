@@ -6,60 +6,61 @@ using System.Linq;
 namespace Sam2.Tests
 {
     /// <summary>
-    /// The clip of tools/track_clip.py, rebuilt from its integer closed form: 320 × 240 RGB, 24
+    /// The tracking clip, read from the file tools/track_clip.py writes ($SAM2_MODELS/track/clip.bin,
+    /// made by tools/setup.sh; its layout is in track_clip.py's doc string): 320 × 240 RGB, 24
     /// frames; a red disc moves right and passes behind a bar (hidden on frames 11–14); a blue
     /// square moves left.
     /// </summary>
     internal static class Clip
     {
         internal const int Width = 320, Height = 240, Frames = 24;
+        private const int Objects = 2, Header = 28, Centres = Frames * Objects * 8;
+        private const int Plane = Width * Height, FrameBytes = Plane * (3 + Objects);
+
+        private static readonly Lazy<byte[]> Bytes = new Lazy<byte[]>(() =>
+        {
+            string path = Path.Combine(Fixture.Models, "track", "clip.bin");
+            byte[] b = File.ReadAllBytes(path);
+            int[] want = { 1, Width, Height, Frames, Objects };
+            bool ok = b.Length == Header + Centres + Frames * FrameBytes
+                && System.Text.Encoding.ASCII.GetString(b, 0, 8) == "SAM2CLIP";
+            for (int i = 0; ok && i < want.Length; i++) ok = Word(b, 8 + 4 * i) == want[i];
+            if (!ok) throw new InvalidDataException(path + " is not the clip of tools/track_clip.py (run tools/setup.sh)");
+            return b;
+        });
+
+        private static int Word(byte[] b, int i)
+        {
+            return b[i] | b[i + 1] << 8 | b[i + 2] << 16 | b[i + 3] << 24;
+        }
+
+        private static void Centre(int t, int k, out int x, out int y)
+        {
+            int i = Header + (t * Objects + k) * 8;
+            x = Word(Bytes.Value, i);
+            y = Word(Bytes.Value, i + 4);
+        }
 
         internal static void DiscCentre(int t, out int x, out int y)
         {
-            x = t <= 9 ? 34 + 10 * t : t == 10 ? 140 : t <= 14 ? 174 + 10 * (t - 11) : t == 15 ? 236 : 246 + 7 * (t - 16);
-            y = 96 + 4 * t;
+            Centre(t, 0, out x, out y);
         }
 
         internal static void SquareCentre(int t, out int x, out int y)
         {
-            x = 250 - 8 * t + 20;
-            y = 40;
+            Centre(t, 1, out x, out y);
         }
 
         /// <summary>Frame t's pixels and the ground truth of the disc and of the square (0/1 bytes).</summary>
         internal static byte[] Frame(int t, out byte[] disc, out byte[] square)
         {
-            var rgb = new byte[Width * Height * 3];
-            disc = new byte[Width * Height];
-            square = new byte[Width * Height];
-            int cx, cy;
-            DiscCentre(t, out cx, out cy);
-            int sx = 250 - 8 * t;
-            for (int y = 0; y < Height; y++)
-            {
-                for (int x = 0; x < Width; x++)
-                {
-                    int i = y * Width + x, s = x / 20 - y / 24;
-                    byte r = (byte)(168 + s + (3 * x + 5 * y) % 17 - 8);
-                    byte g = (byte)(162 + s + (5 * x + 2 * y) % 13 - 6);
-                    byte b = (byte)(146 + s + (2 * x + 7 * y) % 11 - 5);
-                    bool bar = x >= 150 && x < 230;
-                    if (bar) { r = 70; g = 76; b = 88; }
-                    if ((x - cx) * (x - cx) + (y - cy) * (y - cy) <= 22 * 22 && !bar)
-                    {
-                        r = 214; g = 48; b = 52;
-                        disc[i] = 1;
-                    }
-                    if (x >= sx && x < sx + 40 && y >= 20 && y < 60)
-                    {
-                        r = 48; g = 84; b = 200;
-                        square[i] = 1;
-                    }
-                    rgb[3 * i] = r;
-                    rgb[3 * i + 1] = g;
-                    rgb[3 * i + 2] = b;
-                }
-            }
+            int at = Header + Centres + t * FrameBytes;
+            var rgb = new byte[Plane * 3];
+            disc = new byte[Plane];
+            square = new byte[Plane];
+            Array.Copy(Bytes.Value, at, rgb, 0, rgb.Length);
+            Array.Copy(Bytes.Value, at + Plane * 3, disc, 0, Plane);
+            Array.Copy(Bytes.Value, at + Plane * 4, square, 0, Plane);
             return rgb;
         }
 

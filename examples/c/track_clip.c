@@ -1,52 +1,73 @@
-/* The clip of tools/track_clip.py, byte for byte (see track_clip.h). */
+/* The clip of tools/track_clip.py, read from its file (see track_clip.h). */
 #include "track_clip.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-enum { RADIUS = 22, BAR_X0 = 150, BAR_X1 = 230 };
+enum {
+    OBJECTS = 2,
+    HEADER = 28,
+    CENTRES = CLIP_FRAMES * OBJECTS * 8,
+    PLANE = CLIP_WIDTH * CLIP_HEIGHT,
+    FRAME_BYTES = PLANE * (3 + OBJECTS)
+};
 
-void clip_disc_centre(int t, int *x, int *y) {
-    int cx;
-    if (t <= 9) cx = 34 + 10 * t;
-    else if (t == 10) cx = 140;
-    else if (t <= 14) cx = 174 + 10 * (t - 11);
-    else if (t == 15) cx = 236;
-    else cx = 246 + 7 * (t - 16);
-    *x = cx;
-    *y = 96 + 4 * t;
+/* The whole file; static, so nothing is left to free. */
+static uint8_t clip[HEADER + CENTRES + (size_t)CLIP_FRAMES * FRAME_BYTES];
+static int loaded;
+
+static uint32_t word(const uint8_t *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int square_left(int t) {
-    return 250 - 8 * t;
+int clip_load(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fprintf(stderr, "%s: cannot open the tracking clip (tools/setup.sh writes it)\n", path);
+        return -1;
+    }
+    size_t got = fread(clip, 1, sizeof clip, f);
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    const uint32_t want[5] = {1, CLIP_WIDTH, CLIP_HEIGHT, CLIP_FRAMES, OBJECTS};
+    int ok = got == sizeof clip && !extra && memcmp(clip, "SAM2CLIP", 8) == 0;
+    for (int i = 0; ok && i < 5; i++) ok = word(clip + 8 + 4 * i) == want[i];
+    if (!ok) {
+        fprintf(stderr, "%s is not the clip of tools/track_clip.py (run tools/setup.sh)\n", path);
+        return -1;
+    }
+    loaded = 1;
+    return 0;
+}
+
+static void need(void) {
+    if (loaded) return;
+    const char *models = getenv("SAM2_MODELS");
+    char path[4096];
+    snprintf(path, sizeof path, "%s/track/clip.bin", models != NULL ? models : "models");
+    if (clip_load(path) != 0) exit(2);
+}
+
+static void centre(int t, int k, int *x, int *y) {
+    need();
+    const uint8_t *p = clip + HEADER + ((size_t)t * OBJECTS + (size_t)k) * 8;
+    *x = (int32_t)word(p);
+    *y = (int32_t)word(p + 4);
+}
+
+void clip_disc_centre(int t, int *x, int *y) {
+    centre(t, 0, x, y);
 }
 
 void clip_square_centre(int t, int *x, int *y) {
-    *x = square_left(t) + 20;
-    *y = 40;
+    centre(t, 1, x, y);
 }
 
 void clip_frame(int t, uint8_t *rgb, uint8_t *disc, uint8_t *square) {
-    static const uint8_t target[3] = {214, 48, 52}, distractor[3] = {48, 84, 200},
-                         bar[3] = {70, 76, 88};
-    int cx, cy;
-    clip_disc_centre(t, &cx, &cy);
-    int sx = square_left(t);
-    for (int y = 0; y < CLIP_HEIGHT; y++) {
-        for (int x = 0; x < CLIP_WIDTH; x++) {
-            size_t i = (size_t)y * CLIP_WIDTH + (size_t)x;
-            int s = x / 20 - y / 24;
-            uint8_t px[3] = {(uint8_t)(168 + s + (3 * x + 5 * y) % 17 - 8),
-                             (uint8_t)(162 + s + (5 * x + 2 * y) % 13 - 6),
-                             (uint8_t)(146 + s + (2 * x + 7 * y) % 11 - 5)};
-            int in_bar = x >= BAR_X0 && x < BAR_X1;
-            int in_disc = (x - cx) * (x - cx) + (y - cy) * (y - cy) <= RADIUS * RADIUS && !in_bar;
-            int in_square = x >= sx && x < sx + 40 && y >= 20 && y < 60;
-            if (in_bar) memcpy(px, bar, 3);
-            if (in_disc) memcpy(px, target, 3);
-            if (in_square) memcpy(px, distractor, 3);
-            memcpy(rgb + i * 3, px, 3);
-            if (disc) disc[i] = (uint8_t)in_disc;
-            if (square) square[i] = (uint8_t)in_square;
-        }
-    }
+    need();
+    const uint8_t *f = clip + HEADER + CENTRES + (size_t)t * FRAME_BYTES;
+    memcpy(rgb, f, (size_t)PLANE * 3);
+    if (disc) memcpy(disc, f + (size_t)PLANE * 3, PLANE);
+    if (square) memcpy(square, f + (size_t)PLANE * 4, PLANE);
 }

@@ -1,7 +1,8 @@
 /*
- * The synthetic clip of the tracking tests and demo (tools/track_clip.py), rebuilt in C from its
- * integer closed form: 320 x 240 RGB, 24 frames; a red disc (object 1) moves right, passes
- * behind a grey bar (hidden on frames 11-14) and comes out; a blue square (object 2) moves left.
+ * The synthetic clip of the tracking tests and demo, read from the file tools/track_clip.py
+ * writes (models/track/clip.bin, made by tools/setup.sh; its layout is in track_clip.py's doc
+ * string): 320 x 240 RGB, 24 frames; a red disc (object 1) moves right, passes behind a grey bar
+ * (hidden on frames 11-14) and comes out; a blue square (object 2) moves left.
  */
 #ifndef SAM2_TRACK_CLIP_H
 #define SAM2_TRACK_CLIP_H
@@ -10,6 +11,9 @@
 
 enum { CLIP_WIDTH = 320, CLIP_HEIGHT = 240, CLIP_FRAMES = 24 };
 
+/* Reads the clip from `path`; 0 on success, else -1 with the reason on stderr. Without it, the
+ * first call below reads $SAM2_MODELS/track/clip.bin, and exits the program if it cannot. */
+int clip_load(const char *path);
 /* Frame `t`: `rgb` (CLIP_WIDTH * CLIP_HEIGHT * 3 bytes) and, when not NULL, the ground truth of
  * the disc's visible pixels and of the square (CLIP_WIDTH * CLIP_HEIGHT bytes of 0/1 each). */
 void clip_frame(int t, uint8_t *rgb, uint8_t *disc, uint8_t *square);

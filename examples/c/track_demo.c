@@ -1,11 +1,12 @@
 /*
  * sam2_track_demo: following objects through a video from C with libsam2.
  *
- *   sam2_track_demo <track-dir> <outdir>
+ *   sam2_track_demo <track-dir> <outdir> [<clip>]
  *
  * <track-dir> holds the four modules of a SAM2 video export (image_encoder.onnx,
  * memory_attention.onnx, image_decoder.onnx, memory_encoder.onnx; the generated ones are in
- * $SAM2_MODELS/track). The clip is the synthetic one of the tests (track_clip.c): a red disc
+ * $SAM2_MODELS/track). The clip is the synthetic one of the tests, the file tools/track_clip.py
+ * writes (<clip>, by default <track-dir>/clip.bin, where tools/setup.sh puts it): a red disc
  * passes behind a grey bar while a blue square moves the other way. One click on each on frame 0
  * prompts them; the tracker then follows both through the 24 frames. For each frame the demo
  * prints whether each object is present, its score, and the IoU of its mask with the clip's
@@ -71,11 +72,14 @@ static void draw(uint8_t *rgb, const uint8_t *mask, const sam2_tracked_object *o
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s <track-dir> <outdir>\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s <track-dir> <outdir> [<clip>]\n", argv[0]);
         return 2;
     }
     const char *dir = argv[1], *outdir = argv[2];
+    char clip[4096];
+    snprintf(clip, sizeof clip, "%s/clip.bin", dir);
+    if (clip_load(argc == 4 ? argv[3] : clip) != 0) return 1;
     static const char *const modules[4] = {"image_encoder", "memory_attention", "image_decoder",
                                            "memory_encoder"};
     static const uint8_t tints[OBJECTS][3] = {{0, 255, 120}, {255, 230, 0}};

@@ -63,8 +63,6 @@ pub struct CacheOptions {
 }
 
 /// Most background requests a cache's queue may be allowed to hold.
-///
-/// cbindgen:ignore
 pub const MAX_QUEUE_LIMIT: usize = 65536;
 
 impl CacheOptions {

@@ -58,13 +58,9 @@ pub struct EverythingOptions {
 /// Default [`EverythingOptions::max_clicks`]: 1,048,576 clicks (1024 points per side on the whole
 /// image, or SAM2's default 32 × 32 grid on a thousand crops). The generated test decoders take
 /// about 13 ms a click on 2 cores, SAM2's own decoders more: this is hours of work on a CPU.
-///
-/// cbindgen:ignore
 pub const DEFAULT_MAX_CLICKS: u64 = 1 << 20;
 
 /// Default [`EverythingOptions::max_memory_bytes`]: 4 GiB, what one predict may return.
-///
-/// cbindgen:ignore
 pub const DEFAULT_MAX_MEMORY_BYTES: u64 = 4 << 30;
 
 impl Default for EverythingOptions {

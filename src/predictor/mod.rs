@@ -124,8 +124,6 @@ pub struct Predictor {
 }
 
 /// Largest predictor pool.
-///
-/// cbindgen:ignore
 pub const MAX_POOL: usize = 64;
 
 impl Predictor {

@@ -1,5 +1,5 @@
 /*
- * The real SAM2 architecture through the C ABI (issue 16): SAM2.1 hiera-tiny exported by
+ * The real SAM2 architecture through the C ABI: SAM2.1 hiera-tiny exported by
  * samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (single- and multi-mask decoders),
  * from $SAM2_REAL_MODELS (tools/setup-real.sh). Default options throughout, as a new user would
  * call the library: encode, click, a batch mixing clicks, a box and a refinement (each object as

@@ -1,7 +1,8 @@
 /*
  * Video tracking through the C ABI, on the generated four-module tracker ($SAM2_MODELS/track/)
- * and the clip of tools/track_clip.py (rebuilt in C, examples/c/track_clip.c): a red disc moves
- * right, passes behind a bar (hidden on frames 11-14) and comes out; a blue square moves left.
+ * and the clip of tools/track_clip.py ($SAM2_MODELS/track/clip.bin, read by
+ * examples/c/track_clip.c): a red disc moves right, passes behind a bar (hidden on frames 11-14)
+ * and comes out; a blue square moves left.
  *
  *   - both objects prompted with one click on frame 0 and tracked forward over the 24 frames:
  *     IoU >= 0.9 with the ground truth wherever the object is visible, `present == 0` with an

@@ -1,18 +1,16 @@
 //! Preprocessing alone (pixels → the encoder's 1024² normalised NCHW tensor) against its
 //! memory-bandwidth floor, for the image path (torchvision's antialiased bilinear resize when
 //! shrinking) and the video-frame path (PIL's bicubic resize of the 8-bit frame), measured the
-//! way `examples/bench.rs` measures its preprocessing row: each call after a 40 ms idle pause,
+//! way the `bench` binary measures its preprocessing row: each call after a 40 ms idle pause,
 //! contestants interleaved round by round, medians with min and max.
 //!
-//!     cargo run --release --example bench_preprocess [-- RUNS]
-
-use std::hint::black_box;
-use std::time::{Duration, Instant};
+//!     cargo run --release -p sam2-bench --bin bench_preprocess [-- RUNS]
 
 use sam2::{ImageView, PixelFormat};
+use sam2_bench::bandwidth_floor;
+use sam2_bench::stats::{interleaved, timed, SETTLE_ORT};
 
 const SIZE: usize = 1024;
-const SETTLE: Duration = Duration::from_millis(40);
 
 /// A deterministic photo-like RGB image: smooth gradients, a few hard edges, fine noise (so the
 /// antialiasing has something to do).
@@ -42,41 +40,6 @@ fn make_image(w: usize, h: usize) -> Vec<u8> {
         }
     }
     px
-}
-
-/// One read of the input and one write of the output, split over `threads` threads.
-fn bandwidth_floor(input: &[u8], out: &mut [f32], threads: usize) {
-    let run = |inp: &[u8], o: &mut [f32]| {
-        let mut acc = 0u64;
-        for c in inp.chunks_exact(8) {
-            acc = acc.wrapping_add(u64::from_ne_bytes(c.try_into().unwrap()));
-        }
-        black_box(acc);
-        o.fill(black_box(0.5));
-        black_box(&o[0]);
-    };
-    if threads <= 1 {
-        run(input, out);
-        return;
-    }
-    let ic = input.len().div_ceil(threads).next_multiple_of(8);
-    let oc = out.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (i, o) in input.chunks(ic).zip(out.chunks_mut(oc)) {
-            s.spawn(move || run(i, o));
-        }
-    });
-}
-
-fn timed(f: impl FnOnce()) -> f64 {
-    let t = Instant::now();
-    f();
-    t.elapsed().as_secs_f64() * 1e3
-}
-
-fn stats(mut v: Vec<f64>) -> (f64, f64, f64) {
-    v.sort_by(f64::total_cmp);
-    (v[v.len() / 2], v[0], v[v.len() - 1])
 }
 
 type Contestant<'a> = (String, Box<dyn FnMut() -> f64 + 'a>);
@@ -123,22 +86,14 @@ fn main() {
                 Box::new(|| timed(|| bandwidth_floor(rgb, &mut floorn_out, threads))),
             ),
         ];
-        let k = contestants.len();
-        for (_, f) in contestants.iter_mut() {
-            for _ in 0..3 {
-                std::thread::sleep(SETTLE);
-                f();
-            }
-        }
-        let mut times = vec![Vec::with_capacity(runs); k];
-        for round in 0..runs {
-            for j in 0..k {
-                let i = (j + round) % k;
-                std::thread::sleep(SETTLE);
-                times[i].push((contestants[i].1)());
-            }
-        }
-        let st: Vec<(f64, f64, f64)> = times.into_iter().map(stats).collect();
+        let mut fs: Vec<&mut dyn FnMut() -> f64> = contestants
+            .iter_mut()
+            .map(|(_, f)| f.as_mut() as &mut dyn FnMut() -> f64)
+            .collect();
+        let st: Vec<(f64, f64, f64)> = interleaved(SETTLE_ORT, 3, runs, &mut fs)
+            .into_iter()
+            .map(|s| s.map_or((f64::NAN, f64::NAN, f64::NAN), |s| (s.median, s.min, s.max)))
+            .collect();
         let floor = if st[3].0 < st[2].0 { st[3] } else { st[2] };
         for (i, (name, _)) in contestants.iter().enumerate().take(2) {
             let (m, lo, hi) = st[i];

@@ -1,4 +1,4 @@
-//! Segment everything, side by side in one run (issue 20): SAM2's whole 32×32 grid with SAM2's
+//! Segment everything, side by side in one run: SAM2's whole 32×32 grid with SAM2's
 //! default parameters on the real SAM2.1 hiera-tiny export (samexporter), on testdata/demo.ppm
 //! (800×600: Meta's generator upsamples every candidate of a batch to the image in float32,
 //! 192 of them per batch, which a 1920×1080 image would make 1.6 GB).
@@ -12,7 +12,10 @@
 //!   (tools/everything_reference.py --bench, one run after a warm-up: it takes minutes; its
 //!   `generate` encodes the image too).
 //!
-//!     cargo run --release --example bench_everything -- [--out DIR] [--repeat N] [--single N]
+//! Run alone:
+//!
+//!     cargo run --release -p sam2-bench --bin bench_everything --
+//!         [--out DIR] [--repeat N] [--single N]
 //!
 //! Needs SAM2_REAL_MODELS (and SAM2_REAL_PYTHON for the PyTorch figure): tools/setup-real.sh.
 
@@ -23,13 +26,14 @@ use std::time::Instant;
 
 use ort::session::Session;
 use ort::value::{DynValue, Tensor};
-use sam2::embedding::EmbeddingTensor;
 use sam2::everything::{segment_everything, segment_everything_embedding, EverythingOptions};
 use sam2::test_support::point_grid;
 use sam2::{
     Embedding, Encoder, ImageView, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions,
     Prompt,
 };
+use sam2_bench::stats::median;
+use sam2_bench::tensor_of;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -51,20 +55,6 @@ fn read_ppm(path: &Path) -> Res<(Vec<u8>, usize, usize)> {
     Ok((bytes[i + 1..i + 1 + w * h * 3].to_vec(), w, h))
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-fn owned(t: &EmbeddingTensor) -> Res<DynValue> {
-    let bytes = t.host_bytes()?;
-    let data: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Ok(Tensor::from_array((t.shape().to_vec(), data))?.into_dyn())
-}
-
 /// ONNX Runtime alone: the grid's batches through a plain session, the inputs made per batch as
 /// the library makes them; the outputs are only touched.
 fn ort_alone(
@@ -79,7 +69,7 @@ fn ort_alone(
         .tensor_names()
         .iter()
         .zip(embedding.tensors())
-        .map(|(n, t)| Ok((n.to_string(), owned(t)?)))
+        .map(|(n, t)| Ok((n.to_string(), tensor_of(t)?)))
         .collect::<Res<_>>()?;
     for chunk in points.chunks(batch) {
         let n = chunk.len();
@@ -132,7 +122,7 @@ fn main() -> Res<()> {
     let repeat: usize = arg("--repeat").map_or(Ok(3), |v| v.parse())?;
     let single: usize = arg("--single").map_or(Ok(128), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = sam2_bench::root();
     let real = PathBuf::from(std::env::var("SAM2_REAL_MODELS").map_err(|_| {
         "SAM2_REAL_MODELS is not set: source tools/setup-real.sh (scripts/bench.sh does)"
     })?);
@@ -184,7 +174,7 @@ fn main() -> Res<()> {
         ort_alone(&mut plain, &embedding, &points, options.points_per_batch)?;
         alone.push(t.elapsed().as_secs_f64());
     }
-    let (lib, alone) = (median(lib), median(alone));
+    let (lib, alone) = (median(&lib), median(&alone));
 
     // One predict per point (multimask, as the generator asks), scaled to the grid.
     let n = single.clamp(1, points.len());
@@ -209,7 +199,7 @@ fn main() -> Res<()> {
         black_box(segment_everything(&view, &encoder, &predictor, &options)?);
         from_image.push(t.elapsed().as_secs_f64());
     }
-    let from_image = median(from_image);
+    let from_image = median(&from_image);
     let pytorch = std::env::var_os("SAM2_REAL_PYTHON").and_then(|python| {
         let out = Command::new(python)
             .arg(root.join("tools/everything_reference.py"))
@@ -233,7 +223,7 @@ fn main() -> Res<()> {
             .iter()
             .filter_map(|s| s.as_f64())
             .collect();
-        Some((median(secs), v["masks"].as_u64().unwrap_or(0)))
+        Some((median(&secs), v["masks"].as_u64().unwrap_or(0)))
     });
 
     let ms = |s: f64| format!("{:.0} ms", s * 1000.0);

@@ -1,4 +1,4 @@
-//! The benchmark of issue 9: the library against the peer pipeline (samexporter / X-AnyLabeling
+//! The main benchmark: the library against the peer pipeline (samexporter / X-AnyLabeling
 //! in Python: OpenCV + numpy + ONNX Runtime Python) and against floors (memory bandwidth, ONNX
 //! Runtime alone, plain file I/O), in one run on the bench models and a deterministic 1920×1080
 //! photo-like image (written to out/bench_image.ppm, so both sides use the same bytes). Prints a
@@ -6,7 +6,7 @@
 //! tools/bench_chart.py).
 //!
 //!     scripts/bench.sh [--quick]            # the documented command (set-up, build, run)
-//!     cargo run --release --example bench [-- --quick] [-- --out DIR]
+//!     cargo run --release -p sam2-bench --bin bench [-- --quick] [-- --out DIR]
 //!                                           # the same, with a Rust-side allocation counter only
 //!
 //! Every figure is the median of repeated runs after warm-up, with min and max. The library, the
@@ -33,8 +33,8 @@ use std::hint::black_box;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Barrier, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ort::session::builder::GraphOptimizationLevel;
@@ -44,7 +44,6 @@ use serde_json::{json, Value};
 
 use sam2::device::Optimization;
 use sam2::device::WeightSharing;
-use sam2::embedding::EmbeddingTensor;
 use sam2::{
     Embedding, Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
     PredictorOptions, Prompt,
@@ -53,13 +52,13 @@ use sam2::{
 mod counting;
 mod inputs;
 mod peer;
-mod stats;
 mod table;
 
 use counting::*;
 use inputs::*;
 use peer::*;
-use stats::*;
+use sam2_bench::stats::*;
+use sam2_bench::{bandwidth_floor, tensor_of};
 use table::*;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -956,7 +955,7 @@ fn main() -> Res<()> {
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)? + "\n")?;
     println!("wrote {}", json_path.display());
     let png_path = out_dir.join("bench.png");
-    let chart = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/bench_chart.py");
+    let chart = sam2_bench::root().join("tools/bench_chart.py");
     match Command::new(&python)
         .arg(&chart)
         .arg(&json_path)

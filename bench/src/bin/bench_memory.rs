@@ -2,7 +2,7 @@
 //! copies, and naive ONNX Runtime sessions, side by side. Each configuration runs in its own
 //! process so the figures do not contaminate each other.
 //!
-//!     cargo run --release --example bench_memory [-- --json out/bench_memory.json]
+//!     cargo run --release -p sam2-bench --bin bench_memory [-- --json out/bench_memory.json]
 
 use std::process::Command;
 use std::time::Instant;
@@ -93,10 +93,9 @@ fn child(mode: &str, level: &str, n: usize, model: &str) {
     for _ in 0..3 {
         times.push(run_all[0]());
     }
-    times.sort_by(f64::total_cmp);
     println!(
         "RESULT {mode} {level} {n} {created:.1} {after_runs:.1} {:.1}",
-        times[1]
+        sam2_bench::stats::median(&times)
     );
 }
 

@@ -1,6 +1,5 @@
 //! Inputs: the deterministic photo-like image, the bench models, plain ONNX Runtime sessions and
-//! feeds (the floors), the memory bandwidth floor, and the child process that measures resident
-//! memory.
+//! feeds (the floors), and the child process that measures resident memory.
 
 use super::*;
 
@@ -119,15 +118,6 @@ pub(crate) fn plain_session(
     Ok(builder.commit_from_file(path)?)
 }
 
-pub(crate) fn tensor_of(t: &EmbeddingTensor) -> Res<DynValue> {
-    let bytes = t.host_bytes()?;
-    let data: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    Ok(Tensor::from_array((t.shape().to_vec(), data))?.into_dyn())
-}
-
 /// Ready decoder inputs for ONNX Runtime alone: the embedding (owned copies made once) and the
 /// prompt of one click, in the 1024 frame.
 pub(crate) struct DecoderFeed {
@@ -224,31 +214,6 @@ pub(crate) fn click_prompt() -> Vec<Prompt> {
         }],
         ..Default::default()
     }]
-}
-
-/// The memory-bandwidth floor of preprocessing: one read of the input and one write of the
-/// output, split over `threads` threads.
-pub(crate) fn bandwidth_floor(input: &[u8], out: &mut [f32], threads: usize) {
-    let run = |inp: &[u8], o: &mut [f32]| {
-        let mut acc = 0u64;
-        for c in inp.chunks_exact(8) {
-            acc = acc.wrapping_add(u64::from_ne_bytes(c.try_into().unwrap()));
-        }
-        black_box(acc);
-        o.fill(black_box(0.5));
-        black_box(&o[0]);
-    };
-    if threads <= 1 {
-        run(input, out);
-        return;
-    }
-    let ic = input.len().div_ceil(threads).next_multiple_of(8);
-    let oc = out.len().div_ceil(threads);
-    std::thread::scope(|s| {
-        for (i, o) in input.chunks(ic).zip(out.chunks_mut(oc)) {
-            s.spawn(move || run(i, o));
-        }
-    });
 }
 
 pub(crate) fn rss_anon_mib() -> f64 {

@@ -16,7 +16,7 @@ impl Peer {
         encoder: &Path,
         decoder: &Path,
     ) -> Option<Peer> {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/bench_peer.py");
+        let script = sam2_bench::root().join("tools/bench_peer.py");
         let child = Command::new(python)
             .arg(&script)
             .arg("--image")

@@ -1,7 +1,8 @@
 //! A simulated annotation session: open images of a folder in order, click twice on each with a
 //! short think time, and measure the time from "image opened" to "first mask shown", without and
 //! with pre-encoding of the next images through the embedding cache. Run by `scripts/bench.sh`
-//! (or alone: `cargo run --release --example bench_session -- [--images N] [--think-ms T]`).
+//! (or alone: `cargo run --release -p sam2-bench --bin bench_session -- [--images N]
+//! [--think-ms T]`).
 //!
 //! Goal: with pre-encoding, once the queue has warmed up, the median first-mask latency is at most
 //! the decoder's latency plus 10 ms. The decoder's latency is measured in the same run, on an
@@ -14,6 +15,7 @@ use sam2::cache::{CacheOptions, EmbeddingCache, Priority};
 use sam2::{
     Encoder, ImageView, PixelFormat, Point, PredictOptions, Predictor, PredictorOptions, Prompt,
 };
+use sam2_bench::stats::{median, percentile};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -99,26 +101,6 @@ fn click_on(i: usize, second: bool) -> Prompt {
         }],
         ..Default::default()
     }
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
-fn percentile(v: &[f64], p: f64) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
 struct SessionResult {

@@ -1,32 +1,56 @@
-//! Statistics and timing: medians with min and max, interleaved rounds, throughput windows.
+//! Statistics and timing, the one copy every benchmark uses: medians with min and max,
+//! percentiles, interleaved rounds, throughput windows.
 
-use super::*;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
 
 #[derive(Clone, Debug)]
-pub(crate) struct Stat {
-    pub(crate) median: f64,
-    pub(crate) min: f64,
-    pub(crate) max: f64,
-    pub(crate) n: usize,
+pub struct Stat {
+    pub median: f64,
+    pub min: f64,
+    pub max: f64,
+    pub n: usize,
 }
 
-pub(crate) fn stat(mut v: Vec<f64>) -> Stat {
+/// The median, min and max of `v` (not empty).
+pub fn stat(mut v: Vec<f64>) -> Stat {
     v.sort_by(f64::total_cmp);
     let n = v.len();
-    let median = if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    };
     Stat {
-        median,
+        median: median_of_sorted(&v),
         min: v[0],
         max: v[n - 1],
         n,
     }
 }
 
-pub(crate) fn stat_json(s: &Option<Stat>) -> Value {
+/// The median of `v`: its middle value, or the mean of the two middle ones; NaN if `v` is empty.
+pub fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    median_of_sorted(&v)
+}
+
+fn median_of_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    match n {
+        0 => f64::NAN,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The `p` quantile of `v` (not empty), `p` in [0, 1]: the value at the nearest rank.
+pub fn percentile(v: &[f64], p: f64) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[((v.len() - 1) as f64 * p).round() as usize]
+}
+
+pub fn stat_json(s: &Option<Stat>) -> Value {
     match s {
         Some(s) => json!({"median": s.median, "min": s.min, "max": s.max, "n": s.n}),
         None => Value::Null,
@@ -34,7 +58,7 @@ pub(crate) fn stat_json(s: &Option<Stat>) -> Value {
 }
 
 /// Times one call, in ms.
-pub(crate) fn timed(f: impl FnOnce()) -> f64 {
+pub fn timed(f: impl FnOnce()) -> f64 {
     let t = Instant::now();
     f();
     t.elapsed().as_secs_f64() * 1e3
@@ -46,17 +70,17 @@ pub(crate) fn timed(f: impl FnOnce()) -> f64 {
 /// decoder run interleaved with the library's went from 20 ms alone to 33–37 ms with pauses of
 /// 0–10 ms, and back to 20 ms with 30 ms). Spinning that hits the library's own work inside one
 /// call (its post-processing right after its decoder run) is not hidden: it is in the figure.
-pub(crate) const SETTLE_ORT: Duration = Duration::from_millis(40);
+pub const SETTLE_ORT: Duration = Duration::from_millis(40);
 /// Pause before every timed call of the other sections.
-pub(crate) const SETTLE: Duration = Duration::from_millis(2);
+pub const SETTLE: Duration = Duration::from_millis(2);
 /// Pause before every timed call of the sections where the peer's OpenCV runs: its worker threads
 /// spin after a call too, and would otherwise steal the library's cores in the next call.
-pub(crate) const SETTLE_CV: Duration = Duration::from_millis(40);
+pub const SETTLE_CV: Duration = Duration::from_millis(40);
 
 /// Runs every closure `warmup` times, then `runs` rounds in which each runs once (the order
 /// rotated every round). Each closure times itself (in ms) and returns the time, so the peer's
 /// time is measured inside the peer. Returns the statistics per closure (None if a call failed).
-pub(crate) fn interleaved(
+pub fn interleaved(
     settle: Duration,
     warmup: usize,
     runs: usize,
@@ -91,7 +115,7 @@ pub(crate) fn interleaved(
 
 /// Calls per second of `threads` threads calling `f(thread index)` back to back for `window`,
 /// after a warm-up call per thread.
-pub(crate) fn throughput(threads: usize, window: Duration, f: &(dyn Fn(usize) + Sync)) -> f64 {
+pub fn throughput(threads: usize, window: Duration, f: &(dyn Fn(usize) + Sync)) -> f64 {
     std::thread::sleep(SETTLE_ORT);
     let count = AtomicU64::new(0);
     let stop = AtomicBool::new(false);

@@ -1,4 +1,4 @@
-//! Video tracking, side by side in one run (issue 19): the per-frame cost of the library's
+//! Video tracking, side by side in one run: the per-frame cost of the library's
 //! [`Tracker`] at steady state against ONNX Runtime alone running the same four modules, and
 //! against Meta's PyTorch `SAM2VideoPredictor` on the same checkpoint and CPU.
 //!
@@ -18,7 +18,7 @@
 //!   concatenated ([7, 64, 64, 64]), their position encodings with the temporal codes added, the
 //!   16 pointers ([16, 256]) and their offsets, all from the outputs of its own earlier frames.
 //!
-//! Before the tracker, two modules of the real export alone (issue 30): memory attention at
+//! Before the tracker, two modules of the real export alone: memory attention at
 //! steady state (the same input shapes) and the image encoder, each run by the library's session
 //! (its graph optimised once, attention fused into ONNX Runtime's `MultiHeadAttention`) and by a
 //! plain ONNX Runtime session of the same file on the same inputs, interleaved, with the largest
@@ -31,8 +31,8 @@
 //! (tools/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
 //! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python).
 //!
-//!     cargo run --release --example bench_video -- [--out DIR] [--frames N] [--real-frames N]
-//!         [--torch-frames N] [--attention-runs N] [--attention-only]
+//!     cargo run --release -p sam2-bench --bin bench_video -- [--out DIR] [--frames N]
+//!         [--real-frames N] [--torch-frames N] [--attention-runs N] [--attention-only]
 //!
 //! Writes out/bench_video.json.
 
@@ -47,6 +47,8 @@ use ort::session::{Session, SessionInputValue};
 use ort::value::{DynValue, Tensor};
 use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Point, Prompt};
+use sam2_bench::stats::median;
+use sam2_bench::track_clip;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -57,48 +59,17 @@ const MAX_POINTERS: usize = 16;
 const WARM_FRAMES: u32 = 17;
 const SIDE: usize = 1024;
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// The disc clip of tools/track_clip.py (320×240, 24 frames) played back and forth, so any
-/// frame index has a frame and the motion never jumps; `(width, height)` resamples it (nearest).
+/// The clip played back and forth, so any frame index has a frame and the motion never jumps;
+/// `(width, height)` resamples it (nearest).
 fn clip_frame(t: u32, width: usize, height: usize) -> Vec<u8> {
-    let period = 46;
-    let k = (t % period) as i64;
-    let t = if k < 24 { k } else { 46 - k };
-    let cx = match t {
-        0..=9 => 34 + 10 * t,
-        10 => 140,
-        11..=14 => 174 + 10 * (t - 11),
-        15 => 236,
-        _ => 246 + 7 * (t - 16),
-    };
-    let cy = 96 + 4 * t;
-    let sx = 250 - 8 * t;
+    let (src, _, _) = track_clip::frame(track_clip::back_and_forth(t));
+    let (sw, sh) = (track_clip::WIDTH, track_clip::HEIGHT);
     let mut rgb = vec![0u8; width * height * 3];
     for yy in 0..height {
-        let y = (yy * 240 / height) as i64;
+        let y = yy * sh / height;
         for xx in 0..width {
-            let x = (xx * 320 / width) as i64;
-            let s = x / 20 - y / 24;
-            let mut px = [
-                (168 + s + (3 * x + 5 * y) % 17 - 8) as u8,
-                (162 + s + (5 * x + 2 * y) % 13 - 6) as u8,
-                (146 + s + (2 * x + 7 * y) % 11 - 5) as u8,
-            ];
-            let bar = (150..230).contains(&x);
-            if bar {
-                px = [70, 76, 88];
-            }
-            if (x - cx).pow(2) + (y - cy).pow(2) <= 22 * 22 && !bar {
-                px = [214, 48, 52];
-            }
-            if x >= sx && x < sx + 40 && (20..60).contains(&y) {
-                px = [48, 84, 200];
-            }
-            rgb[(yy * width + xx) * 3..][..3].copy_from_slice(&px);
+            let x = xx * sw / width;
+            rgb[(yy * width + xx) * 3..][..3].copy_from_slice(&src[(y * sw + x) * 3..][..3]);
         }
     }
     rgb
@@ -106,7 +77,11 @@ fn clip_frame(t: u32, width: usize, height: usize) -> Vec<u8> {
 
 /// Where to click the disc on frame 0, in the frame's pixels.
 fn first_click(width: usize, height: usize) -> (f32, f32) {
-    (34.0 * width as f32 / 320.0, 96.0 * height as f32 / 240.0)
+    let (x, y) = track_clip::target_centre(0);
+    (
+        x as f32 * width as f32 / track_clip::WIDTH as f32,
+        y as f32 * height as f32 / track_clip::HEIGHT as f32,
+    )
 }
 
 /// The encoder's input: resized (bilinear) to 1024² and normalised with SAM2's mean and std.
@@ -499,8 +474,8 @@ fn module_alone(
         }
     }
     Ok((
-        median(fused),
-        median(exported),
+        median(&fused),
+        median(&exported),
         worst,
         largest,
         library.attention.to_string(),
@@ -575,7 +550,7 @@ fn main() -> Res<()> {
     let torch_frames: u32 = arg("--torch-frames").map_or(Ok(3), |v| v.parse())?;
     let attention_runs: u32 = arg("--attention-runs").map_or(Ok(3), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let root = sam2_bench::root();
     let models =
         PathBuf::from(std::env::var("SAM2_MODELS").map_err(|_| {
             "SAM2_MODELS is not set: source tools/setup.sh (scripts/bench.sh does)"
@@ -595,7 +570,7 @@ fn main() -> Res<()> {
     );
 
     // Memory attention and the image encoder alone first: the largest shares of a real frame,
-    // and what the fusion of attention (issue 30) is for.
+    // and what the fusion of attention is for.
     let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
     let attention = match &real_dir {
         Some(dir) if attention_runs > 0 => Some(modules_alone(
@@ -621,17 +596,17 @@ fn main() -> Res<()> {
         gen_size,
         frames,
     )?;
-    let (gen_lib, gen_alone) = (median(gen.library.clone()), median(gen.alone.clone()));
-    let gen_prep = (median(gen.preprocess), median(gen.assemble));
+    let (gen_lib, gen_alone) = (median(&gen.library), median(&gen.alone));
+    let gen_prep = (median(&gen.preprocess), median(&gen.assemble));
 
     let real_size = (1280, 720);
     let real = match &real_dir {
         Some(dir) => {
             let t = compare(&VideoModelPaths::in_dir(dir, ""), real_size, real_frames)?;
             Some((
-                median(t.library),
-                median(t.alone),
-                (median(t.preprocess), median(t.assemble)),
+                median(&t.library),
+                median(&t.alone),
+                (median(&t.preprocess), median(&t.assemble)),
             ))
         }
         None => None,
@@ -658,7 +633,7 @@ fn main() -> Res<()> {
                     .iter()
                     .filter_map(|s| s.as_f64())
                     .collect();
-                Some((median(secs), v["threads"].as_u64().unwrap_or(0)))
+                Some((median(&secs), v["threads"].as_u64().unwrap_or(0)))
             } else {
                 eprintln!(
                     "[bench_video] PyTorch run failed: {}",
