@@ -97,6 +97,53 @@ pub(crate) fn bench_models() -> (PathBuf, PathBuf) {
     )
 }
 
+/// The int8 variant of the benchmark's encoder, when the set-up made one
+/// (`$SAM2_REAL_VARIANTS/samexporter/`, tools/setup-real.sh) and the encoder is the real one.
+pub(crate) fn int8_variant(encoder: &Path) -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("SAM2_REAL_VARIANTS")?);
+    let path = dir.join("samexporter").join(encoder.file_name()?);
+    path.is_file().then_some(path)
+}
+
+/// The CPU's model and the vector and matrix extensions ONNX Runtime's int8 kernels can use
+/// (from /proc/cpuinfo; "unknown" elsewhere).
+pub(crate) fn cpu_description() -> String {
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return "unknown".into();
+    };
+    let model = info
+        .lines()
+        .find_map(|l| l.strip_prefix("model name").and_then(|r| r.split_once(':')))
+        .map_or("unknown", |(_, m)| m.trim());
+    let flags: Vec<&str> = info
+        .lines()
+        .find_map(|l| l.strip_prefix("flags").and_then(|r| r.split_once(':')))
+        .map(|(_, f)| f.split_whitespace().collect())
+        .unwrap_or_default();
+    let wanted = [
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512_vnni",
+        "avx_vnni",
+        "amx_int8",
+        "amx_bf16",
+    ];
+    let have: Vec<&str> = wanted
+        .iter()
+        .copied()
+        .filter(|w| flags.contains(w))
+        .collect();
+    format!(
+        "{model} ({})",
+        if have.is_empty() {
+            "none of avx2, avx512, vnni, amx".into()
+        } else {
+            have.join(", ")
+        }
+    )
+}
+
 pub(crate) fn plain_session(
     path: &Path,
     level: Optimization,

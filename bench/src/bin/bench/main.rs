@@ -168,6 +168,10 @@ fn main() -> Res<()> {
         if quick { ", --quick" } else { "" }
     );
     println!(
+        "CPU: {} (ratios are read against the machine they came from)",
+        cpu_description()
+    );
+    println!(
         "each figure: median [min–max] of repeated runs after warm-up; library, peer and floor runs interleaved round by round, each call preceded by a {} ms pause where ONNX Runtime sessions run (their threads spin after a run) and {} ms elsewhere",
         SETTLE_ORT.as_millis(),
         SETTLE.as_millis()
@@ -245,9 +249,16 @@ fn main() -> Res<()> {
     let mut enc_plain = plain_session(&enc_path, Optimization::All, None)?;
     let enc_plain_create_ms = t.elapsed().as_secs_f64() * 1e3;
     let prepared = Tensor::from_array(([1usize, 3, SIZE, SIZE], pre_out.clone()))?.into_dyn();
+    // The int8 variant of the same encoder (tools/make_variant.py, made by tools/setup-real.sh),
+    // against ONNX Runtime alone on the float32 file.
+    let int8_encoder = match int8_variant(&enc_path) {
+        Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),
+        None => None,
+    };
     let peer_enc_ok = has_peer && peer_call("init_encoder").is_some();
     eprintln!(
-        "[bench]   library e2e, library on a prepared tensor, ONNX Runtime alone{} ({} + 1 warm-up each)",
+        "[bench]   library e2e, library on a prepared tensor, ONNX Runtime alone{}{} ({} + 1 warm-up each)",
+        if int8_encoder.is_some() { ", the int8 variant" } else { "" },
         if peer_enc_ok { ", peer" } else { "" },
         plan.enc_runs
     );
@@ -271,14 +282,29 @@ fn main() -> Res<()> {
             })
         };
         let mut p = || peer_ms("encode");
+        let mut int8 = || {
+            let encoder = int8_encoder.as_ref().expect("an int8 variant");
+            timed(|| drop(black_box(encoder.encode(&view).expect("encode int8"))))
+        };
         let mut fs: Vec<&mut dyn FnMut() -> f64> = vec![&mut lib, &mut lib_prep, &mut floor];
+        if int8_encoder.is_some() {
+            fs.push(&mut int8);
+        }
         if peer_enc_ok {
             fs.push(&mut p);
         }
         let mut st = interleaved(SETTLE_ORT, 1, plan.enc_runs, &mut fs);
+        // [library, prepared, ONNX Runtime alone, peer, int8 variant]
+        let int8_stat = if int8_encoder.is_some() {
+            st.remove(3)
+        } else {
+            None
+        };
         st.resize(4, None);
+        st.push(int8_stat);
         st
     };
+    drop(int8_encoder);
     let embedding = Arc::new(encoder.encode(&view)?);
     let emb_bytes: usize = embedding.tensors().iter().map(|t| t.byte_len()).sum();
     extra.insert(
@@ -665,6 +691,19 @@ fn main() -> Res<()> {
     };
     r.note = "library: default options (ALL); floor = plain ort Session at ORT's best level (All) run on a ready tensor, no preprocessing; peer = samexporter's client arithmetic in Python (cv2 + numpy float64 + InferenceSession, default options)".into();
     rows.push(r);
+
+    if enc[4].is_some() {
+        let mut r = Row::new("encode_int8", "  Encode e2e, the int8 variant", "ms");
+        r.library = enc[4].clone();
+        r.floor = enc[2].clone();
+        r.goal = "≤0.6× ORT alone on the fp32 file".into();
+        r.met = r.lib_over_floor().map(|x| x <= 0.6);
+        r.note = format!(
+            "the library on tools/make_variant.py's int8 encoder (weights int8 per channel, 7-bit range; activations per run) against the same floor, ONNX Runtime alone on the float32 file; CPU: {}",
+            cpu_description()
+        );
+        rows.push(r);
+    }
 
     let mut r = Row::new(
         "encode_prepared",
