@@ -83,6 +83,9 @@ logged_suite cargo-test cargo test --release
 printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/video_real.rs; every frame in %s):\n' \
     "$SAM2_REPORT_DIR/video_parity.txt"
 tail -n 1 "$SAM2_REPORT_DIR/video_parity.txt"
+printf 'the int8 variant against the float32 original (tests/precision.rs; every case in %s):\n' \
+    "$SAM2_REPORT_DIR/precision_agreement.txt"
+tail -n 1 "$SAM2_REPORT_DIR/precision_agreement.txt"
 printf 'the device path on WebGPU (tests/webgpu.rs, on llvmpipe when the rig is set up):\n'
 cat "$SAM2_REPORT_DIR/webgpu_weights.txt" 2>/dev/null || echo "no WebGPU device: the device tests were skipped"
 echo

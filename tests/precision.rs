@@ -71,7 +71,11 @@ fn int8_masks_match_the_ground_truth_as_the_original_does() {
     for (shape, prompt) in all.iter().zip(shape_clicks()) {
         let want = expected_click_mask(shape, &all);
         let got = predictor
-            .predict(&embedding, &[prompt.clone()], Default::default())
+            .predict(
+                &embedding,
+                std::slice::from_ref(&prompt),
+                Default::default(),
+            )
             .unwrap();
         let fp32 = fp32_predictor
             .predict(&reference, &[prompt], Default::default())
@@ -250,7 +254,7 @@ fn real_int8_variants_agree_with_their_originals() {
             }
             let prompt = prompt_of(case);
             let ra = decoder
-                .predict(&a, &[prompt.clone()], Default::default())
+                .predict(&a, std::slice::from_ref(&prompt), Default::default())
                 .unwrap();
             let rb = decoder.predict(&b, &[prompt], Default::default()).unwrap();
             let agreement = confident_iou(ra.low_res_logits(0), rb.low_res_logits(0));
