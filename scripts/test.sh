@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test: Rust (unit, integration, header check, video parity with Meta's predictor), a short soak on the real SAM2.1 tiny
+# Runs every test: Rust (unit, integration, header check, video parity with Meta's predictor and
+# EdgeTAM's), a short soak on the real SAM2.1 tiny
 # pair, the Python reference check, the C suite under ctest (the stress run on generated and real
 # models among it; once more under valgrind), a short fuzzing run, the C# suite under Mono, the
 # Windows build under Wine (tools/test-windows.sh), the packaging test (tools/test-packaging.sh),
@@ -57,11 +58,14 @@ logged_suite() {
     "$@" 2>&1 | tee -a "$TIMING/$name.log"
 }
 
-step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh and tools/setup-webgpu.sh; each step cached)"
+step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh, tools/setup-edgetam.sh and tools/setup-webgpu.sh; each step cached)"
 . tools/setup.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
 . tools/setup-real.sh
+# EdgeTAM (issue 31): its export and the reference of its own predictors, in a small venv over
+# setup-real.sh's (the first run: seconds for the venv, minutes for the export and the reference).
+. tools/setup-edgetam.sh
 # The WebGPU device rig (Mesa's llvmpipe Vulkan driver, ONNX Runtime 1.30 with WebGPU): the device
 # path runs on a real device in every run; where it is set up, a device test that cannot run fails.
 . tools/setup-webgpu.sh
@@ -86,6 +90,11 @@ tail -n 1 "$SAM2_REPORT_DIR/video_parity.txt"
 printf 'the int8 variant against the float32 original (tests/precision.rs; every case in %s):\n' \
     "$SAM2_REPORT_DIR/precision_agreement.txt"
 tail -n 1 "$SAM2_REPORT_DIR/precision_agreement.txt"
+printf 'EdgeTAM against its own predictors (tests/video_real.rs, tests/real_models.rs; every frame and case in %s/edgetam_*):\n' \
+    "$SAM2_REPORT_DIR"
+for f in edgetam_video_parity.txt edgetam_video_parity_default.txt edgetam_image_parity.txt; do
+    tail -n 1 "$SAM2_REPORT_DIR/$f"
+done
 printf 'the device path on WebGPU (tests/webgpu.rs, on llvmpipe when the rig is set up):\n'
 cat "$SAM2_REPORT_DIR/webgpu_weights.txt" 2>/dev/null || echo "no WebGPU device: the device tests were skipped"
 echo

@@ -50,7 +50,11 @@ struct Pair {
 }
 
 fn pairs() -> Vec<Pair> {
-    let dir = real_dir();
+    pairs_in(&real_dir())
+}
+
+/// The pairs of the export in `dir` (its manifest.json, tools/export_real.py's format).
+fn pairs_in(dir: &Path) -> Vec<Pair> {
     json(&dir.join("manifest.json"))["pairs"]
         .as_array()
         .unwrap()
@@ -123,6 +127,25 @@ fn single(predictor: &Predictor, embedding: &sam2::Embedding, prompt: Prompt) ->
         .unwrap()
 }
 
+/// The reference's cases (tools/real_reference.py) on one pair, in order, with default options:
+/// a case with `mask_from` gets the low-res logits of that earlier case as its mask prompt.
+fn run_cases(pair: &Pair, image: &Image, cases: &[Value]) -> Vec<(String, Prediction)> {
+    let (encoder, predictor) = open(pair);
+    let embedding = encoder.encode(&rgb(image)).unwrap();
+    let mut out: Vec<(String, Prediction)> = Vec::new();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let mut prompt = prompt_of(case);
+        if let Some(from) = case["mask_from"].as_str() {
+            let (_, earlier) = out.iter().find(|(n, _)| n == from).unwrap();
+            prompt.mask_input = Some(earlier.low_res_logits(0).to_vec());
+        }
+        let got = single(&predictor, &embedding, prompt);
+        out.push((name.to_string(), got));
+    }
+    out
+}
+
 /// Every pair, every case, default options: IoU with the Python pipeline ≥ 0.99; Meta's PyTorch
 /// predictor reported. The figures go to the test output and the reliability report.
 #[test]
@@ -144,18 +167,8 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
             .iter()
             .find(|r| pair.decoder.ends_with(r["decoder"].as_str().unwrap()))
             .unwrap_or_else(|| panic!("no reference for {}", pair.decoder.display()));
-        let (encoder, predictor) = open(&pair);
-        let embedding = encoder.encode(&rgb(&image)).unwrap();
-        let mut logits_of: Vec<(String, Vec<f32>)> = Vec::new();
-        for case in cases {
-            let name = case["name"].as_str().unwrap();
-            let mut prompt = prompt_of(case);
-            if let Some(from) = case["mask_from"].as_str() {
-                let logits = logits_of.iter().find(|(n, _)| n == from).unwrap();
-                prompt.mask_input = Some(logits.1.clone());
-            }
-            let got = single(&predictor, &embedding, prompt);
-            logits_of.push((name.to_string(), got.low_res_logits(0).to_vec()));
+        for (name, got) in run_cases(&pair, &image, cases) {
+            let name = name.as_str();
             let result = &refs["results"][name];
             let python = decode_rle(&result["python"]["rle"], plane);
             let meta = decode_rle(&result["meta"]["rle"], plane);
@@ -177,6 +190,75 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
     let text = lines.join("\n");
     println!("{text}");
     report("real_parity.txt", &text);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// EdgeTAM's image pairs (issue 31: tools/export_edgetam.py, ONNX Runtime's SAM2 tools run on
+/// EdgeTAM's model) against EdgeTAM's own `SAM2ImagePredictor` on the same weights
+/// (tools/edgetam_reference.py's `image_reference.json`, the cases above): every case's mask IoU
+/// ≥ 0.99 and its score within 1e-3. Needs `$SAM2_EDGETAM_MODELS` (tools/setup-edgetam.sh);
+/// a set variable naming missing files fails.
+#[test]
+fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
+    const MIN_IOU: f64 = 0.99;
+    const MAX_SCORE_DIFF: f64 = 1e-3;
+    init_runtime();
+    let Some(dir) = std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) else {
+        println!("SAM2_EDGETAM_MODELS is not set (tools/setup-edgetam.sh): EdgeTAM's image pairs not checked");
+        return;
+    };
+    let ref_dir = std::env::var_os("SAM2_EDGETAM_REFERENCE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| dir.join("reference"));
+    let reference = json(&ref_dir.join("image_reference.json"));
+    let image = demo();
+    let plane = image.width * image.height;
+    let cases = reference["cases"].as_array().unwrap();
+    let pairs = pairs_in(&dir);
+    assert!(!pairs.is_empty(), "{} lists no image pair", dir.display());
+    let mut lines = vec![format!(
+        "{:<36} {:<14} {:>9} {:>9} {:>10} {:>9}",
+        "decoder", "case", "IoU meta", "score", "score diff", "IoU onnx"
+    )];
+    let (mut worst_iou, mut worst_score) = (1.0f64, 0.0f64);
+    let mut failures = Vec::new();
+    for pair in pairs {
+        let refs = reference["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| pair.decoder.ends_with(r["decoder"].as_str().unwrap()))
+            .unwrap_or_else(|| panic!("no reference for {}", pair.decoder.display()));
+        for (name, got) in run_cases(&pair, &image, cases) {
+            let result = &refs["results"][name.as_str()];
+            let meta = decode_rle(&result["meta"]["rle"], plane);
+            let onnx = decode_rle(&result["onnx"]["rle"], plane);
+            let iou_meta = iou(got.mask(0), &meta);
+            let score_diff =
+                (got.scores[0] as f64 - result["meta"]["score"].as_f64().unwrap()).abs();
+            let decoder = pair.decoder.file_name().unwrap().to_string_lossy();
+            lines.push(format!(
+                "{decoder:<36} {name:<14} {iou_meta:>9.5} {:>9.4} {score_diff:>10.2e} {:>9.5}",
+                got.scores[0],
+                iou(got.mask(0), &onnx)
+            ));
+            worst_iou = worst_iou.min(iou_meta);
+            worst_score = worst_score.max(score_diff);
+            if iou_meta < MIN_IOU || score_diff > MAX_SCORE_DIFF {
+                failures.push(format!(
+                    "{decoder} {name}: IoU {iou_meta:.5} with EdgeTAM's predictor, score {score_diff:.2e} apart"
+                ));
+            }
+        }
+    }
+    lines.push(format!(
+        "EdgeTAM image pairs vs EdgeTAM's SAM2ImagePredictor, {} cases: worst IoU {worst_iou:.5} (goal >= \
+         {MIN_IOU}), score diff {worst_score:.2e} (<= {MAX_SCORE_DIFF:e})",
+        lines.len() - 1
+    ));
+    let text = lines.join("\n");
+    println!("{text}");
+    report("edgetam_image_parity.txt", &text);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 

@@ -6,21 +6,25 @@
 # tools/video_reference.py with two objects and a correction).
 #
 # EdgeTAM's code (PyPI edgetam-dimos) is a fork of Meta's `sam2` package under the same top-level
-# name, so it has a venv of its own, beside setup-real.sh's. Idempotent and cached outside the
-# repository, in three parts, so that a change to one never redoes the ones before it:
+# name, so it cannot be installed into setup-real.sh's venv beside sam-2-uni; it gets a small venv
+# of its own that reuses that one's torch and the rest (sourcing setup-real.sh first when that
+# venv is missing). Idempotent and cached outside the repository, in three parts, so that a change
+# to one never redoes the ones before it:
 #   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/edgetam/
-#     venv/                 torch 2.10, edgetam-dimos 1.0.1, timm, onnxruntime 1.31.1 (about
-#                           7 GB, tools/edgetam-requirements.txt: the real exporters' pins where
-#                           they share a package, so pip's cache, when it holds them, serves the
-#                           torch wheels once)
-#     export-<hash>/        keyed by the export scripts and the pins: the image pair, the four
+#     venv/                 edgetam-dimos 1.0.1 alone (tools/edgetam-requirements.txt, --no-deps,
+#                           about 1 MB), then a .pth line adding setup-real.sh's venv
+#                           (real-venv/: torch 2.10, timm, onnxruntime 1.31.1, OpenCV, ...) after
+#                           it: `import sam2` is EdgeTAM's, everything else the real venv's. Keyed
+#                           by both requirement files.
+#     export-<hash>/        keyed by the export scripts and both pins: the image pair, the four
 #                           video modules, the checkpoint, manifest.json; `reference` links to
 #     reference-<hash>/     keyed by the reference scripts, the pins and the weights' own hash
 #                           (manifest.json's weights_sha256): clip, prompts, arrays, reference.json
-# Measured 2026-12-02 on 2 cores shared with a load of 15-20: the venv 6 minutes (pip's cache here
-# held none of the real venv's wheels: all downloaded), the export 75-160 s, the reference 14-18
-# minutes. A second run recomputes nothing (0.2 s). Source it (`. tools/setup-edgetam.sh`) to get
-# SAM2_EDGETAM_MODELS (the export directory) and SAM2_EDGETAM_PYTHON exported.
+# Measured 2026-12-02 on 2 cores shared with a load of 5-8: the venv 20 s (one 1 MB wheel; before,
+# a second 7 GB venv took 6 minutes), the export 86 s, the reference 423 s. A second run
+# recomputes nothing. Source it
+# (`. tools/setup-edgetam.sh`) to get SAM2_EDGETAM_MODELS (the export directory) and
+# SAM2_EDGETAM_PYTHON exported.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,17 +46,37 @@ logged() {
 }
 export ORT_DISABLE_TELEMETRY=1
 
-# 1. EdgeTAM's venv.
-setup_begin "EdgeTAM's venv (torch, edgetam-dimos, timm)"
-edgetam_req_hash="$(sha256sum "$ROOT/tools/edgetam-requirements.txt" | cut -c1-16)"
+# 1. EdgeTAM's venv: edgetam-dimos over setup-real.sh's venv.
+REAL_VENV="$CACHE/real-venv"
+real_req_hash="$(sha256sum "$ROOT/tools/real-requirements.txt" | cut -c1-16)"
+if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
+    say "setup-real.sh's venv is missing: making it first"
+    . "$ROOT/tools/setup-real.sh"
+    say() { printf '[setup-edgetam] %s\n' "$*" >&2; }
+fi
+setup_begin "EdgeTAM's venv (edgetam-dimos over the real exporters' venv)"
+edgetam_req_hash="$(cat "$ROOT/tools/edgetam-requirements.txt" "$ROOT/tools/real-requirements.txt" \
+    | sha256sum | cut -c1-16)"
 if [ ! -f "$EDGETAM_VENV/.sam2-req-$edgetam_req_hash" ]; then
-    say "creating $EDGETAM_VENV: torch 2.10.0, edgetam-dimos 1.0.1, timm 1.0.31, onnxruntime 1.31.1"
-    say "(the first time downloads the wheels pip's cache lacks; later runs reuse the venv)"
+    say "creating $EDGETAM_VENV: edgetam-dimos 1.0.1 over $REAL_VENV"
     rm -rf "$EDGETAM_VENV"
     mkdir -p "$CACHE/edgetam"
-    python3 -m venv "$EDGETAM_VENV"
-    "$EDGETAM_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off \
+    # the real venv's interpreter makes a venv of the same base Python
+    "$REAL_VENV/bin/python" -m venv "$EDGETAM_VENV"
+    "$EDGETAM_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off --no-deps \
         -r "$ROOT/tools/edgetam-requirements.txt"
+    own_site="$("$EDGETAM_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    real_site="$("$REAL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    # after the venv's own site-packages (addsitedir appends, and reads the real venv's .pth files)
+    printf 'import site; site.addsitedir(%s)\n' "'$real_site'" >"$own_site/zz-sam2-real-venv.pth"
+    "$EDGETAM_VENV/bin/python" - <<'PY'
+import os, torch, timm, onnxruntime, sam2
+assert os.path.exists(os.path.join(os.path.dirname(sam2.__file__), "configs", "edgetam.yaml")), \
+    f"`import sam2` is not EdgeTAM's: {sam2.__file__}"
+import sam2.modeling.perceiver  # noqa: F401
+print(f"[setup-edgetam] sam2 from {os.path.dirname(sam2.__file__)}, torch {torch.__version__}, "
+      f"timm {timm.__version__}, onnxruntime {onnxruntime.__version__}")
+PY
     touch "$EDGETAM_VENV/.sam2-req-$edgetam_req_hash"
     setup_end ran
 else
@@ -63,7 +87,8 @@ fi
 # change.
 setup_begin "EdgeTAM export (tools/export_edgetam.py)"
 export_hash="$(cat "$ROOT/tools/export_edgetam.py" "$ROOT/tools/edgetam_model.py" \
-    "$ROOT/tools/export_video.py" "$ROOT/tools/edgetam-requirements.txt" | sha256sum | cut -c1-16)"
+    "$ROOT/tools/export_video.py" "$ROOT/tools/edgetam-requirements.txt" \
+    "$ROOT/tools/real-requirements.txt" | sha256sum | cut -c1-16)"
 EDGETAM_MODELS="$CACHE/edgetam/export-$export_hash"
 if [ ! -f "$EDGETAM_MODELS/.sam2-edgetam-export-done" ]; then
     say "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (minutes)"
@@ -81,7 +106,8 @@ weights="$("$EDGETAM_VENV/bin/python" -c 'import json, sys; print(json.load(open
     "$EDGETAM_MODELS/manifest.json")"
 reference_hash="$( (cat "$ROOT/tools/edgetam_reference.py" "$ROOT/tools/edgetam_model.py" \
     "$ROOT/tools/video_reference.py" "$ROOT/tools/real_reference.py" "$ROOT/tools/reference_check.py" \
-    "$ROOT/testdata/demo.ppm" "$ROOT/tools/edgetam-requirements.txt"; echo "$weights") \
+    "$ROOT/testdata/demo.ppm" "$ROOT/tools/edgetam-requirements.txt" \
+    "$ROOT/tools/real-requirements.txt"; echo "$weights") \
     | sha256sum | cut -c1-16)"
 EDGETAM_REFERENCE="$CACHE/edgetam/reference-$reference_hash"
 if [ ! -f "$EDGETAM_REFERENCE/.sam2-edgetam-reference-done" ]; then
@@ -96,8 +122,13 @@ else
     setup_end cached
 fi
 ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
-# Outputs of older versions of the scripts are not needed any more.
-find "$CACHE/edgetam" -mindepth 1 -maxdepth 1 ! -name venv ! -name "export-$export_hash" \
-    ! -name "reference-$reference_hash" -exec rm -rf {} +
+# Outputs of other versions of the scripts go once unused for a week (setup-real.sh's
+# prune_unused: another clone sharing the cache may still need them), when that script was sourced.
+if declare -F prune_unused >/dev/null; then
+    prune_unused "$CACHE/edgetam" venv "export-$export_hash" "reference-$reference_hash"
+fi
 export SAM2_EDGETAM_MODELS="$EDGETAM_MODELS"
 export SAM2_EDGETAM_PYTHON="$EDGETAM_VENV/bin/python"
+# The reference this checkout's scripts made, by its own path (the export's `reference` link names
+# the one made last, by whichever clone ran last).
+export SAM2_EDGETAM_REFERENCE="$EDGETAM_REFERENCE"

@@ -82,8 +82,9 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
             Ok(())
         }
         Err(decoder_error) => match sam2::video::describe_video_module(file, &session_options(device)) {
-            Ok((role, attention)) => {
-                println!("  role: video {role} (four-module contract)\n  attention: {attention}");
+            Ok((role, family, attention)) => {
+                let family = family.map_or("SAM2 or EdgeTAM (the same contract for both)", |f| f.name());
+                println!("  role: video {role} (four-module contract)\n  family: {family}\n  attention: {attention}");
                 Ok(())
             }
             Err(_) => Err(Failure::new(

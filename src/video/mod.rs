@@ -32,7 +32,7 @@ use crate::predictor::{prompt_points, validate_prompts, Prompt};
 use crate::session::SessionOptions;
 
 use modules::Modules;
-pub use modules::{describe_video_module, VideoModelPaths};
+pub use modules::{describe_video_module, VideoFamily, VideoModelPaths};
 use state::{ObjectState, State};
 use tensors::*;
 
@@ -178,6 +178,11 @@ impl Tracker {
         self.modules.attention_fusion()
     }
 
+    /// Which network the modules run (SAM2's or EdgeTAM's memories and rules).
+    pub fn family(&self) -> VideoFamily {
+        self.modules.family
+    }
+
     /// What the modules effectively run on.
     pub fn device(&self) -> &EffectiveDevice {
         &self.modules.device
@@ -321,12 +326,37 @@ impl Tracker {
         output.memory =
             Some(self.encode_memory(&mut state, &mask_for_mem, &features, output.score, true)?);
         let result = self.result(object_id, &output, &features)?;
-        state
-            .objects
-            .entry(object_id)
-            .or_default()
-            .prompted
-            .insert(t, (conditioning, output));
+        // EdgeTAM (E2): the other objects' outputs on this frame will be filed with the prompt,
+        // their memory encoded again from their masks; encoded now, while the frame's features
+        // are at hand (their masks do not change before the next track).
+        let mut reencoded = Vec::new();
+        if self.modules.family == VideoFamily::EdgeTam {
+            for (&id, other) in &state.objects {
+                if id == object_id
+                    || other.prompted.contains_key(&t)
+                    || other.reencoded.contains_key(&t)
+                {
+                    continue;
+                }
+                let Some(previous) = other.conditioning.get(&t).or_else(|| other.tracked.get(&t))
+                else {
+                    continue;
+                };
+                reencoded.push((id, previous.low_res.clone(), previous.score));
+            }
+        }
+        let mut memories = Vec::with_capacity(reencoded.len());
+        for (id, low_res, score) in reencoded {
+            let memory = self.encode_memory_from_logits(&mut state, &low_res, &features, score)?;
+            memories.push((id, memory));
+        }
+        for (id, memory) in memories {
+            let other = state.objects.get_mut(&id).expect("listed");
+            other.reencoded.insert(t, memory);
+        }
+        let object = state.objects.entry(object_id).or_default();
+        object.reencoded.remove(&t);
+        object.prompted.insert(t, (conditioning, output));
         Ok(result)
     }
 
@@ -354,7 +384,16 @@ impl Tracker {
         let mut objects = Vec::with_capacity(ids.len());
         for id in ids {
             let object = &state.objects[&id];
-            if let Some(done) = object.conditioning.get(&t) {
+            // A conditioning frame returns its output; so does, for EdgeTAM, a frame prompted as
+            // a tracked one (E3: never tracked again).
+            let done = object.conditioning.get(&t).or_else(|| {
+                object
+                    .kept
+                    .contains(&t)
+                    .then(|| object.tracked.get(&t))
+                    .flatten()
+            });
+            if let Some(done) = done {
                 objects.push(self.result(id, done, &features)?);
                 let object = state.objects.get_mut(&id).expect("listed");
                 object.directions.insert(t, reverse);

@@ -113,7 +113,8 @@ impl VideoModelPaths {
             0 => Err(Error::model(
                 path,
                 format!(
-                    "holds no video model: the four modules {} (after a common prefix) were not                      all found{}",
+                    "holds no video model: the four modules {} (after a common prefix) were not \
+                     all found{}",
                     MODULES.map(|m| format!("{m}.onnx")).join(", "),
                     if name.is_some() {
                         " under that name"
@@ -129,6 +130,44 @@ impl VideoModelPaths {
                     sets.iter().map(|p| shown(p)).collect::<Vec<_>>().join("; ")
                 ),
             )),
+        }
+    }
+}
+
+/// Which network a set of four modules runs, told by the shape of a memory frame (memory
+/// attention's `memory_1`, the memory encoder's `maskmem_features`): the tracker assembles the
+/// memories and follows that network's video predictor (docs/video.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VideoFamily {
+    /// SAM2 and SAM2.1: a memory frame is 64 channels on a 64 × 64 map (`[m, 64, 64, 64]`).
+    Sam2,
+    /// EdgeTAM: a memory frame is a few hundred tokens of 64 channels (`[m, 512, 64]`, the
+    /// perceiver's latents), and its predictor's rules E2 and E3 (docs/video.md#edgetam).
+    EdgeTam,
+}
+
+impl VideoFamily {
+    pub fn name(self) -> &'static str {
+        match self {
+            VideoFamily::Sam2 => "SAM2",
+            VideoFamily::EdgeTam => "EdgeTAM",
+        }
+    }
+
+    /// The family a module's declared shapes tell: memory attention by its `memory_1`, the
+    /// memory encoder by its `maskmem_features` (rank 3, tokens × channels: EdgeTAM; rank 4,
+    /// channels × map: SAM2). `None` for the image encoder and the decoder, which the two share.
+    fn of_shapes(
+        inputs: &HashMap<String, Vec<i64>>,
+        outputs: &HashMap<String, Vec<i64>>,
+    ) -> Option<VideoFamily> {
+        let memory = inputs
+            .get(MEMORIES)
+            .or_else(|| outputs.get(MASKMEM_FEATURES))?;
+        match memory.len() {
+            3 => Some(VideoFamily::EdgeTam),
+            4 => Some(VideoFamily::Sam2),
+            _ => None,
         }
     }
 }
@@ -226,17 +265,8 @@ impl Module {
                 ),
             ));
         }
-        let shapes = |outlets: &[ort::value::Outlet]| -> HashMap<String, Vec<i64>> {
-            outlets
-                .iter()
-                .filter_map(|o| {
-                    crate::export::tensor_info(std::slice::from_ref(o), o.name())
-                        .map(|(_, shape)| (o.name().to_string(), shape))
-                })
-                .collect()
-        };
-        let input_shapes = shapes(session.inputs());
-        let output_shapes = shapes(session.outputs());
+        let input_shapes = declared_shapes(session.inputs());
+        let output_shapes = declared_shapes(session.outputs());
         let marker = session.metadata()?.custom(GENERATED_MARKER);
         Ok((
             Module {
@@ -303,6 +333,17 @@ impl Module {
     }
 }
 
+/// The declared shapes of a session's inputs or outputs that are tensors (−1: a free dimension).
+fn declared_shapes(outlets: &[ort::value::Outlet]) -> HashMap<String, Vec<i64>> {
+    outlets
+        .iter()
+        .filter_map(|o| {
+            crate::export::tensor_info(std::slice::from_ref(o), o.name())
+                .map(|(_, shape)| (o.name().to_string(), shape))
+        })
+        .collect()
+}
+
 /// A tensor one module hands another: the module, its output, the module, its input, how many
 /// trailing dimensions must agree (all when `None`), and what the tensor is.
 type Link<'a> = (
@@ -322,6 +363,8 @@ pub(crate) struct Modules {
     pub decoder: Module,
     pub memory_encoder: Module,
     pub device: EffectiveDevice,
+    /// The network, told by memory attention's `memory_1`.
+    pub family: VideoFamily,
 }
 
 /// The four roles, each with the inputs and outputs that recognise it.
@@ -354,12 +397,18 @@ const ROLES: [(&str, &[&str], &[&str]); 4] = [
     ),
 ];
 
-/// Which of the four video modules the file at `path` is (by its tensor names), and which of its
-/// attention subgraphs the library fuses when it loads it with `options`.
+/// Which of the four video modules the file at `path` is (by its tensor names), of which network
+/// when its shapes tell (memory attention and the memory encoder: [`VideoFamily`]; the image
+/// encoder and the decoder are the same contract for both), and which of its attention subgraphs
+/// the library fuses when it loads it with `options`.
 pub fn describe_video_module(
     path: &Path,
     options: &SessionOptions,
-) -> Result<(&'static str, crate::attention::AttentionFusion)> {
+) -> Result<(
+    &'static str,
+    Option<VideoFamily>,
+    crate::attention::AttentionFusion,
+)> {
     let weights = weights::get(
         path,
         options.weights,
@@ -368,12 +417,16 @@ pub fn describe_video_module(
     let (session, _) = session::build(&weights, path, options, "video module")?;
     let inputs: Vec<&str> = session.inputs().iter().map(|o| o.name()).collect();
     let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
+    let family = VideoFamily::of_shapes(
+        &declared_shapes(session.inputs()),
+        &declared_shapes(session.outputs()),
+    );
     ROLES
         .iter()
         .find(|(_, i, o)| {
             i.iter().all(|n| inputs.contains(n)) && o.iter().all(|n| outputs.contains(n))
         })
-        .map(|(role, _, _)| (*role, weights.attention.clone()))
+        .map(|(role, _, _)| (*role, family, weights.attention.clone()))
         .ok_or_else(|| {
             Error::model(
                 path,
@@ -447,12 +500,15 @@ impl Modules {
                 )));
             }
         }
+        let family = VideoFamily::of_shapes(&attention.input_shapes, &attention.output_shapes)
+            .unwrap_or(VideoFamily::Sam2);
         let modules = Modules {
             encoder,
             attention,
             decoder,
             memory_encoder,
             device,
+            family,
         };
         modules.check_one_export()?;
         Ok(modules)
@@ -608,13 +664,14 @@ impl Modules {
                 list.join("; ")
             )));
         }
-        // What the tracker assembles itself (`Tracker::attend`).
+        // What the tracker assembles itself (`Tracker::attend`): SAM2's memory frames are 64
+        // channels on the 64 × 64 map, EdgeTAM's tokens of 64 channels.
+        let memories: (&[i64], &str) = match self.family {
+            VideoFamily::Sam2 => (&[64, 64, 64], "memories of 64 channels on a 64 × 64 map"),
+            VideoFamily::EdgeTam => (&[64], "memory tokens of 64 channels"),
+        };
         for (input, want, what) in [
-            (
-                MEMORIES,
-                &[64i64, 64, 64][..],
-                "memories of 64 channels on a 64 × 64 map",
-            ),
+            (MEMORIES, memories.0, memories.1),
             (MEMORY_POS, &[64][..], "memory positions of 64 channels"),
             (POINTERS, &[256][..], "object pointers of 256 values"),
         ] {
@@ -631,7 +688,8 @@ impl Modules {
                     &attn.path,
                     format!(
                         "`{input}` is declared {shape:?}; the tracker gives memory attention \
-                         {what} (SAM2's layout, docs/video.md)"
+                         {what} ({}'s layout, docs/video.md)",
+                        self.family.name()
                     ),
                 ));
             }
@@ -680,6 +738,51 @@ mod tests {
         let err = VideoModelPaths::find(dir.join("other")).unwrap_err();
         assert!(matches!(err, Error::Model { .. }), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// tools/export_edgetam.py's folder: the four modules under the contract's names beside
+    /// EdgeTAM's image pair (`edgetam_image_encoder.onnx`, two decoders), which is no video model.
+    #[test]
+    fn edgetam_s_export_is_found_beside_its_image_pair() {
+        let mut files: Vec<&str> = FOUR.to_vec();
+        files.extend([
+            "edgetam_image_encoder.onnx",
+            "edgetam_image_decoder.onnx",
+            "edgetam_image_decoder_multi.onnx",
+            "edgetam.pt",
+            "manifest.json",
+        ]);
+        let dir = dir_with("edgetam", &files);
+        assert_eq!(
+            VideoModelPaths::find(&dir).unwrap(),
+            VideoModelPaths::in_dir(&dir, "")
+        );
+        let err = VideoModelPaths::find(dir.join("edgetam")).unwrap_err();
+        assert!(err.to_string().contains("holds no video model"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_family_is_told_by_the_memory_s_shape() {
+        let shapes =
+            |name: &str, shape: &[i64]| HashMap::from([(name.to_string(), shape.to_vec())]);
+        let none = HashMap::new();
+        assert_eq!(
+            VideoFamily::of_shapes(&shapes(MEMORIES, &[-1, 512, 64]), &none),
+            Some(VideoFamily::EdgeTam)
+        );
+        assert_eq!(
+            VideoFamily::of_shapes(&shapes(MEMORIES, &[-1, 64, 64, 64]), &none),
+            Some(VideoFamily::Sam2)
+        );
+        assert_eq!(
+            VideoFamily::of_shapes(&none, &shapes(MASKMEM_FEATURES, &[1, 512, 64])),
+            Some(VideoFamily::EdgeTam)
+        );
+        assert_eq!(
+            VideoFamily::of_shapes(&none, &shapes(PRED_MASK, &[1, 1, 256, 256])),
+            None
+        );
     }
 
     #[test]

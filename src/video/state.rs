@@ -1,13 +1,14 @@
 //! What a tracker remembers: each frame's features, each object's outputs and memories by
 //! frame, and which of them are kept.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use ort::value::DynValue;
 
 use crate::error::{Error, Result};
 
+use super::modules::VideoFamily;
 use super::{bank, Tracker, MEM_DIM};
 
 /// The encoder's outputs for one frame.
@@ -43,6 +44,13 @@ pub(super) struct ObjectState {
     pub(super) prompted: BTreeMap<i64, (bool, Output)>,
     /// Frames tracked so far, and in which direction (SAM2's `frames_tracked_per_obj`).
     pub(super) directions: BTreeMap<i64, bool>,
+    /// EdgeTAM (rule E2): the memories of this object's earlier outputs on frames another object
+    /// was prompted on since the last track, encoded again from their masks (binarised); filed
+    /// with the prompts.
+    pub(super) reencoded: BTreeMap<i64, DynValue>,
+    /// EdgeTAM (rule E3): tracked frames that were prompted (a correction kept as a
+    /// non-conditioning frame, for every object): returned as they are, never tracked again.
+    pub(super) kept: BTreeSet<i64>,
 }
 
 #[derive(Default)]
@@ -70,7 +78,52 @@ impl Tracker {
     /// Files the outputs prompted since the last track (SAM2's `propagate_in_video_preflight`;
     /// their memory was encoded with the prompt): a frame that becomes a conditioning one leaves
     /// the tracked ones. Nothing here can fail, so a track that fails later loses no prompt.
+    ///
+    /// EdgeTAM's predictor (SAM2's first one) consolidates a prompted frame over every object
+    /// (E2): the other objects' outputs there take the memory encoded again from their masks
+    /// (`ObjectState::reencoded`) and are filed as the prompt's are, a conditioning frame or a
+    /// tracked one; and a prompted frame filed among the tracked ones is never tracked again (E3).
     pub(super) fn file_prompted_frames(&self, state: &mut State) {
+        if self.modules.family == VideoFamily::EdgeTam {
+            let mut conditioning = BTreeSet::new();
+            let mut other = BTreeSet::new();
+            for object in state.objects.values() {
+                for (&t, (cond, _)) in &object.prompted {
+                    if *cond {
+                        conditioning.insert(t);
+                    } else {
+                        other.insert(t);
+                    }
+                }
+            }
+            for object in state.objects.values_mut() {
+                for (t, memory) in std::mem::take(&mut object.reencoded) {
+                    if object.prompted.contains_key(&t) {
+                        continue;
+                    }
+                    if conditioning.contains(&t) {
+                        if let Some(mut output) = object.tracked.remove(&t) {
+                            output.memory = Some(memory);
+                            object.conditioning.insert(t, output);
+                        } else if let Some(output) = object.conditioning.get_mut(&t) {
+                            output.memory = Some(memory);
+                        }
+                    } else if other.contains(&t) && !object.conditioning.contains_key(&t) {
+                        // (a conditioning frame prompted again as a tracked one keeps its
+                        // output, as the predictor keeps the conditioning one)
+                        if let Some(output) = object.tracked.get_mut(&t) {
+                            output.memory = Some(memory);
+                            object.kept.insert(t);
+                        }
+                    }
+                }
+                for (&t, (cond, _)) in &object.prompted {
+                    if !*cond {
+                        object.kept.insert(t);
+                    }
+                }
+            }
+        }
         for object in state.objects.values_mut() {
             for (t, (conditioning, output)) in std::mem::take(&mut object.prompted) {
                 if conditioning {
@@ -94,6 +147,8 @@ impl Tracker {
             }
             (k - t).abs() <= keep_pointer
         });
+        let tracked = &object.tracked;
+        object.kept.retain(|k| tracked.contains_key(k));
         object
             .directions
             .retain(|&k, _| (k - t).abs() <= keep_pointer || object.conditioning.contains_key(&k));

@@ -11,6 +11,7 @@ use crate::image::ImageView;
 use crate::{postprocess, preprocess};
 
 use super::modules::names::*;
+use super::modules::VideoFamily;
 use super::state::{Features, ObjectState, Output, State};
 use super::tensors::{expect_floats, float_shape, host_floats};
 use super::{
@@ -133,7 +134,8 @@ impl Tracker {
         let (m, n) = (memories.len(), pointers.len());
         let tokens = memory_pos.len() / MEM_DIM;
         // Position encodings: each memory frame's, plus its temporal code; zeros for the pointer
-        // tokens (the graph adds their temporal encoding from `obj_ptr_tpos`).
+        // tokens (the graph adds their temporal encoding from `obj_ptr_tpos`; EdgeTAM gives
+        // pointers none).
         let mut pos =
             crate::error::try_zeroed::<f32>((m * tokens + 4 * n) * MEM_DIM, "memory positions")?;
         for (k, mref) in selection.memories.iter().enumerate() {
@@ -146,7 +148,12 @@ impl Tracker {
             }
         }
         let pos = Tensor::from_array(([m * tokens + 4 * n, 1, MEM_DIM], pos))?.into_dyn();
-        let memory_1 = self.concat(&memories, &[m as i64, MEM_DIM as i64, 64, 64])?;
+        let memory_1 = match self.modules.family {
+            VideoFamily::Sam2 => self.concat(&memories, &[m as i64, MEM_DIM as i64, 64, 64])?,
+            VideoFamily::EdgeTam => {
+                self.concat(&memories, &[m as i64, tokens as i64, MEM_DIM as i64])?
+            }
+        };
         let memory_0 = self.concat(&pointers, &[n as i64, POINTER_DIM as i64])?;
         let offsets: Vec<f32> = selection
             .pointers
@@ -290,13 +297,16 @@ impl Tracker {
             ],
         )?;
         let memory = out.remove(MASKMEM_FEATURES).expect("bound above");
-        expect_floats(
-            &memory,
-            module.path(),
-            MASKMEM_FEATURES,
-            MEM_DIM * 64 * 64,
-            "[1, 64, 64, 64]",
-        )?;
+        if self.modules.family == VideoFamily::Sam2 {
+            expect_floats(
+                &memory,
+                module.path(),
+                MASKMEM_FEATURES,
+                MEM_DIM * 64 * 64,
+                "[1, 64, 64, 64]",
+            )?;
+        }
+        let mut read = None;
         if first {
             let pos = host_floats(&out[MASKMEM_POS], module.path(), MASKMEM_POS, 0, "")?;
             let code = host_floats(&out[TEMPORAL_CODE], module.path(), TEMPORAL_CODE, 0, "")?;
@@ -315,10 +325,45 @@ impl Tracker {
                     ),
                 ));
             }
+            read = Some((pos, code));
+        }
+        if self.modules.family == VideoFamily::EdgeTam {
+            // A frame's tokens are the rows of its position encoding (512 for EdgeTAM).
+            let rows = read
+                .as_ref()
+                .map(|(pos, _)| pos.len())
+                .or(state.memory_pos.as_ref().map(Vec::len))
+                .expect("read with the first memory")
+                / MEM_DIM;
+            expect_floats(
+                &memory,
+                module.path(),
+                MASKMEM_FEATURES,
+                rows * MEM_DIM,
+                &format!("[1, {rows}, {MEM_DIM}] (a token per row of `{MASKMEM_POS}`)"),
+            )?;
+        }
+        if let Some((pos, code)) = read {
             state.memory_pos = Some(pos);
             state.temporal_code = Some(code);
         }
         Ok(memory)
+    }
+
+    /// EdgeTAM's consolidation of a prompted frame (E2): an object's memory there encoded again
+    /// from its low-res logits, upsampled to the model frame (bilinear, half-pixel, as the
+    /// predictor upsamples them) and binarised as a mask from clicks (`is_mask_from_pts`: the
+    /// graph keeps the sign, so the logits go in as they are).
+    pub(super) fn encode_memory_from_logits(
+        &self,
+        state: &mut State,
+        low_res: &[f32],
+        features: &Features,
+        score: f32,
+    ) -> Result<DynValue> {
+        let mask = postprocess::resample(low_res, LOW_RES, LOW_RES, MODEL_SIDE, MODEL_SIDE);
+        let mask = Tensor::from_array(([1usize, 1, MODEL_SIDE, MODEL_SIDE], mask))?.into_dyn();
+        self.encode_memory(state, &mask, features, score, true)
     }
 
     /// An object's result on a frame: its mask upsampled to the frame's size.

@@ -29,7 +29,9 @@
 //! figures are medians. Two model sets: the generated four-module tracker (models/track/, on
 //! 320×240 frames) and, when SAM2_VIDEO_MODELS names them, the real SAM2.1 hiera-tiny export
 //! (tools/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
-//! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python).
+//! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python); and, when
+//! SAM2_EDGETAM_MODELS names them, EdgeTAM's four modules (tools/export_edgetam.py) on the same
+//! frames, against ONNX Runtime alone and against SAM2.1 tiny's frame in the library.
 //!
 //!     cargo run --release -p sam2-bench --bin bench_video -- [--out DIR] [--frames N]
 //!         [--real-frames N] [--torch-frames N] [--attention-runs N] [--attention-only]
@@ -134,6 +136,10 @@ struct Plain {
     /// `maskmem_pos_enc` and `temporal_code`, as read from the first memory.
     memory_pos: Vec<f32>,
     temporal_code: Vec<f32>,
+    /// Memory attention takes `obj_ptr_tpos` (SAM2; EdgeTAM has none).
+    pointer_tpos: bool,
+    /// The memory encoder takes `object_score_logits` (SAM2; EdgeTAM has none).
+    memory_score: bool,
 }
 
 /// The inputs of one tracked frame, prepared before the clock starts.
@@ -156,11 +162,16 @@ impl Plain {
     fn new(paths: &VideoModelPaths) -> Res<Plain> {
         let env = sam2::runtime::environment()?;
         let open = |p: &Path| -> Res<Session> { Ok(Session::builder(env)?.commit_from_file(p)?) };
+        let has = |s: &Session, name: &str| s.inputs().iter().any(|i| i.name() == name);
+        let attention = open(&paths.memory_attention)?;
+        let memory_encoder = open(&paths.memory_encoder)?;
         Ok(Plain {
             encoder: open(&paths.image_encoder)?,
-            attention: open(&paths.memory_attention)?,
+            pointer_tpos: has(&attention, "obj_ptr_tpos"),
+            memory_score: has(&memory_encoder, "object_score_logits"),
+            attention,
             decoder: open(&paths.image_decoder)?,
-            memory_encoder: open(&paths.memory_encoder)?,
+            memory_encoder,
             conditioning: None,
             recent: VecDeque::new(),
             memory_pos: Vec::new(),
@@ -197,12 +208,15 @@ impl Plain {
         ] as Inputs)?;
         let (_, score) = values(&dec["object_score_logits"])?;
         let score = f32_tensor(vec![1, 1], score)?;
-        let mem = self.memory_encoder.run(vec![
+        let mut inputs: Inputs = vec![
             ("mask_for_mem".into(), (&dec["mask_for_mem"]).into()),
             ("pix_feat".into(), (&enc["pix_feat"]).into()),
-            ("object_score_logits".into(), (&score).into()),
             ("is_mask_from_pts".into(), (&one).into()),
-        ] as Inputs)?;
+        ];
+        if self.memory_score {
+            inputs.push(("object_score_logits".into(), (&score).into()));
+        }
+        let mem = self.memory_encoder.run(inputs)?;
         self.memory_pos = values(&mem["maskmem_pos_enc"])?.1;
         self.temporal_code = values(&mem["temporal_code"])?.1;
         let (s, d) = values(&mem["maskmem_features"])?;
@@ -280,7 +294,7 @@ impl Plain {
         let enc = self
             .encoder
             .run(vec![(Cow::from("image"), (&p.image).into())] as Inputs)?;
-        let att = self.attention.run(vec![
+        let mut inputs: Inputs = vec![
             ("current_vision_feat".into(), (&enc["vision_feats"]).into()),
             (
                 "current_vision_pos_embed".into(),
@@ -289,8 +303,11 @@ impl Plain {
             ("memory_0".into(), (&p.pointers).into()),
             ("memory_1".into(), (&p.memories).into()),
             ("memory_pos_embed".into(), (&p.memory_pos).into()),
-            ("obj_ptr_tpos".into(), (&p.pointer_tpos).into()),
-        ] as Inputs)?;
+        ];
+        if self.pointer_tpos {
+            inputs.push(("obj_ptr_tpos".into(), (&p.pointer_tpos).into()));
+        }
+        let att = self.attention.run(inputs)?;
         let mut dec = self.decoder.run(vec![
             ("point_coords".into(), (&p.coords).into()),
             ("point_labels".into(), (&p.labels).into()),
@@ -301,15 +318,18 @@ impl Plain {
             ("has_mask_input".into(), (&p.has_mask).into()),
             ("multimask_output".into(), (&p.multimask).into()),
         ] as Inputs)?;
-        let mut mem = self.memory_encoder.run(vec![
+        let mut inputs: Inputs = vec![
             ("mask_for_mem".into(), (&dec["mask_for_mem"]).into()),
             ("pix_feat".into(), (&enc["pix_feat"]).into()),
-            (
+            ("is_mask_from_pts".into(), (&p.from_points).into()),
+        ];
+        if self.memory_score {
+            inputs.push((
                 "object_score_logits".into(),
                 (&dec["object_score_logits"]).into(),
-            ),
-            ("is_mask_from_pts".into(), (&p.from_points).into()),
-        ] as Inputs)?;
+            ));
+        }
+        let mut mem = self.memory_encoder.run(inputs)?;
         black_box(&dec["pred_mask"]);
         let _ = &p.score_zero;
         let features = mem
@@ -611,6 +631,18 @@ fn main() -> Res<()> {
         }
         None => None,
     };
+    // EdgeTAM (issue 31): its four modules (tools/export_edgetam.py) on the same frames.
+    let edgetam = match std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) {
+        Some(dir) => {
+            let t = compare(&VideoModelPaths::find(&dir)?, real_size, real_frames)?;
+            Some((
+                median(t.library),
+                median(t.alone),
+                (median(t.preprocess), median(t.assemble)),
+            ))
+        }
+        None => None,
+    };
     let torch = match (&real_dir, std::env::var_os("SAM2_REAL_PYTHON")) {
         (Some(dir), Some(python)) => {
             let out = Command::new(python)
@@ -676,6 +708,31 @@ fn main() -> Res<()> {
         }
         None => println!("| SAM2.1 hiera-tiny | not run (SAM2_VIDEO_MODELS unset) | | | |"),
     }
+    match edgetam {
+        Some((lib, alone, _)) => {
+            let vs_sam2 = real.map_or(String::new(), |(sam2, _, _)| {
+                format!(
+                    "; {:.3}× SAM2.1 tiny's frame in the library ({:.1}× faster)",
+                    lib / sam2,
+                    sam2 / lib
+                )
+            });
+            println!(
+                "| EdgeTAM, 1280×720 | library (`Tracker::track`) | {} | {} | {:.3}× ONNX Runtime alone{vs_sam2} |",
+                ms(lib),
+                fps(lib),
+                lib / alone
+            );
+            println!(
+                "| EdgeTAM, 1280×720 | ONNX Runtime alone, the four modules | {} | {} | 1 |",
+                ms(alone),
+                fps(alone)
+            );
+        }
+        None => println!(
+            "| EdgeTAM | not run (SAM2_EDGETAM_MODELS unset: tools/setup-edgetam.sh) | | | |"
+        ),
+    }
     match (torch, real) {
         (Some((secs, threads)), Some((lib, _, _))) => println!(
             "| SAM2.1 hiera-tiny, 1280×720 | Meta's SAM2VideoPredictor, PyTorch ({threads} threads) | {} | {} | {:.2}× the library |",
@@ -700,6 +757,9 @@ fn main() -> Res<()> {
     if let Some((_, _, p)) = real {
         prep("SAM2.1 hiera-tiny", p);
     }
+    if let Some((_, _, p)) = edgetam {
+        prep("EdgeTAM", p);
+    }
     std::fs::create_dir_all(&out_dir)?;
     let json = serde_json::json!({
         "cores": cores, "load_average": load, "onnxruntime": info.version.to_string(),
@@ -715,6 +775,14 @@ fn main() -> Res<()> {
             "frame": [real_size.0, real_size.1], "frames": real_frames,
             "library_s": lib, "onnxruntime_alone_s": alone, "ratio": lib / alone,
             "library_fps": 1.0 / lib, "onnxruntime_alone_fps": 1.0 / alone,
+            "inputs_resize_s": resize, "inputs_assemble_s": assemble,
+        })),
+        "edgetam": edgetam.map(|(lib, alone, (resize, assemble))| serde_json::json!({
+            "model": "edgetam (tools/export_edgetam.py)",
+            "frame": [real_size.0, real_size.1], "frames": real_frames,
+            "library_s": lib, "onnxruntime_alone_s": alone, "ratio": lib / alone,
+            "library_fps": 1.0 / lib, "onnxruntime_alone_fps": 1.0 / alone,
+            "vs_sam2_1_tiny_library": real.map(|(sam2, _, _)| lib / sam2),
             "inputs_resize_s": resize, "inputs_assemble_s": assemble,
         })),
         "modules_alone": attention,
