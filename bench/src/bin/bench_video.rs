@@ -631,14 +631,14 @@ fn main() -> Res<()> {
         }
         None => None,
     };
-    // EdgeTAM (issue 31): its four modules (tools/export_edgetam.py) on the same frames.
+    // EdgeTAM: its four modules (tools/export_edgetam.py) on the same frames.
     let edgetam = match std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) {
         Some(dir) => {
             let t = compare(&VideoModelPaths::find(&dir)?, real_size, real_frames)?;
             Some((
-                median(t.library),
-                median(t.alone),
-                (median(t.preprocess), median(t.assemble)),
+                median(&t.library),
+                median(&t.alone),
+                (median(&t.preprocess), median(&t.assemble)),
             ))
         }
         None => None,
