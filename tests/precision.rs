@@ -156,47 +156,11 @@ fn tempdir() -> PathBuf {
     dir
 }
 
-/// Pearson correlation of two float sequences.
-fn correlation(a: &[f32], b: &[f32]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (
-        a.iter().map(|&x| x as f64).sum::<f64>() / n,
-        b.iter().map(|&x| x as f64).sum::<f64>() / n,
-    );
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (&x, &y) in a.iter().zip(b) {
-        let (x, y) = (x as f64 - ma, y as f64 - mb);
-        sab += x * y;
-        saa += x * x;
-        sbb += y * y;
-    }
-    sab / (saa * sbb).sqrt()
-}
-
 fn floats(bytes: &[u8]) -> Vec<f32> {
     bytes
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
         .collect()
-}
-
-/// Mask agreement where the original is sure: IoU of the masks (logit > 0) over the pixels where
-/// the original's low-res logit is at least 1 away from 0.
-fn confident_iou(reference: &[f32], got: &[f32]) -> f64 {
-    let (mut inter, mut union) = (0u64, 0u64);
-    for (&r, &g) in reference.iter().zip(got) {
-        if r.abs() < 1.0 {
-            continue;
-        }
-        let (r, g) = (r > 0.0, g > 0.0);
-        inter += (r && g) as u64;
-        union += (r || g) as u64;
-    }
-    if union == 0 {
-        1.0
-    } else {
-        inter as f64 / union as f64
-    }
 }
 
 /// The real SAM2.1 tiny pair against its int8 variant (and ONNX Runtime's export's variant
@@ -257,7 +221,7 @@ fn real_int8_variants_agree_with_their_originals() {
                 .predict(&a, std::slice::from_ref(&prompt), Default::default())
                 .unwrap();
             let rb = decoder.predict(&b, &[prompt], Default::default()).unwrap();
-            let agreement = confident_iou(ra.low_res_logits(0), rb.low_res_logits(0));
+            let agreement = confident_iou(rb.low_res_logits(0), ra.low_res_logits(0));
             let dscore = (ra.scores[0] - rb.scores[0]).abs();
             lines.push(format!(
                 "{family:<12} {name:<14} {:>10.6} {:>10.6} {:>10.6} {agreement:>12.4} {dscore:>9.4}",

@@ -25,7 +25,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use common::init_runtime;
+use common::{confident_iou, correlation, init_runtime};
 use sam2::video::{
     Direction, TrackedObject, Tracker, TrackerOptions, VideoFamily, VideoModelPaths,
 };
@@ -196,40 +196,8 @@ impl Figures {
         ref_ptr: &[f32],
     ) -> Self {
         let n = logits.len() as f64;
-        let (ma, mb) = (
-            ours.low_res.iter().map(|&v| v as f64).sum::<f64>() / n,
-            logits.iter().map(|&v| v as f64).sum::<f64>() / n,
-        );
-        let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-        for (&a, &b) in ours.low_res.iter().zip(logits) {
-            let (a, b) = (a as f64 - ma, b as f64 - mb);
-            sab += a * b;
-            saa += a * a;
-            sbb += b * b;
-        }
-        // Constant maps (an absent object is −1024 everywhere) correlate perfectly when equal.
-        let correlation = if saa == 0.0 || sbb == 0.0 {
-            if ours.low_res == logits {
-                1.0
-            } else {
-                0.0
-            }
-        } else {
-            sab / (saa * sbb).sqrt()
-        };
-        let (mut inter, mut union) = (0u64, 0u64);
-        for (&a, &b) in ours.low_res.iter().zip(logits) {
-            if b.abs() >= 1.0 {
-                let (a, b) = (a > 0.0, b > 0.0);
-                inter += (a && b) as u64;
-                union += (a || b) as u64;
-            }
-        }
-        let iou = if union == 0 {
-            1.0
-        } else {
-            inter as f64 / union as f64
-        };
+        let correlation = correlation(&ours.low_res, logits);
+        let iou = confident_iou(&ours.low_res, logits);
         let (mut inter_all, mut union_all) = (0u64, 0u64);
         let (mut max_logit_diff, mut sum_logit_diff) = (0.0f64, 0.0f64);
         for (&a, &b) in ours.low_res.iter().zip(logits) {

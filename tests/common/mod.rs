@@ -239,6 +239,50 @@ pub fn real_pair(family: &str) -> (PathBuf, PathBuf) {
     (file("encoder"), file("decoder"))
 }
 
+/// Pearson correlation of two logit maps. Constant maps (an absent object is −1024 everywhere)
+/// correlate perfectly when equal, not at all otherwise.
+pub fn correlation(a: &[f32], b: &[f32]) -> f64 {
+    let n = a.len() as f64;
+    let (ma, mb) = (
+        a.iter().map(|&v| v as f64).sum::<f64>() / n,
+        b.iter().map(|&v| v as f64).sum::<f64>() / n,
+    );
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (&x, &y) in a.iter().zip(b) {
+        let (x, y) = (x as f64 - ma, y as f64 - mb);
+        sab += x * y;
+        saa += x * x;
+        sbb += y * y;
+    }
+    if saa == 0.0 || sbb == 0.0 {
+        if a == b {
+            1.0
+        } else {
+            0.0
+        }
+    } else {
+        sab / (saa * sbb).sqrt()
+    }
+}
+
+/// Mask agreement where the reference is sure: IoU of the masks (logit > 0) over the pixels
+/// where the reference's logit is at least 1 away from 0 (1.0 when no such pixel is in either).
+pub fn confident_iou(got: &[f32], reference: &[f32]) -> f64 {
+    let (mut inter, mut union) = (0u64, 0u64);
+    for (&a, &b) in got.iter().zip(reference) {
+        if b.abs() >= 1.0 {
+            let (a, b) = (a > 0.0, b > 0.0);
+            inter += (a && b) as u64;
+            union += (a || b) as u64;
+        }
+    }
+    if union == 0 {
+        1.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
 /// The prompt of a parity case of the real reference (tools/real_reference.py's `cases`: points
 /// as `[x, y, positive]`, an optional box).
 pub fn prompt_of(case: &serde_json::Value) -> sam2::Prompt {
