@@ -7,18 +7,19 @@ The real SAM2.1 tiny exports are 16-109 MB; the seeds are cut down to a few KB e
 what a real exporter's protobuf looks like (producer, opset imports, named nodes with attributes,
 Constant nodes carrying tensors, symbolic dimensions, raw_data initializers): the first nodes of
 the samexporter decoder's graph, every graph input and output, and every initializer, each shrunk
-to at most 16 elements of its own leading data. Then the hostile variants the
-Rust test tests/hostile_models.rs makes of the full models: cuts, a flipped bit, external data
-outside the model's directory, and huge declared dimensions. Deterministic: a second run writes
-the same bytes. Needs the `onnx` package (the .venv of tools/setup.sh has it).
+to at most 16 elements of its own leading data. Then the kinds of hostile files
+tools/hostile_models.py makes of the full models for the tests, with its edits: cuts, a flipped
+bit, external data outside the model's directory, and huge declared dimensions. Deterministic: a
+second run writes the same bytes. Needs the `onnx` package (the .venv of tools/setup.sh has it).
 """
 
 import argparse
-import json
 import os
 
 import onnx
-from onnx import TensorProto, helper
+from onnx import TensorProto
+
+from hostile_models import Layout, external, initializer_dims, input_dim, largest, real_pairs
 
 KEEP_NODES = 160
 MAX_ELEMENTS = 16
@@ -55,58 +56,18 @@ def _count(dims) -> int:
     return n
 
 
-def largest(model: onnx.ModelProto) -> int:
-    sizes = [len(t.raw_data) for t in model.graph.initializer]
-    return sizes.index(max(sizes))
-
-
-def external(model: onnx.ModelProto, location: str) -> bytes:
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    t = m.graph.initializer[largest(m)]
-    length = len(t.raw_data)
-    t.ClearField("raw_data")
-    for key, value in (("location", location), ("offset", "0"), ("length", str(length))):
-        entry = t.external_data.add()
-        entry.key, entry.value = key, value
-    t.data_location = TensorProto.EXTERNAL
-    return m.SerializeToString()
-
-
-def input_dim(model: onnx.ModelProto, name: str, sides) -> bytes:
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    value = next(i for i in m.graph.input if i.name == name)
-    dims = value.type.tensor_type.shape.dim
-    for k, side in sides.items():
-        dims[k].Clear()
-        dims[k].dim_value = side
-    return m.SerializeToString()
-
-
-def initializer_dims(model: onnx.ModelProto, dims) -> bytes:
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    t = m.graph.initializer[largest(m)]
-    del t.dims[:]
-    t.dims.extend(dims)
-    return m.SerializeToString()
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", required=True, help="$SAM2_REAL_MODELS (tools/setup-real.sh)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
-    manifest = json.load(open(os.path.join(args.models, "manifest.json")))
-    pair = next(p for p in manifest["pairs"]
-                if p["model"] == "sam2.1_hiera_tiny" and p["family"] == "samexporter")
-    model = cut_down(onnx.load(os.path.join(args.models, pair["decoder"])))
+    model = cut_down(onnx.load(real_pairs(args.models)["samexporter"][1]))
     base = model.SerializeToString()
     big = model.graph.initializer[largest(model)]
     # Offsets of the cuts: inside the node list, and inside the largest initializer's data.
-    node_at = base.find(model.graph.node[KEEP_NODES // 2].SerializeToString())
-    raw_at = base.find(big.raw_data)
+    layout = Layout(base)
+    node_at = layout.nodes[KEEP_NODES // 2][0]
+    raw_at = layout.largest()[2][0]
     assert node_at > 0 and raw_at > 0
     flipped = bytearray(base)
     flipped[node_at + 7] ^= 0x10

@@ -9,10 +9,12 @@
 #                                 packages even to import on a CPU)
 #     real-models/<hash>/         the exports, checkpoints, manifest.json and reference.json, keyed
 #                                 by the export script, its pins and the reference inputs
+#       hostile-<hash>/           hostile copies of the exports for the tests (cases.tsv lists them),
+#                                 keyed by tools/hostile_models.py, the export and tiny_a's encoder
 #     video/<hash>/               our four-module video export and the reference run of Meta's
 #                                 video predictor (tools/setup-video.sh, sourced at the end)
 # A second run downloads and exports nothing. Source it (`. tools/setup-real.sh`) to get
-# SAM2_REAL_MODELS and SAM2_VIDEO_MODELS exported; scripts/test.sh does.
+# SAM2_REAL_MODELS, SAM2_REAL_HOSTILE and SAM2_VIDEO_MODELS exported; scripts/test.sh does.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -132,8 +134,32 @@ if [ ! -f "$REAL_VARIANTS/.sam2-variants-done" ]; then
 else
     setup_end cached
 fi
+# Hostile copies of the real SAM2.1 tiny pairs and of the generated tiny_a encoder (truncated,
+# bit-flipped, external data outside the directory, huge declared dimensions; tools/hostile_models.py,
+# about 1.5 GB, under a minute), listed in cases.tsv, for tests/hostile_models.rs and test_bad_input.c.
+setup_begin "hostile copies of the real SAM2.1 tiny pairs (tools/hostile_models.py)"
+GENERATED_MODELS="${SAM2_MODELS:-$ROOT/models}"
+if [ ! -f "$GENERATED_MODELS/tiny_a_encoder.onnx" ]; then
+    say "$GENERATED_MODELS/tiny_a_encoder.onnx is missing: source tools/setup.sh first"
+    false
+fi
+hostile_hash="$( (cat "$ROOT/tools/hostile_models.py" "$GENERATED_MODELS/tiny_a_encoder.onnx"; echo "$export_hash") |
+    sha256sum | cut -c1-16)"
+REAL_HOSTILE="$REAL_MODELS/hostile-$hostile_hash"
+if [ ! -f "$REAL_HOSTILE/.sam2-hostile-done" ]; then
+    say "writing the hostile copies into $REAL_HOSTILE"
+    rm -rf "$REAL_MODELS"/hostile-*
+    mkdir -p "$REAL_HOSTILE"
+    logged "$REAL_HOSTILE/hostile.log" "$REAL_VENV/bin/python" "$ROOT/tools/hostile_models.py" \
+        --models "$REAL_MODELS" --generated "$GENERATED_MODELS" --out "$REAL_HOSTILE"
+    touch "$REAL_HOSTILE/.sam2-hostile-done"
+    setup_end ran
+else
+    setup_end cached
+fi
 export SAM2_REAL_MODELS="$REAL_MODELS"
 export SAM2_REAL_VARIANTS="$REAL_VARIANTS"
+export SAM2_REAL_HOSTILE="$REAL_HOSTILE"
 export SAM2_REAL_PYTHON="$REAL_VENV/bin/python"
 
 # 3. Video tracking: our four-module export and the reference of Meta's video predictor.

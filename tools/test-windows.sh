@@ -21,8 +21,10 @@ cd "$ROOT"
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_PYTHON:-}" ]; then
     . tools/setup.sh
 fi
-# The real SAM2 exports, for test_real_models and the bad-input sweep's hostile real models.
-[ -n "${SAM2_REAL_MODELS:-}" ] || . tools/setup-real.sh
+# The real SAM2 exports, for test_real_models, and their hostile copies, for the bad-input sweep.
+if [ -z "${SAM2_REAL_MODELS:-}" ] || [ -z "${SAM2_REAL_HOSTILE:-}" ]; then
+    . tools/setup-real.sh
+fi
 say() { printf '[windows] %s\n' "$*"; }
 fail() { printf '[windows] FAILED: %s\n' "$*" >&2; exit 1; }
 
@@ -136,7 +138,8 @@ run() { # name, program and arguments
     local start log="$OUT/$name.log"
     start=$(date +%s)
     if env SAM2_MODELS="$(winpath "$SAM2_MODELS")" SAM2_TESTDATA="$(winpath "$SAM2_TESTDATA")" SAM2_STRESS_SECONDS=5 \
-        SAM2_REAL_MODELS="$(winpath "$SAM2_REAL_MODELS")" SAM2_ONNXRUNTIME_PATH="$(winpath "$OUT/ort/onnxruntime.dll")" \
+        SAM2_REAL_MODELS="$(winpath "$SAM2_REAL_MODELS")" SAM2_REAL_HOSTILE="$(winpath "$SAM2_REAL_HOSTILE")" \
+        SAM2_ONNXRUNTIME_PATH="$(winpath "$OUT/ort/onnxruntime.dll")" \
         timeout 900 "$WINE" "$@" >"$log" 2>&1; then
         say "ok: $name under Wine ($(($(date +%s) - start)) s)$(skips "$log")"
     else

@@ -16,9 +16,10 @@
  *   - strings: empty, invalid UTF-8; paths that do not exist, are directories, are not writable,
  *     or pass through a file;
  *   - model files: truncated, corrupted, not ONNX, ONNX but not SAM2, an encoder paired with a
- *     decoder of another export; and the real SAM2.1 tiny exports ($SAM2_REAL_MODELS) made
- *     hostile: truncated, bit-flipped, external data outside the model's directory, huge declared
- *     dimensions (not under valgrind: a real model's load takes minutes there);
+ *     decoder of another export; and the hostile copies of the real SAM2.1 tiny exports
+ *     ($SAM2_REAL_HOSTILE, tools/hostile_models.py): truncated, bit-flipped, external data
+ *     outside the model's directory, huge declared dimensions (not under valgrind: a real
+ *     model's load takes minutes there);
  *   - ONNX Runtime libraries: missing, a directory, not a shared library, a library that is not
  *     ONNX Runtime, one too old, one without the API; discovery through a bad variable.
  *
@@ -472,328 +473,103 @@ static void model_files(void) {
     }
 }
 
-/* ---- Hostile copies of the real SAM2.1 tiny exports ($SAM2_REAL_MODELS) ----
+/* ---- Hostile copies of the real SAM2.1 tiny exports ($SAM2_REAL_HOSTILE) ----
  *
- * The cases of tests/hostile_models.rs, through the C ABI: each must be SAM2_ERR_MODEL naming the
- * file (a flipped bit may instead leave a model that loads and runs). ONNX files are protobuf; the
- * few lines below edit one message and re-encode only the lengths that enclose it. */
+ * The files of tests/hostile_models.rs, through the C ABI: tools/hostile_models.py writes them
+ * once (tools/setup-real.sh, into $SAM2_REAL_HOSTILE) and lists them in cases.tsv with what each
+ * must give: SAM2_ERR_MODEL naming the file, or, for a flipped bit, that or a model that loads and
+ * runs. Every decoder case runs here, and the encoder's truncations; the encoder's other copies
+ * (each a 109 MB load that may then encode) are the Rust test's alone. The external-data locations
+ * are those of this system (cases.tsv's platform column). */
 
-typedef struct pb_field {
-    uint32_t number;
-    int wire;
-    size_t start, content, end; /* the tag; the value (after a length); past the value */
-} pb_field;
-
-static uint64_t pb_varint(const uint8_t *b, size_t *pos) {
-    uint64_t value = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-        uint8_t byte = b[(*pos)++];
-        value |= (uint64_t)(byte & 0x7f) << shift;
-        if (!(byte & 0x80)) return value;
+/* A hostile decoder: only SAM2_ERR_MODEL naming the file is right. Should it load (the bug this
+ * case once found), it runs on `on`, as a host would. */
+static void hostile_decoder(const char *path, const sam2_embedding *on) {
+    sam2_predictor *p = SENTINEL_PTR;
+    sam2_status got = sam2_predictor_new(NULL, path, NULL, &p);
+    if (got == SAM2_OK) {
+        sam2_point pt = {10, 10, SAM2_POINT_POSITIVE};
+        sam2_prompt prompt = test_points_prompt(&pt, 1);
+        sam2_masks *m = NULL;
+        sam2_predict(p, on, &prompt, 1, NULL, &m);
+        sam2_masks_free(m);
+        sam2_predictor_free(p);
+        p = SENTINEL_PTR;
     }
-    CHECK(!"varint longer than 10 bytes");
-    return 0;
+    sweep_record("sam2_predictor_new", got, SAM2_ERR_MODEL, path, p == SENTINEL_PTR, __FILE__,
+                 __LINE__, "a hostile real decoder");
 }
 
-/* Reads the field at *pos (a well-formed real export); returns 0 at `end`. */
-static int pb_next(const uint8_t *b, size_t *pos, size_t end, pb_field *f) {
-    if (*pos >= end) return 0;
-    f->start = *pos;
-    uint64_t tag = pb_varint(b, pos);
-    f->number = (uint32_t)(tag >> 3);
-    f->wire = (int)(tag & 7);
-    f->content = *pos;
-    switch (f->wire) {
-    case 0: pb_varint(b, pos); f->content = f->start; break;
-    case 1: *pos += 8; break;
-    case 2: { uint64_t len = pb_varint(b, pos); f->content = *pos; *pos += len; break; }
-    case 5: *pos += 4; break;
-    default: CHECK(!"unexpected wire type");
+/* $SAM2_REAL_HOSTILE; the program stops at once without it (but under valgrind, which skips
+ * the real models). */
+static const char *real_hostile_dir(void) {
+    const char *hostile = getenv("SAM2_REAL_HOSTILE");
+    if (!test_under_valgrind() && (hostile == NULL || hostile[0] == '\0')) {
+        fprintf(stderr, "SAM2_REAL_HOSTILE is not set: run `. tools/setup-real.sh` (the README's "
+                        "test command does) before configuring the C tests\n");
+        exit(1);
     }
-    f->end = *pos;
-    CHECK(f->end <= end);
-    return 1;
+    return hostile;
 }
 
-/* The `nth` length-delimited field `number` of the message b[start, end); exits if none. */
-static pb_field pb_find(const uint8_t *b, size_t start, size_t end, uint32_t number, int nth) {
-    pb_field f;
-    for (size_t pos = start; pb_next(b, &pos, end, &f);) {
-        if (f.number == number && f.wire == 2 && nth-- == 0) return f;
-    }
-    CHECK(!"field not found");
-    return f;
-}
-
-typedef struct pb_buf {
-    uint8_t *data;
-    size_t len, cap;
-} pb_buf;
-
-static void pb_put(pb_buf *o, const void *data, size_t len) {
-    if (o->len + len > o->cap) {
-        o->cap = (o->len + len) * 2 + 64;
-        o->data = realloc(o->data, o->cap);
-        CHECK(o->data != NULL);
-    }
-    memcpy(o->data + o->len, data, len);
-    o->len += len;
-}
-
-static void pb_put_varint(pb_buf *o, uint64_t v) {
-    uint8_t bytes[10];
-    size_t n = 0;
-    do {
-        bytes[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
-        v >>= 7;
-    } while (v != 0);
-    pb_put(o, bytes, n);
-}
-
-static void pb_put_bytes(pb_buf *o, uint32_t number, const void *data, size_t len) {
-    pb_put_varint(o, (uint64_t)number << 3 | 2);
-    pb_put_varint(o, len);
-    pb_put(o, data, len);
-}
-
-static void pb_put_uint(pb_buf *o, uint32_t number, uint64_t value) {
-    pb_put_varint(o, (uint64_t)number << 3);
-    pb_put_varint(o, value);
-}
-
-/* Writes the new content of an edited message, given its old bytes. */
-typedef void (*pb_edit_fn)(const uint8_t *msg, size_t len, pb_buf *out, const void *ctx);
-
-/* Appends b[start, end) to `out`, with the message at `path` (depth steps of {field number,
- * occurrence}) replaced by what `fn` writes. */
-static void pb_edit(const uint8_t *b, size_t start, size_t end, const uint32_t (*path)[2],
-                    int depth, pb_edit_fn fn, const void *ctx, pb_buf *out) {
-    uint32_t seen = 0;
-    pb_field f;
-    for (size_t pos = start; pb_next(b, &pos, end, &f);) {
-        if (f.number == path[0][0] && f.wire == 2 && seen++ == path[0][1]) {
-            pb_buf inner = {NULL, 0, 0};
-            if (depth == 1) {
-                fn(b + f.content, f.end - f.content, &inner, ctx);
-            } else {
-                pb_edit(b, f.content, f.end, path + 1, depth - 1, fn, ctx, &inner);
-            }
-            pb_put_bytes(out, f.number, inner.data, inner.len);
-            free(inner.data);
-        } else {
-            pb_put(out, b + f.start, f.end - f.start);
-        }
-    }
-    CHECK(seen > path[0][1]);
-}
-
-enum { MODEL_GRAPH = 7, GRAPH_NODE = 1, GRAPH_INITIALIZER = 5, GRAPH_INPUT = 11,
-       TENSOR_DIMS = 1, TENSOR_RAW_DATA = 9, TENSOR_EXTERNAL_DATA = 13, TENSOR_DATA_LOCATION = 14 };
-
-/* Where the parts of a model are: its node list and its largest initializer. */
-typedef struct layout {
-    size_t graph, graph_end;
-    size_t middle_node;     /* a byte in the middle of the node list */
-    uint32_t largest;       /* index of the initializer with the most raw data */
-    size_t raw, raw_end;    /* that raw data */
-} layout;
-
-static layout layout_of(const uint8_t *b, size_t len) {
-    layout l;
-    memset(&l, 0, sizeof l);
-    pb_field g = pb_find(b, 0, len, MODEL_GRAPH, 0), f;
-    l.graph = g.content;
-    l.graph_end = g.end;
-    size_t first_node = 0, last_node = 0;
-    uint32_t index = 0;
-    for (size_t pos = g.content; pb_next(b, &pos, g.end, &f);) {
-        if (f.number == GRAPH_NODE) {
-            if (first_node == 0) first_node = f.start;
-            last_node = f.end;
-        } else if (f.number == GRAPH_INITIALIZER && f.wire == 2) {
-            pb_field t;
-            for (size_t p = f.content; pb_next(b, &p, f.end, &t);) {
-                if (t.number == TENSOR_RAW_DATA && t.end - t.content > l.raw_end - l.raw) {
-                    l.largest = index;
-                    l.raw = t.content;
-                    l.raw_end = t.end;
-                }
-            }
-            index++;
-        }
-    }
-    l.middle_node = first_node + (last_node - first_node) / 2;
-    CHECK(l.raw_end > l.raw && l.middle_node < l.raw);
-    return l;
-}
-
-/* The initializer with its raw data moved to external data at `ctx` (a location). */
-static void external_data(const uint8_t *t, size_t len, pb_buf *out, const void *ctx) {
-    const char *location = ctx;
-    size_t length = 0;
-    pb_field f;
-    for (size_t pos = 0; pb_next(t, &pos, len, &f);) {
-        if (f.number == TENSOR_RAW_DATA) {
-            length = f.end - f.content;
-        } else if (f.number != TENSOR_DATA_LOCATION) {
-            pb_put(out, t + f.start, f.end - f.start);
-        }
-    }
-    char text[32];
-    snprintf(text, sizeof text, "%zu", length);
-    const char *entries[3][2] = {{"location", location}, {"offset", "0"}, {"length", text}};
-    for (int i = 0; i < 3; i++) {
-        pb_buf entry = {NULL, 0, 0};
-        pb_put_bytes(&entry, 1, entries[i][0], strlen(entries[i][0]));
-        pb_put_bytes(&entry, 2, entries[i][1], strlen(entries[i][1]));
-        pb_put_bytes(out, TENSOR_EXTERNAL_DATA, entry.data, entry.len);
-        free(entry.data);
-    }
-    pb_put_uint(out, TENSOR_DATA_LOCATION, 1);
-}
-
-/* A dimension declared as the value at `ctx` (a uint64_t). */
-static void dim_value(const uint8_t *d, size_t len, pb_buf *out, const void *ctx) {
-    (void)d;
-    (void)len;
-    pb_put_uint(out, 1, *(const uint64_t *)ctx);
-}
-
-/* The initializer declaring the shape at `ctx` (two uint64_t), its data unchanged. */
-static void tensor_dims(const uint8_t *t, size_t len, pb_buf *out, const void *ctx) {
-    const uint64_t *dims = ctx;
-    pb_put_uint(out, TENSOR_DIMS, dims[0]);
-    pb_put_uint(out, TENSOR_DIMS, dims[1]);
-    pb_field f;
-    for (size_t pos = 0; pb_next(t, &pos, len, &f);) {
-        if (f.number != TENSOR_DIMS) pb_put(out, t + f.start, f.end - f.start);
-    }
-}
-
-/* The index of graph input `name`. */
-static uint32_t input_index(const uint8_t *b, size_t len, const char *name) {
-    pb_field g = pb_find(b, 0, len, MODEL_GRAPH, 0), f;
-    uint32_t index = 0;
-    for (size_t pos = g.content; pb_next(b, &pos, g.end, &f);) {
-        if (f.number != GRAPH_INPUT || f.wire != 2) continue;
-        pb_field n = pb_find(b, f.content, f.end, 1, 0);
-        if (n.end - n.content == strlen(name) && memcmp(b + n.content, name, strlen(name)) == 0)
-            return index;
-        index++;
-    }
-    CHECK(!"no such graph input");
-    return 0;
-}
-
-/* Writes `n` bytes to `path` and loads it as an encoder or decoder (running it once if it loads);
- * `want_model` says that only SAM2_ERR_MODEL naming the file is right. */
-static void hostile(const char *path, const uint8_t *bytes, size_t n, int is_encoder,
-                    int want_model, const sam2_embedding *on) {
-    write_file(path, bytes, n);
-    if (!want_model) {
-        corrupted_model_on(path, is_encoder, on);
-    } else if (is_encoder) {
-        encoder_fails(path, NULL, SAM2_ERR_MODEL, path);
-    } else {
-        /* Should it load (the bug this case once found), it runs, as a host would. */
-        sam2_predictor *p = SENTINEL_PTR;
-        sam2_status got = sam2_predictor_new(NULL, path, NULL, &p);
-        if (got == SAM2_OK) {
-            sam2_point pt = {10, 10, SAM2_POINT_POSITIVE};
-            sam2_prompt prompt = test_points_prompt(&pt, 1);
-            sam2_masks *m = NULL;
-            sam2_predict(p, on, &prompt, 1, NULL, &m);
-            sam2_masks_free(m);
-            sam2_predictor_free(p);
-            p = SENTINEL_PTR;
-        }
-        sweep_record("sam2_predictor_new", got, SAM2_ERR_MODEL, path, p == SENTINEL_PTR, __FILE__,
-                     __LINE__, "a hostile real decoder");
-    }
-    unlink(path);
-}
-
-static void real_models(void) {
-    const char *real = getenv("SAM2_REAL_MODELS");
-    if (test_under_valgrind() || real == NULL || real[0] == '\0') {
-        printf("test_bad_input: hostile real models skipped (%s)\n",
-               test_under_valgrind() ? "under valgrind a real model's load takes minutes"
-                                     : "SAM2_REAL_MODELS is not set: . tools/setup-real.sh");
+static void real_models(const char *hostile) {
+    if (test_under_valgrind()) {
+        printf("test_bad_input: hostile real models skipped (under valgrind a real model's load "
+               "takes minutes)\n");
         return;
     }
-    const char *files[3] = {"sam2.1_hiera_tiny.encoder.onnx", "sam2.1_hiera_tiny.decoder.onnx",
-                            "sam2.1_hiera_tiny_image_decoder.onnx"};
+    char list[TEST_PATH_MAX], path[TEST_PATH_MAX], line[8192];
+    CHECK(snprintf(list, sizeof list, "%s/cases.tsv", hostile) < (int)sizeof list);
+    FILE *f = fopen(list, "r");
+    if (f == NULL) {
+        fprintf(stderr, "%s cannot be read: run `. tools/setup-real.sh`, which writes it\n", list);
+        exit(1);
+    }
+    CHECK(fgets(line, sizeof line, f) != NULL);
+    line[strcspn(line, "\r\n")] = '\0';
+    CHECK(strcmp(line, "group\trole\tfamily\texpect\tplatform\tfile\tcase") == 0);
+#ifdef _WIN32
+    const char *other_system = "posix";
+#else
+    const char *other_system = "windows";
+#endif
     sam2_encoder *encoder_c = test_open_encoder("tiny_c");
     sam2_embedding *embedding_c = test_encode(encoder_c, &image); /* ONNX Runtime's family */
-    char source[TEST_PATH_MAX], path[TEST_PATH_MAX];
-    for (int m = 0; m < 3; m++) {
-        CHECK(snprintf(source, sizeof source, "%s/%s", real, files[m]) < (int)sizeof source);
-        size_t len = 0;
-        uint8_t *bytes = test_read_file(source, &len);
-        layout l = layout_of(bytes, len);
-        int is_encoder = m == 0;
-        const sam2_embedding *on = m == 2 ? embedding_c : embedding;
-        scratch(path, is_encoder ? "real_encoder.onnx" : "real_decoder.onnx");
-        if (m < 2) {
-            /* Cut in the header, in the node list, in the largest weight, before the end. */
-            const size_t cuts[] = {16, l.middle_node, l.raw + (l.raw_end - l.raw) / 2, len - 3};
-            for (size_t i = 0; i < 4; i++) hostile(path, bytes, cuts[i], is_encoder, 1, on);
+    int loaded = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        /* group, role, family, expect, platform, file, case */
+        char *col[7];
+        int n = 0;
+        for (char *p = line; n < 7 && p != NULL; n++) {
+            col[n] = p;
+            p = strchr(p, '\t');
+            if (p != NULL) *p++ = '\0';
         }
-        if (m == 1) {
-            /* One bit flipped in the nodes, a weight, and the tail: a model error, or a model
-             * that loads and runs. */
-            const size_t flips[] = {l.graph + 4096, l.middle_node, l.raw + 1001, len - 200};
-            for (size_t i = 0; i < 4; i++) {
-                bytes[flips[i]] ^= (uint8_t)(1u << (i * 3 % 8));
-                hostile(path, bytes, len, 0, 0, on);
-                bytes[flips[i]] ^= (uint8_t)(1u << (i * 3 % 8));
-            }
-            /* External data outside the model's directory. */
-            char outside[TEST_PATH_MAX];
-            scratch(outside, "outside.bin");
-            write_file(outside, bytes + l.raw, l.raw_end - l.raw);
-#ifdef _WIN32
-            const char *locations[] = {"..\\..\\Windows\\win.ini", outside, "C:\\Windows\\win.ini"};
-#else
-            const char *locations[] = {"../../etc/passwd", outside, "/etc/passwd"};
-#endif
-            const uint32_t path_to_initializer[][2] = {{MODEL_GRAPH, 0},
-                                                       {GRAPH_INITIALIZER, l.largest}};
-            for (size_t i = 0; i < 3; i++) {
-                pb_buf out = {NULL, 0, 0};
-                pb_edit(bytes, 0, len, path_to_initializer, 2, external_data, locations[i], &out);
-                hostile(path, out.data, out.len, 0, 1, on);
-                free(out.data);
-            }
-            unlink(outside);
-            /* A shape that overflows, on the largest initializer. */
-            const uint64_t dims[2] = {(uint64_t)1 << 40, (uint64_t)1 << 30};
-            pb_buf out = {NULL, 0, 0};
-            pb_edit(bytes, 0, len, path_to_initializer, 2, tensor_dims, dims, &out);
-            hostile(path, out.data, out.len, 0, 1, on);
-            free(out.data);
-        }
-        if (m == 2) {
-            /* ONNX Runtime's decoder export takes a mask input declared 65536² or 1048576²
-             * (a predict once aborted allocating 4 TiB for it). */
-            uint32_t input = input_index(bytes, len, "input_masks");
-            const uint64_t sides[] = {65536, (uint64_t)1 << 20};
-            for (size_t i = 0; i < 2; i++) {
-                pb_buf once = {NULL, 0, 0}, twice = {NULL, 0, 0};
-                for (uint32_t d = 2; d <= 3; d++) {
-                    const uint32_t to_dim[][2] = {{MODEL_GRAPH, 0}, {GRAPH_INPUT, input},
-                                                  {2, 0}, {1, 0}, {2, 0}, {1, d}};
-                    pb_buf *from = d == 2 ? NULL : &once, *to = d == 2 ? &once : &twice;
-                    pb_edit(from ? from->data : bytes, 0, from ? from->len : len, to_dim, 6,
-                            dim_value, &sides[i], to);
-                }
-                hostile(path, twice.data, twice.len, 0, 1, on);
-                free(once.data);
-                free(twice.data);
+        CHECK(n == 7);
+        int is_encoder = strcmp(col[1], "encoder") == 0;
+        /* The control that must load is the Rust test's (it watches what the load opens). */
+        if (strcmp(col[4], other_system) == 0 || strcmp(col[3], "loads") == 0 ||
+            (is_encoder && strcmp(col[0], "truncated") != 0))
+            continue;
+        CHECK(snprintf(path, sizeof path, "%s/%s", hostile, col[5]) < (int)sizeof path);
+        /* A decoder runs on an embedding of a generated model of its family's layout. */
+        const sam2_embedding *on = strcmp(col[2], "onnxruntime") == 0 ? embedding_c : embedding;
+        if (strcmp(col[3], "model_error_or_runs") == 0) {
+            corrupted_model_on(path, is_encoder, on);
+        } else {
+            CHECK(strcmp(col[3], "model_error") == 0);
+            if (is_encoder) {
+                encoder_fails(path, NULL, SAM2_ERR_MODEL, path);
+            } else {
+                hostile_decoder(path, on);
             }
         }
-        free(bytes);
+        loaded++;
     }
+    fclose(f);
+    CHECK(loaded > 0);
+    printf("test_bad_input: %d hostile real-model files from %s\n", loaded, hostile);
     sam2_embedding_free(embedding_c);
     sam2_encoder_free(encoder_c);
 }
@@ -2012,6 +1788,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s <fake_ort.so> <fake_ort_null_api.so>\n", argv[0]);
         return 2;
     }
+    const char *hostile = real_hostile_dir();
     CHECK(mkdtemp(test_scratch_template(dir, "sam2_bad_input_")) != NULL);
     test_model_path(enc_path, "tiny_a_encoder.onnx");
     test_model_path(dec_path, "tiny_a_decoder.onnx");
@@ -2044,7 +1821,7 @@ int main(int argc, char **argv) {
 
     library();
     model_files();
-    real_models();
+    real_models(hostile);
     options();
     encode();
     queries();
