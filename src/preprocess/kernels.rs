@@ -1,0 +1,550 @@
+//! The four inner loops of the preprocessing passes: the horizontal and the vertical pass of each
+//! resize, over precomputed tap tables and contiguous rows.
+//!
+//! A horizontally resampled row holds [`LANES`] values per output pixel: the pixel's channels in
+//! the source's order (RGB's fourth lane and gray's lanes 1–3 hold whatever follows, never
+//! read). So the horizontal pass is one four-lane multiply-add per tap and output pixel, with no
+//! per-channel shuffling; the vertical pass is element-wise over those rows, then writes each
+//! channel to its plane.
+//!
+//! On x86_64 the loops are SSE2 (part of every x86_64 CPU, so no detection), with one bound check
+//! per row rather than per tap; elsewhere plain loops with the same arithmetic. Either way the
+//! float path performs the IEEE operations of the previous implementation in the same order, and
+//! the integer path computes PIL's 32-bit fixed-point sums exactly, so both give the same bits.
+//!
+//! PIL's sums on 16-bit lanes: a weight `w` (22-bit fixed point, signed) is split as
+//! `hi · 2¹¹ + lo` with `0 ≤ lo < 2¹¹`; both halves fit 16 bits, so `pmaddwd` multiplies the 8-bit
+//! values by each half and adds tap pairs into 32-bit sums; `(Σ v·hi) · 2¹¹ + Σ v·lo` is then
+//! `Σ v·w` exactly (arithmetic modulo 2³², and the true sum fits 32 bits: at most 255 times the
+//! weights' positive part, about 1.2 · 2²²).
+
+/// Values per pixel in a horizontally resampled row.
+pub(super) const LANES: usize = 4;
+
+/// PIL's fixed-point precision for 8-bit images (Pillow's `PRECISION_BITS`).
+pub(super) const PIL_BITS: u32 = 22;
+/// Where each of PIL's sums starts: half a unit, so the final shift rounds.
+const PIL_HALF: i32 = 1 << (PIL_BITS - 1);
+/// Where a weight splits into the halves `pmaddwd` takes.
+const SPLIT: u32 = 11;
+
+/// PIL's `clip8`: a fixed-point sum (its half-unit included) back to 8 bits.
+#[inline(always)]
+fn clip8(sum: i32) -> u8 {
+    (sum >> PIL_BITS).clamp(0, 255) as u8
+}
+
+/// Weights split for `pmaddwd`, a tap pair at a time: `[lo(a), lo(b)] × 4` and `[hi(a), hi(b)] × 4`
+/// (one pair per pixel lane).
+fn split_pair(a: i32, b: i32) -> [[i16; 8]; 2] {
+    let lo = |w: i32| (w & ((1 << SPLIT) - 1)) as i16;
+    let hi = |w: i32| {
+        let h = w >> SPLIT;
+        i16::try_from(h).expect("PIL weights fit 27 bits")
+    };
+    let pair = |f: &dyn Fn(i32) -> i16| std::array::from_fn(|i| f(if i % 2 == 0 { a } else { b }));
+    [pair(&lo), pair(&hi)]
+}
+
+/// The horizontal pass's table: output `x` reads the `taps` pixels from `first[x]`, with its
+/// weights in `weights[x · taps..]`. Built once per image size; `reach` bounds every read.
+pub(super) struct Horizontal<W> {
+    taps: usize,
+    first: Vec<usize>,
+    weights: Vec<W>,
+    /// One past the last pixel any output reads (its window rounded up to a tap pair).
+    reach: usize,
+}
+
+impl<W> Horizontal<W> {
+    /// Source values a widened row must hold for every read (`channels` per pixel): the pixels up
+    /// to `reach`, plus three spare values so four lanes can be read at the last one.
+    pub(super) fn wide_len(&self, channels: usize) -> usize {
+        self.reach * channels + LANES
+    }
+}
+
+/// The float path's table: each weight broadcast to the four lanes (one load per tap).
+pub(super) fn float_horizontal_table(
+    taps: usize,
+    first: &[usize],
+    weights: &[f32],
+) -> Horizontal<[f32; 4]> {
+    assert_eq!(weights.len(), taps * first.len());
+    Horizontal {
+        taps,
+        first: first.to_vec(),
+        weights: weights.iter().map(|&w| [w; 4]).collect(),
+        reach: first.iter().max().map_or(0, |&f| f + taps),
+    }
+}
+
+/// PIL's table: the integer weights split into halves, a pair of taps at a time (an odd last tap
+/// pairs with a zero weight, reading one pixel further).
+pub(super) fn pil_horizontal_table(
+    taps: usize,
+    first: &[usize],
+    weights: &[i32],
+) -> Horizontal<[[i16; 8]; 2]> {
+    assert_eq!(weights.len(), taps * first.len());
+    let pairs = taps.div_ceil(2);
+    let weights = weights
+        .chunks_exact(taps)
+        .flat_map(|w| {
+            (0..pairs).map(move |p| split_pair(w[2 * p], w.get(2 * p + 1).copied().unwrap_or(0)))
+        })
+        .collect();
+    Horizontal {
+        taps: 2 * pairs,
+        first: first.to_vec(),
+        weights,
+        reach: first.iter().max().map_or(0, |&f| f + 2 * pairs),
+    }
+}
+
+/// PIL's vertical weights of one output row: `(rows[2p], rows[2p + 1])` pairs split for `pmaddwd`,
+/// an odd last tap paired with a zero weight.
+pub(super) fn pil_vertical_pairs(weights: &[i32]) -> Vec<[[i16; 8]; 2]> {
+    weights
+        .chunks(2)
+        .map(|w| split_pair(w[0], w.get(1).copied().unwrap_or(0)))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The image path (f32).
+
+/// Resamples the widened row `wide` (`channels` floats per pixel) into `out` (four lanes per
+/// output pixel): each lane `−0 + w₀·p₀ + w₁·p₁ + …`, tap by tap.
+pub(super) fn float_horizontal(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    assert!(wide.len() >= table.wide_len(channels));
+    assert!(out.len() >= LANES * table.first.len());
+    match table.taps {
+        1 => float_horizontal_n::<1>(table, wide, channels, out),
+        2 => float_horizontal_n::<2>(table, wide, channels, out),
+        3 => float_horizontal_n::<3>(table, wide, channels, out),
+        4 => float_horizontal_n::<4>(table, wide, channels, out),
+        5 => float_horizontal_n::<5>(table, wide, channels, out),
+        6 => float_horizontal_n::<6>(table, wide, channels, out),
+        7 => float_horizontal_n::<7>(table, wide, channels, out),
+        8 => float_horizontal_n::<8>(table, wide, channels, out),
+        9 => float_horizontal_n::<9>(table, wide, channels, out),
+        10 => float_horizontal_n::<10>(table, wide, channels, out),
+        _ => float_horizontal_portable(table, table.taps, wide, channels, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
+fn float_horizontal_n<const N: usize>(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const f32;
+    for (x, &first) in table.first.iter().enumerate() {
+        // SAFETY: SSE2 is part of x86_64. The window's reads, `first + j` for j < N = taps, end
+        // below `reach` pixels, and `wide` holds `reach · channels + 4` floats (asserted by the
+        // caller), so each four-float load stays inside it; weight `x · N + j` is one of the
+        // table's `N · first.len()`; the store writes out[4x..4x + 4], inside (asserted).
+        unsafe {
+            let p = src.add(first * channels);
+            let w = weights.add(x * N * LANES);
+            let mut acc = _mm_set1_ps(-0.0);
+            for j in 0..N {
+                let v = _mm_loadu_ps(p.add(j * channels));
+                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_loadu_ps(w.add(j * LANES)), v));
+            }
+            _mm_storeu_ps(dst.add(x * LANES), acc);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn float_horizontal_n<const N: usize>(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    float_horizontal_portable(table, N, wide, channels, out)
+}
+
+/// [`float_horizontal`] in plain Rust (`taps` is the table's, a constant where inlined).
+#[inline(always)]
+fn float_horizontal_portable(
+    table: &Horizontal<[f32; 4]>,
+    taps: usize,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    for ((&first, w), o) in table
+        .first
+        .iter()
+        .zip(table.weights.chunks_exact(taps))
+        .zip(out.chunks_exact_mut(LANES))
+    {
+        let mut acc = [-0.0f32; LANES];
+        for (j, w) in w.iter().enumerate() {
+            let p = &wide[(first + j) * channels..][..LANES];
+            for k in 0..LANES {
+                acc[k] += w[k] * p[k];
+            }
+        }
+        o.copy_from_slice(&acc);
+    }
+}
+
+/// The image path's vertical pass for one output row: each value `w₀·r₀ + w₁·r₁ + …` over the
+/// resampled rows (`rows[j]`, four lanes per pixel), then `v · scale + bias`, lane `offsets[c]`
+/// written to plane `c`.
+pub(super) struct FloatOutput {
+    pub(super) offsets: [usize; 3],
+    pub(super) scale: [f32; 3],
+    pub(super) bias: [f32; 3],
+}
+
+pub(super) fn float_vertical(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [&mut [f32]; 3],
+) {
+    let n = planes[0].len();
+    assert!(!rows.is_empty() && rows.len() == weights.len());
+    assert!(rows.iter().all(|r| r.len() >= LANES * n));
+    assert!(planes.iter().all(|p| p.len() == n) && output.offsets.iter().all(|&o| o < 3));
+    let done = float_vertical_simd(
+        rows,
+        weights,
+        output,
+        planes.each_ref().map(|p| p.as_ptr()),
+        n,
+    );
+    let [p0, p1, p2] = planes;
+    let mut planes = [p0, p1, p2];
+    for x in done..n {
+        let lane = |k: usize| {
+            let mut v = weights[0] * rows[0][x * LANES + k];
+            for (r, &w) in rows.iter().zip(weights).skip(1) {
+                v += w * r[x * LANES + k];
+            }
+            v
+        };
+        for (c, plane) in planes.iter_mut().enumerate() {
+            plane[x] = lane(output.offsets[c]) * output.scale[c] + output.bias[c];
+        }
+    }
+}
+
+/// The whole groups of four pixels of [`float_vertical`]; returns how many pixels it wrote.
+/// (Stores that bypass the cache, `movntps`, measured slower here.)
+#[cfg(target_arch = "x86_64")]
+#[allow(unused_unsafe)]
+fn float_vertical_simd(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [*const f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 4;
+    let planes = planes.map(|p| p as *mut f32);
+    // SAFETY: SSE2 is part of x86_64. Each row holds 4n floats (asserted by the caller) and the
+    // loads read floats 16g..16g + 16 < 4n for g < n / 4; the planes hold n floats (asserted),
+    // the stores write 4g..4g + 4 < n. The
+    // planes are the caller's exclusive `&mut` slices, only written here.
+    unsafe {
+        let scale = output.scale.map(|s| _mm_set1_ps(s));
+        let bias = output.bias.map(|b| _mm_set1_ps(b));
+        for g in 0..groups {
+            let at = g * 16;
+            let w0 = _mm_set1_ps(weights[0]);
+            let r0 = rows[0].as_ptr().add(at);
+            let mut a = [
+                _mm_mul_ps(w0, _mm_loadu_ps(r0)),
+                _mm_mul_ps(w0, _mm_loadu_ps(r0.add(4))),
+                _mm_mul_ps(w0, _mm_loadu_ps(r0.add(8))),
+                _mm_mul_ps(w0, _mm_loadu_ps(r0.add(12))),
+            ];
+            for (r, &w) in rows.iter().zip(weights).skip(1) {
+                let (w, r) = (_mm_set1_ps(w), r.as_ptr().add(at));
+                for (i, a) in a.iter_mut().enumerate() {
+                    *a = _mm_add_ps(*a, _mm_mul_ps(w, _mm_loadu_ps(r.add(4 * i))));
+                }
+            }
+            // Four pixels × four lanes → lanes 0, 1, 2 of the four pixels.
+            let t0 = _mm_unpacklo_ps(a[0], a[1]);
+            let t1 = _mm_unpacklo_ps(a[2], a[3]);
+            let t2 = _mm_unpackhi_ps(a[0], a[1]);
+            let t3 = _mm_unpackhi_ps(a[2], a[3]);
+            let lanes = [
+                _mm_movelh_ps(t0, t1),
+                _mm_movehl_ps(t1, t0),
+                _mm_movelh_ps(t2, t3),
+            ];
+            for c in 0..3 {
+                let v = _mm_add_ps(_mm_mul_ps(lanes[output.offsets[c]], scale[c]), bias[c]);
+                let d = planes[c].add(4 * g);
+                _mm_storeu_ps(d, v);
+            }
+        }
+    }
+    groups * 4
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn float_vertical_simd(
+    _: &[&[f32]],
+    _: &[f32],
+    _: &FloatOutput,
+    _: [*const f32; 3],
+    _: usize,
+) -> usize {
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// The video path (PIL's integers).
+
+/// Resamples the widened row `wide` (`channels` values 0..=255 per pixel) into `out` (four bytes
+/// per output pixel): each lane `clip8(½ + Σ w·p)`, PIL's horizontal pass.
+pub(super) fn pil_horizontal(
+    table: &Horizontal<[[i16; 8]; 2]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    assert!(wide.len() >= table.wide_len(channels));
+    assert!(out.len() >= LANES * table.first.len());
+    match table.taps / 2 {
+        1 => pil_horizontal_n::<1>(table, wide, channels, out),
+        2 => pil_horizontal_n::<2>(table, wide, channels, out),
+        3 => pil_horizontal_n::<3>(table, wide, channels, out),
+        4 => pil_horizontal_n::<4>(table, wide, channels, out),
+        5 => pil_horizontal_n::<5>(table, wide, channels, out),
+        6 => pil_horizontal_n::<6>(table, wide, channels, out),
+        7 => pil_horizontal_n::<7>(table, wide, channels, out),
+        8 => pil_horizontal_n::<8>(table, wide, channels, out),
+        _ => pil_horizontal_portable(table, table.taps / 2, wide, channels, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unused_unsafe)]
+fn pil_horizontal_n<const PAIRS: usize>(
+    table: &Horizontal<[[i16; 8]; 2]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const __m128i;
+    for (x, &first) in table.first.iter().enumerate() {
+        // SAFETY: SSE2 is part of x86_64. The reads, pixels first + j for j < 2·PAIRS = taps,
+        // four i16 each, end below `reach · channels + 4` values, which `wide` holds (asserted by
+        // the caller); weight pair `x · PAIRS + p` is one of the table's; the store writes
+        // out[4x..4x + 4] (asserted).
+        unsafe {
+            let p = src.add(first * channels);
+            let w = weights.add(x * PAIRS * 2);
+            let mut lo = _mm_set1_epi32(PIL_HALF);
+            let mut hi = _mm_setzero_si128();
+            for q in 0..PAIRS {
+                let a = _mm_loadl_epi64(p.add(2 * q * channels) as *const __m128i);
+                let b = _mm_loadl_epi64(p.add((2 * q + 1) * channels) as *const __m128i);
+                let v = _mm_unpacklo_epi16(a, b);
+                lo = _mm_add_epi32(lo, _mm_madd_epi16(v, _mm_loadu_si128(w.add(2 * q))));
+                hi = _mm_add_epi32(hi, _mm_madd_epi16(v, _mm_loadu_si128(w.add(2 * q + 1))));
+            }
+            let sum = _mm_add_epi32(_mm_slli_epi32(hi, SPLIT as i32), lo);
+            let v = _mm_srai_epi32(sum, PIL_BITS as i32);
+            let v = _mm_packs_epi32(v, v);
+            let v = _mm_packus_epi16(v, v);
+            (dst.add(x * LANES) as *mut i32).write_unaligned(_mm_cvtsi128_si32(v));
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn pil_horizontal_n<const PAIRS: usize>(
+    table: &Horizontal<[[i16; 8]; 2]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    pil_horizontal_portable(table, PAIRS, wide, channels, out)
+}
+
+/// The weight a split pair holds for its first (`i = 0`) or second tap.
+#[inline(always)]
+fn joined(pair: &[[i16; 8]; 2], i: usize) -> i32 {
+    ((pair[1][i] as i32) << SPLIT) + pair[0][i] as i32
+}
+
+/// [`pil_horizontal`] in plain Rust, on 32-bit integers.
+#[inline(always)]
+fn pil_horizontal_portable(
+    table: &Horizontal<[[i16; 8]; 2]>,
+    pairs: usize,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    for ((&first, w), o) in table
+        .first
+        .iter()
+        .zip(table.weights.chunks_exact(pairs))
+        .zip(out.chunks_exact_mut(LANES))
+    {
+        let mut acc = [PIL_HALF; LANES];
+        for (q, pair) in w.iter().enumerate() {
+            for i in 0..2 {
+                let (wt, p) = (
+                    joined(pair, i),
+                    &wide[(first + 2 * q + i) * channels..][..LANES],
+                );
+                for k in 0..LANES {
+                    acc[k] = acc[k].wrapping_add(wt.wrapping_mul(p[k] as i32));
+                }
+            }
+        }
+        for k in 0..LANES {
+            o[k] = clip8(acc[k]);
+        }
+    }
+}
+
+/// PIL's vertical pass for one output row: each value `clip8(½ + Σ w·r)` over the resampled rows
+/// (paired as [`pil_vertical_pairs`] pairs the weights; an odd last row pairs with any row, its
+/// weight zero), then lane `offsets[c]` looked up in `normalised[c]` into plane `c`.
+pub(super) fn pil_vertical(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    offsets: [usize; 3],
+    normalised: &[[f32; 256]; 3],
+    planes: [&mut [f32]; 3],
+) {
+    let n = planes[0].len();
+    assert!(!rows.is_empty() && rows.len() == 2 * pairs.len());
+    assert!(rows.iter().all(|r| r.len() >= LANES * n));
+    assert!(planes.iter().all(|p| p.len() == n) && offsets.iter().all(|&o| o < 3));
+    let done = pil_vertical_simd(
+        rows,
+        pairs,
+        offsets,
+        normalised,
+        planes.each_ref().map(|p| p.as_ptr()),
+        n,
+    );
+    let [p0, p1, p2] = planes;
+    let mut planes = [p0, p1, p2];
+    for x in done..n {
+        let mut lanes = [0u8; LANES];
+        for (k, l) in lanes.iter_mut().enumerate() {
+            let mut acc = PIL_HALF;
+            for (q, pair) in pairs.iter().enumerate() {
+                for i in 0..2 {
+                    let v = rows[2 * q + i][x * LANES + k] as i32;
+                    acc = acc.wrapping_add(joined(pair, i).wrapping_mul(v));
+                }
+            }
+            *l = clip8(acc);
+        }
+        for (c, plane) in planes.iter_mut().enumerate() {
+            plane[x] = normalised[c][lanes[offsets[c]] as usize];
+        }
+    }
+}
+
+/// The whole groups of four pixels of [`pil_vertical`]; returns how many pixels it wrote.
+#[cfg(target_arch = "x86_64")]
+#[allow(unused_unsafe)]
+fn pil_vertical_simd(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    offsets: [usize; 3],
+    normalised: &[[f32; 256]; 3],
+    planes: [*const f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 4;
+    let planes = planes.map(|p| p as *mut f32);
+    // SAFETY: SSE2 is part of x86_64. Each row holds 4n bytes (asserted by the caller); the loads
+    // read bytes 16g..16g + 16 ≤ 4n for g < n / 4; the weight pairs are read by index within
+    // `pairs`; the planes hold n floats (asserted), the stores write 4g..4g + 4 < n. The planes are the caller's exclusive `&mut` slices.
+    unsafe {
+        let zero = _mm_setzero_si128();
+        let weights: Vec<[__m128i; 2]> = pairs
+            .iter()
+            .map(|p| p.map(|w| _mm_loadu_si128(w.as_ptr() as *const __m128i)))
+            .collect();
+        for g in 0..groups {
+            let at = g * 16;
+            let mut lo = [_mm_set1_epi32(PIL_HALF); 4];
+            let mut hi = [zero; 4];
+            for (q, [wl, wh]) in weights.iter().enumerate() {
+                let a = _mm_loadu_si128(rows[2 * q].as_ptr().add(at) as *const __m128i);
+                let b = _mm_loadu_si128(rows[2 * q + 1].as_ptr().add(at) as *const __m128i);
+                let (l, h) = (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b));
+                let v = [
+                    _mm_unpacklo_epi8(l, zero),
+                    _mm_unpackhi_epi8(l, zero),
+                    _mm_unpacklo_epi8(h, zero),
+                    _mm_unpackhi_epi8(h, zero),
+                ];
+                for i in 0..4 {
+                    lo[i] = _mm_add_epi32(lo[i], _mm_madd_epi16(v[i], *wl));
+                    hi[i] = _mm_add_epi32(hi[i], _mm_madd_epi16(v[i], *wh));
+                }
+            }
+            let r: [__m128i; 4] = std::array::from_fn(|i| {
+                let sum = _mm_add_epi32(_mm_slli_epi32(hi[i], SPLIT as i32), lo[i]);
+                _mm_srai_epi32(sum, PIL_BITS as i32)
+            });
+            let bytes = _mm_packus_epi16(_mm_packs_epi32(r[0], r[1]), _mm_packs_epi32(r[2], r[3]));
+            let mut b = [0u8; 16];
+            _mm_storeu_si128(b.as_mut_ptr() as *mut __m128i, bytes);
+            for c in 0..3 {
+                let (lut, o) = (&normalised[c], offsets[c]);
+                let v = _mm_set_ps(
+                    lut[b[12 + o] as usize],
+                    lut[b[8 + o] as usize],
+                    lut[b[4 + o] as usize],
+                    lut[b[o] as usize],
+                );
+                let d = planes[c].add(4 * g);
+                _mm_storeu_ps(d, v);
+            }
+        }
+    }
+    groups * 4
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn pil_vertical_simd(
+    _: &[&[u8]],
+    _: &[[[i16; 8]; 2]],
+    _: [usize; 3],
+    _: &[[f32; 256]; 3],
+    _: [*const f32; 3],
+    _: usize,
+) -> usize {
+    0
+}
