@@ -79,29 +79,6 @@ pub(super) fn float_horizontal_table(
     }
 }
 
-/// PIL's table: the integer weights split into halves, a pair of taps at a time (an odd last tap
-/// pairs with a zero weight, reading one pixel further).
-pub(super) fn pil_horizontal_table(
-    taps: usize,
-    first: &[usize],
-    weights: &[i32],
-) -> Horizontal<[[i16; 8]; 2]> {
-    assert_eq!(weights.len(), taps * first.len());
-    let pairs = taps.div_ceil(2);
-    let weights = weights
-        .chunks_exact(taps)
-        .flat_map(|w| {
-            (0..pairs).map(move |p| split_pair(w[2 * p], w.get(2 * p + 1).copied().unwrap_or(0)))
-        })
-        .collect();
-    Horizontal {
-        taps: 2 * pairs,
-        first: first.to_vec(),
-        weights,
-        reach: first.iter().max().map_or(0, |&f| f + 2 * pairs),
-    }
-}
-
 /// PIL's vertical weights of one output row: `(rows[2p], rows[2p + 1])` pairs split for `pmaddwd`,
 /// an odd last tap paired with a zero weight.
 pub(super) fn pil_vertical_pairs(weights: &[i32]) -> Vec<[[i16; 8]; 2]> {
@@ -319,10 +296,57 @@ fn float_vertical_simd(
 // ---------------------------------------------------------------------------------------------
 // The video path (PIL's integers).
 
+/// Whether the AVX2 kernels may run (checked once, then cached by the standard library). Tests
+/// can turn them off to hold the SSE2 kernels to the same results.
+#[cfg(target_arch = "x86_64")]
+fn avx2() -> bool {
+    #[cfg(test)]
+    if tests::SSE2_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+/// Where output `x`'s low halves for tap pair `q` lie in PIL's horizontal table (`pairs` pairs
+/// per output); its high halves lie two entries further. Outputs go by twos: for outputs 2k and
+/// 2k + 1 and pair q, four entries `lo(2k), lo(2k + 1), hi(2k), hi(2k + 1)`, so that AVX2 reads
+/// two outputs' halves in one load.
+#[inline(always)]
+fn pil_entry(x: usize, q: usize, pairs: usize) -> usize {
+    ((x / 2) * pairs + q) * 4 + x % 2
+}
+
+/// PIL's horizontal table: the integer weights split into halves, a pair of taps at a time (an odd
+/// last tap pairs with a zero weight, reading one pixel further), laid out as [`pil_entry`] says
+/// (an odd number of outputs padded with one of zero weights).
+pub(super) fn pil_horizontal_table(
+    taps: usize,
+    first: &[usize],
+    weights: &[i32],
+) -> Horizontal<[i16; 8]> {
+    assert_eq!(weights.len(), taps * first.len());
+    let pairs = taps.div_ceil(2);
+    let outputs = first.len().next_multiple_of(2);
+    let mut table = vec![[0i16; 8]; outputs * pairs * 2];
+    for (x, w) in weights.chunks_exact(taps).enumerate() {
+        for q in 0..pairs {
+            let [lo, hi] = split_pair(w[2 * q], w.get(2 * q + 1).copied().unwrap_or(0));
+            table[pil_entry(x, q, pairs)] = lo;
+            table[pil_entry(x, q, pairs) + 2] = hi;
+        }
+    }
+    Horizontal {
+        taps: 2 * pairs,
+        first: first.to_vec(),
+        weights: table,
+        reach: first.iter().max().map_or(0, |&f| f + 2 * pairs),
+    }
+}
+
 /// Resamples the widened row `wide` (`channels` values 0..=255 per pixel) into `out` (four bytes
 /// per output pixel): each lane `clip8(½ + Σ w·p)`, PIL's horizontal pass.
 pub(super) fn pil_horizontal(
-    table: &Horizontal<[[i16; 8]; 2]>,
+    table: &Horizontal<[i16; 8]>,
     wide: &[i16],
     channels: usize,
     out: &mut [u8],
@@ -338,38 +362,57 @@ pub(super) fn pil_horizontal(
         6 => pil_horizontal_n::<6>(table, wide, channels, out),
         7 => pil_horizontal_n::<7>(table, wide, channels, out),
         8 => pil_horizontal_n::<8>(table, wide, channels, out),
-        _ => pil_horizontal_portable(table, table.taps / 2, wide, channels, out),
+        pairs => pil_horizontal_portable(table, pairs, wide, channels, out, 0),
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-#[allow(unused_unsafe)]
 fn pil_horizontal_n<const PAIRS: usize>(
-    table: &Horizontal<[[i16; 8]; 2]>,
+    table: &Horizontal<[i16; 8]>,
     wide: &[i16],
     channels: usize,
     out: &mut [u8],
 ) {
+    let done = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds were asserted by the caller.
+        unsafe { pil_horizontal_avx2::<PAIRS>(table, wide, channels, out) }
+    } else {
+        0
+    };
+    pil_horizontal_sse2::<PAIRS>(table, wide, channels, out, done);
+}
+
+/// PIL's horizontal pass from output `start` on, one output per SSE2 register.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unused_unsafe)]
+fn pil_horizontal_sse2<const PAIRS: usize>(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+    start: usize,
+) {
     use std::arch::x86_64::*;
     let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
     let weights = table.weights.as_ptr() as *const __m128i;
-    for (x, &first) in table.first.iter().enumerate() {
+    for (x, &first) in table.first.iter().enumerate().skip(start) {
         // SAFETY: SSE2 is part of x86_64. The reads, pixels first + j for j < 2·PAIRS = taps,
         // four i16 each, end below `reach · channels + 4` values, which `wide` holds (asserted by
-        // the caller); weight pair `x · PAIRS + p` is one of the table's; the store writes
-        // out[4x..4x + 4] (asserted).
+        // the caller); the weight entries are the table's (`pil_entry` of an output below its
+        // length); the store writes out[4x..4x + 4] (asserted).
         unsafe {
             let p = src.add(first * channels);
-            let w = weights.add(x * PAIRS * 2);
             let mut lo = _mm_set1_epi32(PIL_HALF);
             let mut hi = _mm_setzero_si128();
             for q in 0..PAIRS {
                 let a = _mm_loadl_epi64(p.add(2 * q * channels) as *const __m128i);
                 let b = _mm_loadl_epi64(p.add((2 * q + 1) * channels) as *const __m128i);
                 let v = _mm_unpacklo_epi16(a, b);
-                lo = _mm_add_epi32(lo, _mm_madd_epi16(v, _mm_loadu_si128(w.add(2 * q))));
-                hi = _mm_add_epi32(hi, _mm_madd_epi16(v, _mm_loadu_si128(w.add(2 * q + 1))));
+                let w = weights.add(pil_entry(x, q, PAIRS));
+                lo = _mm_add_epi32(lo, _mm_madd_epi16(v, _mm_loadu_si128(w)));
+                hi = _mm_add_epi32(hi, _mm_madd_epi16(v, _mm_loadu_si128(w.add(2))));
             }
             let sum = _mm_add_epi32(_mm_slli_epi32(hi, SPLIT as i32), lo);
             let v = _mm_srai_epi32(sum, PIL_BITS as i32);
@@ -380,52 +423,98 @@ fn pil_horizontal_n<const PAIRS: usize>(
     }
 }
 
+/// PIL's horizontal pass two outputs per AVX2 register (the first in the low half), over the
+/// whole pairs of outputs; returns how many outputs it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`pil_horizontal`] asserts must hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_horizontal_avx2<const PAIRS: usize>(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) -> usize {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const __m256i;
+    let outputs = table.first.len() / 2 * 2;
+    for (k, first) in table.first[..outputs].chunks_exact(2).enumerate() {
+        // The reads and writes of `pil_horizontal_sse2` for outputs 2k and 2k + 1; the 32-byte
+        // weight loads read entries pil_entry(2k, q) and the next three, inside the table.
+        let (p0, p1) = (src.add(first[0] * channels), src.add(first[1] * channels));
+        let mut lo = _mm256_set1_epi32(PIL_HALF);
+        let mut hi = _mm256_setzero_si256();
+        for q in 0..PAIRS {
+            let (a, b) = (2 * q * channels, (2 * q + 1) * channels);
+            let v0 = _mm_unpacklo_epi16(
+                _mm_loadl_epi64(p0.add(a) as *const __m128i),
+                _mm_loadl_epi64(p0.add(b) as *const __m128i),
+            );
+            let v1 = _mm_unpacklo_epi16(
+                _mm_loadl_epi64(p1.add(a) as *const __m128i),
+                _mm_loadl_epi64(p1.add(b) as *const __m128i),
+            );
+            let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(v0), v1);
+            let w = weights.add((k * PAIRS + q) * 2);
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(v, _mm256_loadu_si256(w)));
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(v, _mm256_loadu_si256(w.add(1))));
+        }
+        let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi), lo);
+        let v = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
+        let v = _mm256_packs_epi32(v, v);
+        let v = _mm256_packus_epi16(v, v);
+        let d = dst.add(2 * k * LANES) as *mut i32;
+        d.write_unaligned(_mm_cvtsi128_si32(_mm256_castsi256_si128(v)));
+        d.add(1)
+            .write_unaligned(_mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(v)));
+    }
+    outputs
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 fn pil_horizontal_n<const PAIRS: usize>(
-    table: &Horizontal<[[i16; 8]; 2]>,
+    table: &Horizontal<[i16; 8]>,
     wide: &[i16],
     channels: usize,
     out: &mut [u8],
 ) {
-    pil_horizontal_portable(table, PAIRS, wide, channels, out)
+    pil_horizontal_portable(table, PAIRS, wide, channels, out, 0)
 }
 
-/// The weight a split pair holds for its first (`i = 0`) or second tap.
+/// The weight of a split pair's first (`i = 0`) or second tap, from its low and high halves.
 #[inline(always)]
-fn joined(pair: &[[i16; 8]; 2], i: usize) -> i32 {
-    ((pair[1][i] as i32) << SPLIT) + pair[0][i] as i32
+fn joined(lo: &[i16; 8], hi: &[i16; 8], i: usize) -> i32 {
+    ((hi[i] as i32) << SPLIT) + lo[i] as i32
 }
 
-/// [`pil_horizontal`] in plain Rust, on 32-bit integers.
+/// [`pil_horizontal`] in plain Rust, on 32-bit integers, from output `start` on.
 #[inline(always)]
 fn pil_horizontal_portable(
-    table: &Horizontal<[[i16; 8]; 2]>,
+    table: &Horizontal<[i16; 8]>,
     pairs: usize,
     wide: &[i16],
     channels: usize,
     out: &mut [u8],
+    start: usize,
 ) {
-    for ((&first, w), o) in table
-        .first
-        .iter()
-        .zip(table.weights.chunks_exact(pairs))
-        .zip(out.chunks_exact_mut(LANES))
-    {
+    for (x, &first) in table.first.iter().enumerate().skip(start) {
         let mut acc = [PIL_HALF; LANES];
-        for (q, pair) in w.iter().enumerate() {
+        for q in 0..pairs {
+            let at = pil_entry(x, q, pairs);
+            let (lo, hi) = (&table.weights[at], &table.weights[at + 2]);
             for i in 0..2 {
-                let (wt, p) = (
-                    joined(pair, i),
-                    &wide[(first + 2 * q + i) * channels..][..LANES],
-                );
+                let w = joined(lo, hi, i);
+                let p = &wide[(first + 2 * q + i) * channels..][..LANES];
                 for k in 0..LANES {
-                    acc[k] = acc[k].wrapping_add(wt.wrapping_mul(p[k] as i32));
+                    acc[k] = acc[k].wrapping_add(w.wrapping_mul(p[k] as i32));
                 }
             }
         }
         for k in 0..LANES {
-            o[k] = clip8(acc[k]);
+            out[x * LANES + k] = clip8(acc[k]);
         }
     }
 }
@@ -461,7 +550,7 @@ pub(super) fn pil_vertical(
             for (q, pair) in pairs.iter().enumerate() {
                 for i in 0..2 {
                     let v = rows[2 * q + i][x * LANES + k] as i32;
-                    acc = acc.wrapping_add(joined(pair, i).wrapping_mul(v));
+                    acc = acc.wrapping_add(joined(&pair[0], &pair[1], i).wrapping_mul(v));
                 }
             }
             *l = clip8(acc);
@@ -486,16 +575,23 @@ fn pil_vertical_simd(
     use std::arch::x86_64::*;
     let groups = n / 4;
     let planes = planes.map(|p| p as *mut f32);
+    let start = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds are the caller's, as below.
+        unsafe { pil_vertical_avx2(rows, pairs, offsets, normalised, planes, n) / 4 }
+    } else {
+        0
+    };
     // SAFETY: SSE2 is part of x86_64. Each row holds 4n bytes (asserted by the caller); the loads
     // read bytes 16g..16g + 16 ≤ 4n for g < n / 4; the weight pairs are read by index within
-    // `pairs`; the planes hold n floats (asserted), the stores write 4g..4g + 4 < n. The planes are the caller's exclusive `&mut` slices.
+    // `pairs`; the planes hold n floats (asserted), the stores write 4g..4g + 4 < n. The planes
+    // are the caller's exclusive `&mut` slices.
     unsafe {
         let zero = _mm_setzero_si128();
         let weights: Vec<[__m128i; 2]> = pairs
             .iter()
             .map(|p| p.map(|w| _mm_loadu_si128(w.as_ptr() as *const __m128i)))
             .collect();
-        for g in 0..groups {
+        for g in start..groups {
             let at = g * 16;
             let mut lo = [_mm_set1_epi32(PIL_HALF); 4];
             let mut hi = [zero; 4];
@@ -537,6 +633,71 @@ fn pil_vertical_simd(
     groups * 4
 }
 
+/// [`pil_vertical_simd`] eight pixels per AVX2 register pair (its 128-bit halves each the SSE2
+/// kernel's, so the bytes come out in order); returns how many pixels it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`pil_vertical`] asserts must hold (`planes` its planes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_vertical_avx2(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    offsets: [usize; 3],
+    normalised: &[[f32; 256]; 3],
+    planes: [*mut f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 8;
+    let zero = _mm256_setzero_si256();
+    for g in 0..groups {
+        // Bytes 32g..32g + 32 ≤ 4n of each row; floats 8g..8g + 8 ≤ n of each plane.
+        let at = g * 32;
+        let mut lo = [_mm256_set1_epi32(PIL_HALF); 4];
+        let mut hi = [zero; 4];
+        for (q, [wl, wh]) in pairs.iter().enumerate() {
+            let wl = _mm256_broadcastsi128_si256(_mm_loadu_si128(wl.as_ptr() as *const __m128i));
+            let wh = _mm256_broadcastsi128_si256(_mm_loadu_si128(wh.as_ptr() as *const __m128i));
+            let a = _mm256_loadu_si256(rows[2 * q].as_ptr().add(at) as *const __m256i);
+            let b = _mm256_loadu_si256(rows[2 * q + 1].as_ptr().add(at) as *const __m256i);
+            let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
+            let v = [
+                _mm256_unpacklo_epi8(l, zero),
+                _mm256_unpackhi_epi8(l, zero),
+                _mm256_unpacklo_epi8(h, zero),
+                _mm256_unpackhi_epi8(h, zero),
+            ];
+            for i in 0..4 {
+                lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(v[i], wl));
+                hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(v[i], wh));
+            }
+        }
+        // (Loops rather than closures here: a closure does not take the function's target
+        // features on every supported compiler.)
+        let mut r = [zero; 4];
+        for i in 0..4 {
+            let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi[i]), lo[i]);
+            r[i] = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
+        }
+        let bytes = _mm256_packus_epi16(
+            _mm256_packs_epi32(r[0], r[1]),
+            _mm256_packs_epi32(r[2], r[3]),
+        );
+        let mut b = [0u8; 32];
+        _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, bytes);
+        for c in 0..3 {
+            let (lut, o) = (&normalised[c], offsets[c]);
+            let mut v = [0.0f32; 8];
+            for (px, v) in v.iter_mut().enumerate() {
+                *v = lut[b[4 * px + o] as usize];
+            }
+            _mm256_storeu_ps(planes[c].add(8 * g), _mm256_loadu_ps(v.as_ptr()));
+        }
+    }
+    groups * 8
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 fn pil_vertical_simd(
     _: &[&[u8]],
@@ -547,4 +708,12 @@ fn pil_vertical_simd(
     _: usize,
 ) -> usize {
     0
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    /// Set, the kernels take their SSE2 paths even where AVX2 is present (both must give the
+    /// same bits, so tests running meanwhile see no difference).
+    pub(crate) static SSE2_ONLY: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
 }
