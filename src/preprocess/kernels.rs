@@ -58,9 +58,9 @@ pub(super) struct Horizontal<W> {
 
 impl<W> Horizontal<W> {
     /// Source values a widened row must hold for every read (`channels` per pixel): the pixels up
-    /// to `reach`, plus three spare values so four lanes can be read at the last one.
+    /// to `reach`, plus eight spare values (a kernel may read eight from a window's last pixel).
     pub(super) fn wide_len(&self, channels: usize) -> usize {
-        self.reach * channels + LANES
+        self.reach * channels + 8
     }
 }
 
@@ -440,23 +440,34 @@ unsafe fn pil_horizontal_avx2<const PAIRS: usize>(
     let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
     let weights = table.weights.as_ptr() as *const __m256i;
     let outputs = table.first.len() / 2 * 2;
+    // Eight values from a tap pair's first pixel hold both pixels (`channels` apart); this
+    // shuffle pairs them up lane by lane, `[a₀ b₀ a₁ b₁ a₂ b₂ a₃ b₃]` (lanes past the channels
+    // are never read).
+    let order: [i8; 8] = match channels {
+        4 => [0, 4, 1, 5, 2, 6, 3, 7],
+        3 => [0, 3, 1, 4, 2, 5, 6, 7],
+        _ => [0, 1, 2, 3, 4, 5, 6, 7],
+    };
+    let mut bytes = [0i8; 16];
+    for (i, &o) in order.iter().enumerate() {
+        bytes[2 * i] = 2 * o;
+        bytes[2 * i + 1] = 2 * o + 1;
+    }
+    let shuffle = _mm256_broadcastsi128_si256(_mm_loadu_si128(bytes.as_ptr() as *const __m128i));
     for (k, first) in table.first[..outputs].chunks_exact(2).enumerate() {
-        // The reads and writes of `pil_horizontal_sse2` for outputs 2k and 2k + 1; the 32-byte
-        // weight loads read entries pil_entry(2k, q) and the next three, inside the table.
+        // The writes of `pil_horizontal_sse2` for outputs 2k and 2k + 1; each read takes eight
+        // values from pixel first + 2q, ending below (first + 2q)·channels + 8 ≤ reach · channels
+        // + 8 (first + 2q + 2 ≤ reach), which `wide` holds; the 32-byte weight loads read entries
+        // pil_entry(2k, q) and the next three, inside the table.
         let (p0, p1) = (src.add(first[0] * channels), src.add(first[1] * channels));
         let mut lo = _mm256_set1_epi32(PIL_HALF);
         let mut hi = _mm256_setzero_si256();
         for q in 0..PAIRS {
-            let (a, b) = (2 * q * channels, (2 * q + 1) * channels);
-            let v0 = _mm_unpacklo_epi16(
-                _mm_loadl_epi64(p0.add(a) as *const __m128i),
-                _mm_loadl_epi64(p0.add(b) as *const __m128i),
-            );
-            let v1 = _mm_unpacklo_epi16(
-                _mm_loadl_epi64(p1.add(a) as *const __m128i),
-                _mm_loadl_epi64(p1.add(b) as *const __m128i),
-            );
+            let a = 2 * q * channels;
+            let v0 = _mm_loadu_si128(p0.add(a) as *const __m128i);
+            let v1 = _mm_loadu_si128(p1.add(a) as *const __m128i);
             let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(v0), v1);
+            let v = _mm256_shuffle_epi8(v, shuffle);
             let w = weights.add((k * PAIRS + q) * 2);
             lo = _mm256_add_epi32(lo, _mm256_madd_epi16(v, _mm256_loadu_si256(w)));
             hi = _mm256_add_epi32(hi, _mm256_madd_epi16(v, _mm256_loadu_si256(w.add(1))));
