@@ -482,7 +482,8 @@ fn resize_band<R: Resize>(
             };
         }
         // The tap rows by reference, on the stack unless there are many.
-        let (mut fixed, spill): ([&[R::Cached]; 32], Vec<&[R::Cached]>);
+        let mut fixed: [&[R::Cached]; 32];
+        let spill: Vec<&[R::Cached]>;
         let tap_rows: &[&[R::Cached]] = if taps <= 32 {
             fixed = [&[]; 32];
             for (t, &s) in fixed.iter_mut().zip(&slot_of) {
