@@ -20,7 +20,9 @@
 //! size ([`Axis`]); each source row a band of output rows needs is resampled horizontally once
 //! (all three channels, one pass over the interleaved pixels) into a small cache of rows, and
 //! output rows blend cached rows over contiguous memory and are normalised as they are written.
-//! Output rows are split into one band per worker thread.
+//! Output rows are split into one band per worker thread. The inner loops are in [`kernels`]
+//! (SIMD, the same bits as plain loops); the previous implementation stays in the tests
+//! (`old.rs`) as the oracle they are held to, bit for bit.
 
 use rayon::prelude::*;
 
