@@ -239,6 +239,12 @@ fn float_vertical_simd(
     use std::arch::x86_64::*;
     let groups = n / 4;
     let planes = planes.map(|p| p as *mut f32);
+    let start = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds are the caller's, as below.
+        unsafe { float_vertical_avx2(rows, weights, output, planes, n) / 4 }
+    } else {
+        0
+    };
     // SAFETY: SSE2 is part of x86_64. Each row holds 4n floats (asserted by the caller) and the
     // loads read floats 16g..16g + 16 < 4n for g < n / 4; the planes hold n floats (asserted),
     // the stores write 4g..4g + 4 < n. The
@@ -246,7 +252,7 @@ fn float_vertical_simd(
     unsafe {
         let scale = output.scale.map(|s| _mm_set1_ps(s));
         let bias = output.bias.map(|b| _mm_set1_ps(b));
-        for g in 0..groups {
+        for g in start..groups {
             let at = g * 16;
             let w0 = _mm_set1_ps(weights[0]);
             let r0 = rows[0].as_ptr().add(at);
@@ -280,6 +286,65 @@ fn float_vertical_simd(
         }
     }
     groups * 4
+}
+
+/// [`float_vertical_simd`] eight pixels at a time on AVX2; returns how many pixels it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`float_vertical`] asserts must hold (`planes` its planes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn float_vertical_avx2(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [*mut f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 8;
+    let mut scale = [_mm256_setzero_ps(); 3];
+    let mut bias = [_mm256_setzero_ps(); 3];
+    for c in 0..3 {
+        scale[c] = _mm256_set1_ps(output.scale[c]);
+        bias[c] = _mm256_set1_ps(output.bias[c]);
+    }
+    // After the in-lane transpose below a channel's vector holds pixels 0 2 4 6 | 1 3 5 7.
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for g in 0..groups {
+        // Floats 32g..32g + 32 ≤ 4n of each row; 8g..8g + 8 ≤ n of each plane.
+        let at = g * 32;
+        let w0 = _mm256_set1_ps(weights[0]);
+        let r0 = rows[0].as_ptr().add(at);
+        let mut a = [
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0)),
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(8))),
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(16))),
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(24))),
+        ];
+        for (r, &w) in rows.iter().zip(weights).skip(1) {
+            let (w, r) = (_mm256_set1_ps(w), r.as_ptr().add(at));
+            for (i, a) in a.iter_mut().enumerate() {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(w, _mm256_loadu_ps(r.add(8 * i))));
+            }
+        }
+        // a[i] holds pixels 2i (low half) and 2i + 1, four lanes each.
+        let t0 = _mm256_unpacklo_ps(a[0], a[1]);
+        let t1 = _mm256_unpacklo_ps(a[2], a[3]);
+        let t2 = _mm256_unpackhi_ps(a[0], a[1]);
+        let t3 = _mm256_unpackhi_ps(a[2], a[3]);
+        let lanes = [
+            _mm256_shuffle_ps::<0b01_00_01_00>(t0, t1),
+            _mm256_shuffle_ps::<0b11_10_11_10>(t0, t1),
+            _mm256_shuffle_ps::<0b01_00_01_00>(t2, t3),
+        ];
+        for c in 0..3 {
+            let v = _mm256_permutevar8x32_ps(lanes[output.offsets[c]], order);
+            let v = _mm256_add_ps(_mm256_mul_ps(v, scale[c]), bias[c]);
+            _mm256_storeu_ps(planes[c].add(8 * g), v);
+        }
+    }
+    groups * 8
 }
 
 #[cfg(not(target_arch = "x86_64"))]
