@@ -20,11 +20,17 @@
 //! size ([`Axis`]); each source row a band of output rows needs is resampled horizontally once
 //! (all three channels, one pass over the interleaved pixels) into a small cache of rows, and
 //! output rows blend cached rows over contiguous memory and are normalised as they are written.
-//! Output rows are split into one band per worker thread.
+//! Output rows are split into one band per worker thread. The inner loops are in [`kernels`]
+//! (SIMD, the same bits as plain loops); the previous implementation stays in the tests
+//! (`old.rs`) as the oracle they are held to, bit for bit.
 
 use rayon::prelude::*;
 
-use crate::image::{ImageView, PixelFormat};
+use crate::image::ImageView;
+
+mod kernels;
+#[cfg(test)]
+mod old;
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.
 pub(crate) const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -122,6 +128,7 @@ impl<W: Copy> Axis<W> {
         }
     }
 
+    #[cfg(test)]
     fn len(&self) -> usize {
         self.first.len()
     }
@@ -189,7 +196,7 @@ fn antialiased_bilinear_axis(src: usize, dst: usize) -> Axis<f32> {
 
 /// PIL's fixed-point precision for 8-bit images: 32 bits less 8 for the value and 2 for the
 /// filter's overshoot.
-const PIL_PRECISION_BITS: u32 = 22;
+const PIL_PRECISION_BITS: u32 = kernels::PIL_BITS;
 
 /// PIL's bicubic filter (a = −0.5), in f64 as Pillow evaluates it.
 fn pil_bicubic(x: f64) -> f64 {
@@ -243,311 +250,158 @@ pub(crate) fn pil_bicubic_axis(src: usize, dst: usize) -> Axis<f64> {
     Axis::from_windows(windows, 0.0)
 }
 
-/// A value of a resampled row: f32 (the image path) or f64 (PIL's fixed point: integer weights
-/// times bytes, whose sums f64 holds exactly, so the integer arithmetic is PIL's bit for bit while
-/// the lanes vectorise).
-trait Lane:
-    Copy + Default + Send + Sync + std::ops::Add<Output = Self> + std::ops::Mul<Output = Self> + 'static
-{
-    fn from_byte(v: u8) -> Self;
-
-    /// `start + Σ w[j] · window[j·stride + k]` in each lane `k` of four, tap by tap in order.
-    /// `window` holds at least `(N − 1)·stride + 4` values.
-    #[inline(always)]
-    fn dot4<const N: usize>(
-        start: Self,
-        window: &[Self],
-        stride: usize,
-        w: &[Self; N],
-    ) -> [Self; 4] {
-        let mut sum = [start; 4];
-        for j in 0..N {
-            let (w, p) = (w[j], &window[j * stride..j * stride + 4]);
-            sum = [
-                sum[0] + w * p[0],
-                sum[1] + w * p[1],
-                sum[2] + w * p[2],
-                sum[3] + w * p[3],
-            ];
-        }
-        sum
-    }
-}
-
-impl Lane for f32 {
-    fn from_byte(v: u8) -> f32 {
-        v as f32
-    }
-
-    /// One SSE2 multiply and add per tap (the compiler leaves the four lanes scalar otherwise);
-    /// lane by lane the same IEEE operations in the same order, so the same bits.
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    #[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
-    fn dot4<const N: usize>(start: f32, window: &[f32], stride: usize, w: &[f32; N]) -> [f32; 4] {
-        use std::arch::x86_64::*;
-        assert!(window.len() >= (N - 1) * stride + 4);
-        let mut out = [0.0f32; 4];
-        // SAFETY: SSE2 is part of x86_64; each load reads the 4 floats from j·stride, within
-        // `window` (asserted above), and the store writes the 4 of `out` (unaligned accesses).
-        unsafe {
-            let mut acc = _mm_set1_ps(start);
-            for (j, &wj) in w.iter().enumerate() {
-                let p = _mm_loadu_ps(window.as_ptr().add(j * stride));
-                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_set1_ps(wj), p));
-            }
-            _mm_storeu_ps(out.as_mut_ptr(), acc);
-        }
-        out
-    }
-}
-
-impl Lane for f64 {
-    fn from_byte(v: u8) -> f64 {
-        v as f64
-    }
-
-    /// Two SSE2 multiply-adds per tap (lanes 0–1 and 2–3).
-    #[cfg(target_arch = "x86_64")]
-    #[inline(always)]
-    #[allow(unused_unsafe)] // as for f32
-    fn dot4<const N: usize>(start: f64, window: &[f64], stride: usize, w: &[f64; N]) -> [f64; 4] {
-        use std::arch::x86_64::*;
-        assert!(window.len() >= (N - 1) * stride + 4);
-        let mut out = [0.0f64; 4];
-        // SAFETY: SSE2 is part of x86_64; the loads read the 4 doubles from j·stride, within
-        // `window` (asserted above), and the stores write the 4 of `out` (unaligned accesses).
-        unsafe {
-            let (mut lo, mut hi) = (_mm_set1_pd(start), _mm_set1_pd(start));
-            for (j, &wj) in w.iter().enumerate() {
-                let wj = _mm_set1_pd(wj);
-                let p = window.as_ptr().add(j * stride);
-                lo = _mm_add_pd(lo, _mm_mul_pd(wj, _mm_loadu_pd(p)));
-                hi = _mm_add_pd(hi, _mm_mul_pd(wj, _mm_loadu_pd(p.add(2))));
-            }
-            _mm_storeu_pd(out.as_mut_ptr(), lo);
-            _mm_storeu_pd(out[2..].as_mut_ptr(), hi);
-        }
-        out
-    }
-}
-
-/// One of the two resizes: the sums' start, what a horizontal sum becomes in the cache, and how
-/// cached rows blend into an output row.
+/// One of the two resizes, as the banded pass drives it: a source row widened to `Wide` values,
+/// resampled horizontally into a cached row of `Cached` values ([`kernels::LANES`] per output
+/// pixel), cached rows blended into an output row of the three planes.
 trait Resize: Sync {
-    type L: Lane;
-    /// Where every horizontal sum starts.
-    const START: Self::L;
-    /// A horizontal sum → the value cached for the vertical pass.
-    fn finish(sum: Self::L) -> Self::L;
-    /// Blends channel `c` of the cached rows `cache[slots[j]]` (tap `j`, weight `weights[j]`) into
-    /// `dst`, normalised.
-    fn vertical(
-        &self,
-        cache: &[Vec<Self::L>],
-        slots: &[usize],
-        weights: &[Self::L],
-        c: usize,
-        dst: &mut [f32],
-    );
+    type Wide: Copy + Default + From<u8>;
+    type Cached: Copy + Default + Send;
+    /// The vertical axis: output row `y` reads the rows from `y_axis.first[y]`.
+    fn y_first(&self, y: usize) -> usize;
+    fn y_taps(&self) -> usize;
+    /// Values a widened row holds (`channels` per pixel).
+    fn wide_len(&self, channels: usize) -> usize;
+    fn horizontal(&self, wide: &[Self::Wide], channels: usize, out: &mut [Self::Cached]);
+    /// Output row `y` from the cached rows of its taps, in order.
+    fn vertical(&self, rows: &[&[Self::Cached]], y: usize, planes: [&mut [f32]; 3]);
 }
 
-/// Source row `row` converted to `L` value by value (its own channel order), followed by `pad`
-/// copies of the last pixel (what windows reaching past the end read) and 3 spare values, so that
-/// four lanes can be read from any pixel of a window.
-fn widen_row<L: Lane>(image: &ImageView<'_>, row: usize, pad: usize, out: &mut Vec<L>) {
+/// Source row `row` converted value by value (its own channel order) into `out`, `len` values:
+/// the row, then copies of its last pixel (what windows reaching past the end read).
+fn widen_row<W: Copy + From<u8>>(image: &ImageView<'_>, row: usize, len: usize, out: &mut Vec<W>) {
     let channels = image.format.channels();
     let start = row * image.stride;
     let src = &image.data[start..start + image.width * channels];
     let n = src.len();
-    out.resize(n + pad * channels + 3, L::default());
+    out.resize(len.max(n), W::from(0));
     for (o, &v) in out.iter_mut().zip(src) {
-        *o = L::from_byte(v);
+        *o = W::from(v);
     }
-    for p in 0..pad * channels {
-        out[n + p] = out[n - channels + p % channels];
+    for p in n..out.len() {
+        out[p] = out[n - channels + (p - n) % channels];
     }
-}
-
-/// The horizontal pass with `N` taps per output (`N` known at compile time, so the tap loop
-/// unrolls into one four-lane multiply-add per tap, the lanes a pixel's channels). Each output's
-/// sums start at `R::START` and add `weight · value` tap by tap, in order.
-fn horizontal_n<R: Resize, const N: usize>(
-    wide: &[R::L],
-    channels: usize,
-    [ro, go, bo]: [usize; 3],
-    axis: &Axis<R::L>,
-    out: &mut [R::L],
-) {
-    let width = axis.len();
-    let (r, rest) = out.split_at_mut(width);
-    let (g, b) = rest.split_at_mut(width);
-    for ((((&first, w), r), g), b) in axis
-        .first
-        .iter()
-        .zip(axis.weight.chunks_exact(N))
-        .zip(r)
-        .zip(g)
-        .zip(b)
-    {
-        let at = first * channels;
-        let window = &wide[at..at + (N - 1) * channels + 4];
-        let w: &[R::L; N] = w.try_into().expect("N weights");
-        let sum = R::L::dot4(R::START, window, channels, w);
-        *r = R::finish(sum[ro]);
-        *g = R::finish(sum[go]);
-        *b = R::finish(sum[bo]);
-    }
-}
-
-/// [`horizontal_n`] for any number of taps.
-fn horizontal_any<R: Resize>(
-    wide: &[R::L],
-    channels: usize,
-    offsets: [usize; 3],
-    axis: &Axis<R::L>,
-    out: &mut [R::L],
-) {
-    let (n, width) = (axis.taps, axis.len());
-    for (x, (&first, w)) in axis
-        .first
-        .iter()
-        .zip(axis.weight.chunks_exact(n))
-        .enumerate()
-    {
-        for (c, &off) in offsets.iter().enumerate() {
-            let mut sum = R::START;
-            for (j, &w) in w.iter().enumerate() {
-                sum = sum + w * wide[(first + j) * channels + off];
-            }
-            out[c * width + x] = R::finish(sum);
-        }
-    }
-}
-
-/// Resamples the widened source row `wide` horizontally into `out` (planes R, G, B).
-fn horizontal<R: Resize>(wide: &[R::L], format: PixelFormat, axis: &Axis<R::L>, out: &mut [R::L]) {
-    let (ch, off) = (format.channels(), format.rgb_offsets());
-    match axis.taps {
-        1 => horizontal_n::<R, 1>(wide, ch, off, axis, out),
-        2 => horizontal_n::<R, 2>(wide, ch, off, axis, out),
-        3 => horizontal_n::<R, 3>(wide, ch, off, axis, out),
-        4 => horizontal_n::<R, 4>(wide, ch, off, axis, out),
-        5 => horizontal_n::<R, 5>(wide, ch, off, axis, out),
-        6 => horizontal_n::<R, 6>(wide, ch, off, axis, out),
-        7 => horizontal_n::<R, 7>(wide, ch, off, axis, out),
-        8 => horizontal_n::<R, 8>(wide, ch, off, axis, out),
-        9 => horizontal_n::<R, 9>(wide, ch, off, axis, out),
-        _ => horizontal_any::<R>(wide, ch, off, axis, out),
-    }
-}
-
-/// PIL's `clip8`: a fixed-point sum (its rounding half-unit included) back to 8 bits. The sum is
-/// an integer, held exactly by the f64.
-#[inline(always)]
-fn clip8(sum: f64) -> u8 {
-    ((sum as i32) >> PIL_PRECISION_BITS).clamp(0, 255) as u8
 }
 
 /// The image path: float taps, normalised by `v · scale + bias`.
 struct TorchvisionResize {
-    scale: [f32; 3],
-    bias: [f32; 3],
+    x: kernels::Horizontal<[f32; 4]>,
+    y: Axis<f32>,
+    output: kernels::FloatOutput,
+}
+
+impl TorchvisionResize {
+    fn new(image: &ImageView<'_>, size: usize) -> TorchvisionResize {
+        let (scale, bias) = normalisation();
+        let xa = image_axis(image.width, size);
+        TorchvisionResize {
+            x: kernels::float_horizontal_table(xa.taps, &xa.first, &xa.weight),
+            y: image_axis(image.height, size),
+            output: kernels::FloatOutput {
+                offsets: image.format.rgb_offsets(),
+                scale,
+                bias,
+            },
+        }
+    }
 }
 
 impl Resize for TorchvisionResize {
-    type L = f32;
-    // −0.0 is the identity of float addition (−0 + x is x bit for bit), so with two taps the
-    // arithmetic is the reference client's `w0·a + w1·b`.
-    const START: f32 = -0.0;
+    type Wide = f32;
+    type Cached = f32;
 
-    fn finish(sum: f32) -> f32 {
-        sum
+    fn y_first(&self, y: usize) -> usize {
+        self.y.first[y]
     }
 
-    fn vertical(
-        &self,
-        cache: &[Vec<f32>],
-        slots: &[usize],
-        weights: &[f32],
-        c: usize,
-        dst: &mut [f32],
-    ) {
-        // Tap by tap over the whole row (contiguous, so each pass vectorises); the sum's order is
-        // the reference client's.
-        let n = dst.len();
-        let row = |j: usize| &cache[slots[j]][c * n..(c + 1) * n];
-        for (d, &h) in dst.iter_mut().zip(row(0)) {
-            *d = weights[0] * h;
-        }
-        for (j, &w) in weights.iter().enumerate().skip(1) {
-            for (d, &h) in dst.iter_mut().zip(row(j)) {
-                *d += w * h;
-            }
-        }
-        let (s, b) = (self.scale[c], self.bias[c]);
-        for d in dst.iter_mut() {
-            *d = *d * s + b;
-        }
+    fn y_taps(&self) -> usize {
+        self.y.taps
     }
+
+    fn wide_len(&self, channels: usize) -> usize {
+        self.x.wide_len(channels)
+    }
+
+    fn horizontal(&self, wide: &[f32], channels: usize, out: &mut [f32]) {
+        kernels::float_horizontal(&self.x, wide, channels, out);
+    }
+
+    fn vertical(&self, rows: &[&[f32]], y: usize, planes: [&mut [f32]; 3]) {
+        let weights = &self.y.weight[y * self.y.taps..(y + 1) * self.y.taps];
+        kernels::float_vertical(rows, weights, &self.output, planes);
+    }
+}
+
+/// Meta's float32 normalisation of an 8-bit value, per channel and value: `init_state`'s loader,
+/// `uint8 / 255.0` in float64 stored as float32, then `-= mean` and `/= std` on float32 tensors.
+fn meta_normalised() -> [[f32; 256]; 3] {
+    std::array::from_fn(|c| {
+        std::array::from_fn(|v| ((v as f64 / 255.0) as f32 - MEAN[c] as f32) / STD[c] as f32)
+    })
 }
 
 /// The video path: PIL's integer passes, then Meta's float32 normalisation of the 8-bit result,
 /// looked up per channel and value.
 struct PilResize {
+    x: kernels::Horizontal<[i16; 8]>,
+    y: Axis<f64>,
+    /// Each output row's vertical weights, split in pairs for the kernel.
+    y_pairs: Vec<Vec<[[i16; 8]; 2]>>,
+    offsets: [usize; 3],
     normalised: [[f32; 256]; 3],
 }
 
 impl PilResize {
-    fn new() -> PilResize {
-        // `init_state`'s loader: `uint8 / 255.0` in float64, stored as float32, then `-= mean` and
-        // `/= std` on float32 tensors.
+    fn new(image: &ImageView<'_>, size: usize) -> PilResize {
+        let xa = pil_bicubic_axis(image.width, size);
+        let ya = pil_bicubic_axis(image.height, size);
+        let ints = |a: &Axis<f64>| a.weight.iter().map(|&w| w as i32).collect::<Vec<_>>();
+        let y_ints = ints(&ya);
         PilResize {
-            normalised: std::array::from_fn(|c| {
-                std::array::from_fn(|v| {
-                    ((v as f64 / 255.0) as f32 - MEAN[c] as f32) / STD[c] as f32
-                })
-            }),
+            x: kernels::pil_horizontal_table(xa.taps, &xa.first, &ints(&xa)),
+            y_pairs: y_ints
+                .chunks_exact(ya.taps)
+                .map(kernels::pil_vertical_pairs)
+                .collect(),
+            y: ya,
+            offsets: image.format.rgb_offsets(),
+            normalised: meta_normalised(),
         }
     }
 }
 
 impl Resize for PilResize {
-    type L = f64;
-    // Pillow starts each sum at half a unit, so the shift rounds.
-    const START: f64 = (1 << (PIL_PRECISION_BITS - 1)) as f64;
+    type Wide = i16;
+    type Cached = u8;
 
-    fn finish(sum: f64) -> f64 {
-        clip8(sum) as f64
+    fn y_first(&self, y: usize) -> usize {
+        self.y.first[y]
     }
 
-    fn vertical(
-        &self,
-        cache: &[Vec<f64>],
-        slots: &[usize],
-        weights: &[f64],
-        c: usize,
-        dst: &mut [f32],
-    ) {
-        // Integer sums of the 8-bit values of the horizontal pass times the weights (exact), in
-        // chunks that stay in L1.
-        const CHUNK: usize = 256;
-        let mut sum = [0.0f64; CHUNK];
-        let lut = &self.normalised[c];
-        let n = dst.len();
-        for (k, dst) in dst.chunks_mut(CHUNK).enumerate() {
-            let sum = &mut sum[..dst.len()];
-            sum.fill(Self::START);
-            for (&slot, &w) in slots.iter().zip(weights) {
-                let at = c * n + k * CHUNK;
-                let row = &cache[slot][at..at + dst.len()];
-                for (s, &v) in sum.iter_mut().zip(row) {
-                    *s += w * v;
-                }
-            }
-            for (d, &s) in dst.iter_mut().zip(sum.iter()) {
-                *d = lut[clip8(s) as usize];
-            }
+    fn y_taps(&self) -> usize {
+        self.y.taps
+    }
+
+    fn wide_len(&self, channels: usize) -> usize {
+        self.x.wide_len(channels)
+    }
+
+    fn horizontal(&self, wide: &[i16], channels: usize, out: &mut [u8]) {
+        kernels::pil_horizontal(&self.x, wide, channels, out);
+    }
+
+    fn vertical(&self, rows: &[&[u8]], y: usize, planes: [&mut [f32]; 3]) {
+        let pairs = &self.y_pairs[y];
+        // An odd last tap pairs with a zero weight: any row will do as its partner.
+        if rows.len() % 2 == 0 {
+            kernels::pil_vertical(rows, pairs, self.offsets, &self.normalised, planes);
+        } else if rows.len() < 32 {
+            let mut paired = [rows[0]; 32];
+            paired[..rows.len()].copy_from_slice(rows);
+            let paired = &paired[..rows.len() + 1];
+            kernels::pil_vertical(paired, pairs, self.offsets, &self.normalised, planes);
+        } else {
+            let paired: Vec<&[u8]> = rows.iter().chain(&rows[..1]).copied().collect();
+            kernels::pil_vertical(&paired, pairs, self.offsets, &self.normalised, planes);
         }
     }
 }
@@ -555,41 +409,21 @@ impl Resize for PilResize {
 /// Writes the normalised NCHW tensor (`3 × size × size`, planes R, G, B) of `image` into `out`,
 /// resized as `SAM2ImagePredictor` resizes (torchvision's antialiased bilinear `Resize`).
 pub fn preprocess_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
-    let (scale, bias) = normalisation();
-    let xa = image_axis(image.width, size);
-    let ya = image_axis(image.height, size);
-    resize_into(
-        image,
-        &TorchvisionResize { scale, bias },
-        &xa,
-        &ya,
-        size,
-        out,
-    );
+    resize_into(image, &TorchvisionResize::new(image, size), size, out);
 }
 
 /// Writes the normalised NCHW tensor of a video frame into `out`, resized and normalised as
 /// `SAM2VideoPredictor.init_state` loads frames (PIL's bicubic resize of the 8-bit RGB frame).
 pub fn preprocess_video_frame_into(image: &ImageView<'_>, size: usize, out: &mut [f32]) {
-    let xa = pil_bicubic_axis(image.width, size);
-    let ya = pil_bicubic_axis(image.height, size);
-    resize_into(image, &PilResize::new(), &xa, &ya, size, out);
+    resize_into(image, &PilResize::new(image, size), size, out);
 }
 
-fn resize_into<R: Resize>(
-    image: &ImageView<'_>,
-    resize: &R,
-    xa: &Axis<R::L>,
-    ya: &Axis<R::L>,
-    size: usize,
-    out: &mut [f32],
-) {
+fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &mut [f32]) {
     assert_eq!(
         out.len(),
         3 * size * size,
         "output must hold 3 planes of size²"
     );
-    assert_eq!((xa.len(), ya.len()), (size, size));
     let plane = size * size;
     let (r_plane, rest) = out.split_at_mut(plane);
     let (g_plane, b_plane) = rest.split_at_mut(plane);
@@ -603,35 +437,35 @@ fn resize_into<R: Resize>(
         .zip(g_plane.par_chunks_mut(chunk))
         .zip(b_plane.par_chunks_mut(chunk))
         .enumerate()
-        .for_each(|(i, ((r, g), b))| resize_band(image, resize, xa, ya, size, i * band, [r, g, b]));
+        .for_each(|(i, ((r, g), b))| resize_band(image, resize, size, i * band, [r, g, b]));
 }
 
 /// Output rows `first_row..` (as many as `planes` hold) of the three planes.
 fn resize_band<R: Resize>(
     image: &ImageView<'_>,
     resize: &R,
-    xa: &Axis<R::L>,
-    ya: &Axis<R::L>,
     size: usize,
     first_row: usize,
     planes: [&mut [f32]; 3],
 ) {
     let rows = planes[0].len() / size;
-    let taps = ya.taps;
+    let taps = resize.y_taps();
+    let channels = image.format.channels();
     // Horizontally resampled source rows, one slot per tap, and which source row each holds. A
     // row already held is never resampled again; the source rows of successive output rows never
     // go back, so a slot whose row the current output does not read is free.
-    let mut cache = vec![vec![R::L::default(); 3 * size]; taps];
+    let mut cache = vec![vec![R::Cached::default(); kernels::LANES * size]; taps];
     let mut held = vec![usize::MAX; taps];
     let mut slot_of = vec![0usize; taps];
     let mut wanted = vec![0usize; taps];
-    let mut wide = Vec::with_capacity((image.width + xa.taps) * image.format.channels() + 3);
+    let wide_len = resize.wide_len(channels);
+    let mut wide = Vec::with_capacity(wide_len.max(image.width * channels));
     let [pr, pg, pb] = planes;
     for row in 0..rows {
         let y = first_row + row;
         // Taps past the last row read the last row (with weight zero, or as the edge clamp).
         for (j, w) in wanted.iter_mut().enumerate() {
-            *w = (ya.first[y] + j).min(image.height - 1);
+            *w = (resize.y_first(y) + j).min(image.height - 1);
         }
         for j in 0..taps {
             let src_row = wanted[j];
@@ -642,18 +476,32 @@ fn resize_band<R: Resize>(
                         .iter()
                         .position(|h| !wanted.contains(h))
                         .expect("one slot per tap: one is free");
-                    widen_row(image, src_row, xa.taps, &mut wide);
-                    horizontal::<R>(&wide, image.format, xa, &mut cache[slot]);
+                    widen_row(image, src_row, wide_len, &mut wide);
+                    resize.horizontal(&wide, channels, &mut cache[slot]);
                     held[slot] = src_row;
                     slot
                 }
             };
         }
-        let weights = &ya.weight[y * taps..(y + 1) * taps];
-        for (c, plane) in [&mut *pr, &mut *pg, &mut *pb].into_iter().enumerate() {
-            let dst = &mut plane[row * size..(row + 1) * size];
-            resize.vertical(&cache, &slot_of, weights, c, dst);
-        }
+        // The tap rows by reference, on the stack unless there are many.
+        let mut fixed: [&[R::Cached]; 32];
+        let spill: Vec<&[R::Cached]>;
+        let tap_rows: &[&[R::Cached]] = if taps <= 32 {
+            fixed = [&[]; 32];
+            for (t, &s) in fixed.iter_mut().zip(&slot_of) {
+                *t = &cache[s];
+            }
+            &fixed[..taps]
+        } else {
+            spill = slot_of.iter().map(|&s| &cache[s][..]).collect();
+            &spill
+        };
+        let at = row * size..(row + 1) * size;
+        resize.vertical(
+            tap_rows,
+            y,
+            [&mut pr[at.clone()], &mut pg[at.clone()], &mut pb[at]],
+        );
     }
 }
 
@@ -774,7 +622,7 @@ mod tests {
     #[test]
     fn constant_images_stay_constant_through_both_resizes() {
         let px = [200u8, 100, 50];
-        let meta = PilResize::new();
+        let normalised = meta_normalised();
         // Shrinking, growing, mixed and equal sizes, along both axes.
         for (w, h, size) in [
             (7, 5, 16),
@@ -794,7 +642,7 @@ mod tests {
                     assert!((v - want).abs() < 1e-5, "{w}×{h} → {size}: {v} vs {want}");
                 }
                 // PIL's fixed point gives the byte back, and the normalisation is Meta's bits.
-                let want = meta.normalised[c][px[c] as usize];
+                let want = normalised[c][px[c] as usize];
                 assert!(
                     video[c * plane..(c + 1) * plane]
                         .iter()
@@ -810,7 +658,7 @@ mod tests {
         let (data, stride) = pattern(24, 24, PixelFormat::Bgr, 2);
         let img = ImageView::new(&data, 24, 24, stride, PixelFormat::Bgr).unwrap();
         let (scale, bias) = normalisation();
-        let meta = PilResize::new();
+        let normalised = meta_normalised();
         let (image, video) = (preprocess(&img, 24), preprocess_video_frame(&img, 24));
         for c in 0..3 {
             for y in 0..24 {
@@ -821,10 +669,7 @@ mod tests {
                         image[at].to_bits(),
                         (v as f32 * scale[c] + bias[c]).to_bits()
                     );
-                    assert_eq!(
-                        video[at].to_bits(),
-                        meta.normalised[c][v as usize].to_bits()
-                    );
+                    assert_eq!(video[at].to_bits(), normalised[c][v as usize].to_bits());
                 }
             }
         }
@@ -929,12 +774,12 @@ mod tests {
         // Overshoot is clipped to 8 bits: a hard edge grown 4× stays within 0..=255.
         let data: Vec<u8> = [0u8, 0, 255, 255].iter().flat_map(|&v| [v, v, v]).collect();
         let img = ImageView::packed(&data, 4, 1, PixelFormat::Rgb).unwrap();
-        let meta = PilResize::new();
+        let normalised = meta_normalised();
         let out = preprocess_video_frame(&img, 16);
         let bytes: Vec<usize> = out[..16]
             .iter()
             .map(|v| {
-                meta.normalised[0]
+                normalised[0]
                     .iter()
                     .position(|n| n == v)
                     .expect("a byte's value")
@@ -946,14 +791,14 @@ mod tests {
 
     /// The resize computed pixel by pixel from the axes: every output the sum over its vertical
     /// taps of the sums over its horizontal taps (in the banded pass's order and arithmetic).
-    fn direct<R: Resize>(
+    fn direct<L: Copy>(
         image: &ImageView<'_>,
-        xa: &Axis<R::L>,
-        ya: &Axis<R::L>,
+        xa: &Axis<L>,
+        ya: &Axis<L>,
         size: usize,
-        pixel: impl Fn(u8, R::L) -> R::L,
-        vertical: impl Fn(&[R::L], &[R::L], usize) -> f32,
-        horizontal_finish: impl Fn(&[R::L]) -> R::L,
+        pixel: impl Fn(u8, L) -> L,
+        vertical: impl Fn(&[L], &[L], usize) -> f32,
+        horizontal_finish: impl Fn(&[L]) -> L,
     ) -> Vec<f32> {
         let ch = image.format.channels();
         let offsets = image.format.rgb_offsets();
@@ -961,10 +806,10 @@ mod tests {
         for c in 0..3 {
             for y in 0..size {
                 for x in 0..size {
-                    let rows: Vec<R::L> = (0..ya.taps)
+                    let rows: Vec<L> = (0..ya.taps)
                         .map(|i| {
                             let sy = (ya.first[y] + i).min(image.height - 1);
-                            let terms: Vec<R::L> = (0..xa.taps)
+                            let terms: Vec<L> = (0..xa.taps)
                                 .map(|j| {
                                     let sx = (xa.first[x] + j).min(image.width - 1);
                                     pixel(
@@ -990,7 +835,7 @@ mod tests {
         xa: &Axis<f64>,
         ya: &Axis<f64>,
         size: usize,
-        meta: &PilResize,
+        normalised: &[[f32; 256]; 3],
     ) -> Vec<f32> {
         let (ch, offsets) = (image.format.channels(), image.format.rgb_offsets());
         let half = 1i64 << (PIL_PRECISION_BITS - 1);
@@ -1010,8 +855,7 @@ mod tests {
                         }
                         vertical += clip(horizontal) * ya.weight[y * ya.taps + i] as i64;
                     }
-                    out[c * size * size + y * size + x] =
-                        meta.normalised[c][clip(vertical) as usize];
+                    out[c * size * size + y * size + x] = normalised[c][clip(vertical) as usize];
                 }
             }
         }
@@ -1021,7 +865,7 @@ mod tests {
     #[test]
     fn the_banded_passes_are_bit_identical_to_the_direct_sums() {
         let (scale, bias) = normalisation();
-        let meta = PilResize::new();
+        let normalised = meta_normalised();
         for (w, h, format, pad) in [
             (37, 23, PixelFormat::Rgb, 0),
             (150, 91, PixelFormat::Bgra, 5),
@@ -1033,7 +877,7 @@ mod tests {
             let image = ImageView::new(&data, w, h, stride, format).unwrap();
             for size in [16, 64, 97] {
                 let (xa, ya) = (image_axis(w, size), image_axis(h, size));
-                let slow = direct::<TorchvisionResize>(
+                let slow = direct::<f32>(
                     &image,
                     &xa,
                     &ya,
@@ -1058,7 +902,7 @@ mod tests {
                     max_abs_diff(&fast, &slow)
                 );
                 let (xa, ya) = (pil_bicubic_axis(w, size), pil_bicubic_axis(h, size));
-                let slow = direct_pil_integer(&image, &xa, &ya, size, &meta);
+                let slow = direct_pil_integer(&image, &xa, &ya, size, &normalised);
                 let fast = preprocess_video_frame(&image, size);
                 assert!(
                     fast.iter()
@@ -1069,6 +913,58 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn the_passes_are_bit_identical_to_the_previous_implementation() {
+        // The camera sizes the benchmark measures, shrinking and growing to 1024, then odd sizes,
+        // every pixel format, padded strides, one-pixel images, extreme shrink factors (windows of
+        // more taps than the kernels unroll) and sizes that leave a tail of fewer than 4 pixels.
+        let mut cases = vec![
+            (1920, 1080, PixelFormat::Rgb, 0, 1024),
+            (1080, 1920, PixelFormat::Bgr, 0, 1024),
+            (640, 480, PixelFormat::Rgba, 0, 1024),
+        ];
+        for (w, h, format, pad) in [
+            (37, 23, PixelFormat::Bgra, 3),
+            (1025, 999, PixelFormat::Rgb, 1),
+            (3, 5, PixelFormat::Gray, 0),
+            (1, 1, PixelFormat::Rgb, 0),
+            (2000, 7, PixelFormat::Bgr, 2),
+            (9, 1500, PixelFormat::Rgba, 0),
+        ] {
+            for size in [1, 6, 97, 130] {
+                cases.push((w, h, format, pad, size));
+            }
+        }
+        // Where AVX2 is present, its kernels and then the SSE2 ones alone.
+        let sse2_only = &kernels::tests::SSE2_ONLY;
+        let kernel_sets = cases.iter().flat_map(|&c| [(c, false), (c, true)]);
+        for ((w, h, format, pad, size), sse2) in kernel_sets {
+            sse2_only.store(sse2, std::sync::atomic::Ordering::Relaxed);
+            let (data, stride) = pattern(w, h, format, pad);
+            let image = ImageView::new(&data, w, h, stride, format).unwrap();
+            let mut want = vec![f32::NAN; 3 * size * size];
+            old::preprocess_into(&image, size, &mut want);
+            let got = preprocess(&image, size);
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "image path {w}×{h} {format:?} → {size} (SSE2 only: {sse2}): max diff {}",
+                max_abs_diff(&got, &want)
+            );
+            old::preprocess_video_frame_into(&image, size, &mut want);
+            let got = preprocess_video_frame(&image, size);
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(a, b)| a.to_bits() == b.to_bits()),
+                "video path {w}×{h} {format:?} → {size} (SSE2 only: {sse2}): max diff {}",
+                max_abs_diff(&got, &want)
+            );
+        }
+        sse2_only.store(false, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The reference client's four-tap bilinear formula, pixel by pixel.

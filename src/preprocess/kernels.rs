@@ -1,0 +1,795 @@
+//! The four inner loops of the preprocessing passes: the horizontal and the vertical pass of each
+//! resize, over precomputed tap tables and contiguous rows.
+//!
+//! A horizontally resampled row holds [`LANES`] values per output pixel: the pixel's channels in
+//! the source's order (RGB's fourth lane and gray's lanes 1–3 hold whatever follows, never
+//! read). So the horizontal pass is one four-lane multiply-add per tap and output pixel, with no
+//! per-channel shuffling; the vertical pass is element-wise over those rows, then writes each
+//! channel to its plane.
+//!
+//! On x86_64 the loops are SSE2 (part of every x86_64 CPU, so no detection), with one bound check
+//! per row rather than per tap; elsewhere plain loops with the same arithmetic. Either way the
+//! float path performs the IEEE operations of the previous implementation in the same order, and
+//! the integer path computes PIL's 32-bit fixed-point sums exactly, so both give the same bits.
+//!
+//! PIL's sums on 16-bit lanes: a weight `w` (22-bit fixed point, signed) is split as
+//! `hi · 2¹¹ + lo` with `0 ≤ lo < 2¹¹`; both halves fit 16 bits, so `pmaddwd` multiplies the 8-bit
+//! values by each half and adds tap pairs into 32-bit sums; `(Σ v·hi) · 2¹¹ + Σ v·lo` is then
+//! `Σ v·w` exactly (arithmetic modulo 2³², and the true sum fits 32 bits: at most 255 times the
+//! weights' positive part, about 1.2 · 2²²).
+
+/// Values per pixel in a horizontally resampled row.
+pub(super) const LANES: usize = 4;
+
+/// PIL's fixed-point precision for 8-bit images (Pillow's `PRECISION_BITS`).
+pub(super) const PIL_BITS: u32 = 22;
+/// Where each of PIL's sums starts: half a unit, so the final shift rounds.
+const PIL_HALF: i32 = 1 << (PIL_BITS - 1);
+/// Where a weight splits into the halves `pmaddwd` takes.
+const SPLIT: u32 = 11;
+
+/// PIL's `clip8`: a fixed-point sum (its half-unit included) back to 8 bits.
+#[inline(always)]
+fn clip8(sum: i32) -> u8 {
+    (sum >> PIL_BITS).clamp(0, 255) as u8
+}
+
+/// Weights split for `pmaddwd`, a tap pair at a time: `[lo(a), lo(b)] × 4` and `[hi(a), hi(b)] × 4`
+/// (one pair per pixel lane).
+fn split_pair(a: i32, b: i32) -> [[i16; 8]; 2] {
+    let lo = |w: i32| (w & ((1 << SPLIT) - 1)) as i16;
+    let hi = |w: i32| {
+        let h = w >> SPLIT;
+        i16::try_from(h).expect("PIL weights fit 27 bits")
+    };
+    let pair = |f: &dyn Fn(i32) -> i16| std::array::from_fn(|i| f(if i % 2 == 0 { a } else { b }));
+    [pair(&lo), pair(&hi)]
+}
+
+/// The horizontal pass's table: output `x` reads the `taps` pixels from `first[x]`, with its
+/// weights in `weights[x · taps..]`. Built once per image size; `reach` bounds every read.
+pub(super) struct Horizontal<W> {
+    taps: usize,
+    first: Vec<usize>,
+    weights: Vec<W>,
+    /// One past the last pixel any output reads (its window rounded up to a tap pair).
+    reach: usize,
+}
+
+impl<W> Horizontal<W> {
+    /// Source values a widened row must hold for every read (`channels` per pixel): the pixels up
+    /// to `reach`, plus eight spare values (a kernel may read eight from a window's last pixel).
+    pub(super) fn wide_len(&self, channels: usize) -> usize {
+        self.reach * channels + 8
+    }
+}
+
+/// The float path's table: each weight broadcast to the four lanes (one load per tap).
+pub(super) fn float_horizontal_table(
+    taps: usize,
+    first: &[usize],
+    weights: &[f32],
+) -> Horizontal<[f32; 4]> {
+    assert_eq!(weights.len(), taps * first.len());
+    Horizontal {
+        taps,
+        first: first.to_vec(),
+        weights: weights.iter().map(|&w| [w; 4]).collect(),
+        reach: first.iter().max().map_or(0, |&f| f + taps),
+    }
+}
+
+/// PIL's vertical weights of one output row: `(rows[2p], rows[2p + 1])` pairs split for `pmaddwd`,
+/// an odd last tap paired with a zero weight.
+pub(super) fn pil_vertical_pairs(weights: &[i32]) -> Vec<[[i16; 8]; 2]> {
+    weights
+        .chunks(2)
+        .map(|w| split_pair(w[0], w.get(1).copied().unwrap_or(0)))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The image path (f32).
+
+/// Resamples the widened row `wide` (`channels` floats per pixel) into `out` (four lanes per
+/// output pixel): each lane `−0 + w₀·p₀ + w₁·p₁ + …`, tap by tap.
+pub(super) fn float_horizontal(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    assert!(wide.len() >= table.wide_len(channels));
+    assert!(out.len() >= LANES * table.first.len());
+    match table.taps {
+        1 => float_horizontal_n::<1>(table, wide, channels, out),
+        2 => float_horizontal_n::<2>(table, wide, channels, out),
+        3 => float_horizontal_n::<3>(table, wide, channels, out),
+        4 => float_horizontal_n::<4>(table, wide, channels, out),
+        5 => float_horizontal_n::<5>(table, wide, channels, out),
+        6 => float_horizontal_n::<6>(table, wide, channels, out),
+        7 => float_horizontal_n::<7>(table, wide, channels, out),
+        8 => float_horizontal_n::<8>(table, wide, channels, out),
+        9 => float_horizontal_n::<9>(table, wide, channels, out),
+        10 => float_horizontal_n::<10>(table, wide, channels, out),
+        _ => float_horizontal_portable(table, table.taps, wide, channels, out),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
+fn float_horizontal_n<const N: usize>(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const f32;
+    for (x, &first) in table.first.iter().enumerate() {
+        // SAFETY: SSE2 is part of x86_64. The window's reads, `first + j` for j < N = taps, end
+        // below `reach` pixels, and `wide` holds `reach · channels + 4` floats (asserted by the
+        // caller), so each four-float load stays inside it; weight `x · N + j` is one of the
+        // table's `N · first.len()`; the store writes out[4x..4x + 4], inside (asserted).
+        unsafe {
+            let p = src.add(first * channels);
+            let w = weights.add(x * N * LANES);
+            let mut acc = _mm_set1_ps(-0.0);
+            for j in 0..N {
+                let v = _mm_loadu_ps(p.add(j * channels));
+                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_loadu_ps(w.add(j * LANES)), v));
+            }
+            _mm_storeu_ps(dst.add(x * LANES), acc);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn float_horizontal_n<const N: usize>(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    float_horizontal_portable(table, N, wide, channels, out)
+}
+
+/// [`float_horizontal`] in plain Rust (`taps` is the table's, a constant where inlined).
+#[inline(always)]
+fn float_horizontal_portable(
+    table: &Horizontal<[f32; 4]>,
+    taps: usize,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) {
+    for ((&first, w), o) in table
+        .first
+        .iter()
+        .zip(table.weights.chunks_exact(taps))
+        .zip(out.chunks_exact_mut(LANES))
+    {
+        let mut acc = [-0.0f32; LANES];
+        for (j, w) in w.iter().enumerate() {
+            let p = &wide[(first + j) * channels..][..LANES];
+            for k in 0..LANES {
+                acc[k] += w[k] * p[k];
+            }
+        }
+        o.copy_from_slice(&acc);
+    }
+}
+
+/// The image path's vertical pass for one output row: each value `w₀·r₀ + w₁·r₁ + …` over the
+/// resampled rows (`rows[j]`, four lanes per pixel), then `v · scale + bias`, lane `offsets[c]`
+/// written to plane `c`.
+pub(super) struct FloatOutput {
+    pub(super) offsets: [usize; 3],
+    pub(super) scale: [f32; 3],
+    pub(super) bias: [f32; 3],
+}
+
+pub(super) fn float_vertical(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [&mut [f32]; 3],
+) {
+    let n = planes[0].len();
+    assert!(!rows.is_empty() && rows.len() == weights.len());
+    assert!(rows.iter().all(|r| r.len() >= LANES * n));
+    assert!(planes.iter().all(|p| p.len() == n) && output.offsets.iter().all(|&o| o < 3));
+    let done = float_vertical_simd(
+        rows,
+        weights,
+        output,
+        planes.each_ref().map(|p| p.as_ptr()),
+        n,
+    );
+    let [p0, p1, p2] = planes;
+    let mut planes = [p0, p1, p2];
+    for x in done..n {
+        let lane = |k: usize| {
+            let mut v = weights[0] * rows[0][x * LANES + k];
+            for (r, &w) in rows.iter().zip(weights).skip(1) {
+                v += w * r[x * LANES + k];
+            }
+            v
+        };
+        for (c, plane) in planes.iter_mut().enumerate() {
+            plane[x] = lane(output.offsets[c]) * output.scale[c] + output.bias[c];
+        }
+    }
+}
+
+/// The whole groups of four pixels of [`float_vertical`]; returns how many pixels it wrote.
+/// (Stores that bypass the cache, `movntps`, measured slower here.)
+#[cfg(target_arch = "x86_64")]
+#[allow(unused_unsafe)]
+fn float_vertical_simd(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [*const f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 4;
+    let planes = planes.map(|p| p as *mut f32);
+    let start = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds are the caller's, as below.
+        unsafe { float_vertical_avx2(rows, weights, output, planes, n) / 4 }
+    } else {
+        0
+    };
+    // SAFETY: SSE2 is part of x86_64. Each row holds 4n floats (asserted by the caller) and the
+    // loads read floats 16g..16g + 16 < 4n for g < n / 4; the planes hold n floats (asserted),
+    // the stores write 4g..4g + 4 < n. The
+    // planes are the caller's exclusive `&mut` slices, only written here.
+    unsafe {
+        let scale = output.scale.map(|s| _mm_set1_ps(s));
+        let bias = output.bias.map(|b| _mm_set1_ps(b));
+        for g in start..groups {
+            let at = g * 16;
+            let w0 = _mm_set1_ps(weights[0]);
+            let r0 = rows[0].as_ptr().add(at);
+            let mut a = [
+                _mm_mul_ps(w0, _mm_loadu_ps(r0)),
+                _mm_mul_ps(w0, _mm_loadu_ps(r0.add(4))),
+                _mm_mul_ps(w0, _mm_loadu_ps(r0.add(8))),
+                _mm_mul_ps(w0, _mm_loadu_ps(r0.add(12))),
+            ];
+            for (r, &w) in rows.iter().zip(weights).skip(1) {
+                let (w, r) = (_mm_set1_ps(w), r.as_ptr().add(at));
+                for (i, a) in a.iter_mut().enumerate() {
+                    *a = _mm_add_ps(*a, _mm_mul_ps(w, _mm_loadu_ps(r.add(4 * i))));
+                }
+            }
+            // Four pixels × four lanes → lanes 0, 1, 2 of the four pixels.
+            let t0 = _mm_unpacklo_ps(a[0], a[1]);
+            let t1 = _mm_unpacklo_ps(a[2], a[3]);
+            let t2 = _mm_unpackhi_ps(a[0], a[1]);
+            let t3 = _mm_unpackhi_ps(a[2], a[3]);
+            let lanes = [
+                _mm_movelh_ps(t0, t1),
+                _mm_movehl_ps(t1, t0),
+                _mm_movelh_ps(t2, t3),
+            ];
+            for c in 0..3 {
+                let v = _mm_add_ps(_mm_mul_ps(lanes[output.offsets[c]], scale[c]), bias[c]);
+                let d = planes[c].add(4 * g);
+                _mm_storeu_ps(d, v);
+            }
+        }
+    }
+    groups * 4
+}
+
+/// [`float_vertical_simd`] eight pixels at a time on AVX2; returns how many pixels it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`float_vertical`] asserts must hold (`planes` its planes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn float_vertical_avx2(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [*mut f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 8;
+    let mut scale = [_mm256_setzero_ps(); 3];
+    let mut bias = [_mm256_setzero_ps(); 3];
+    for c in 0..3 {
+        scale[c] = _mm256_set1_ps(output.scale[c]);
+        bias[c] = _mm256_set1_ps(output.bias[c]);
+    }
+    // After the in-lane transpose below a channel's vector holds pixels 0 2 4 6 | 1 3 5 7.
+    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    for g in 0..groups {
+        // Floats 32g..32g + 32 ≤ 4n of each row; 8g..8g + 8 ≤ n of each plane.
+        let at = g * 32;
+        let w0 = _mm256_set1_ps(weights[0]);
+        let r0 = rows[0].as_ptr().add(at);
+        let mut a = [
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0)),
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(8))),
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(16))),
+            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(24))),
+        ];
+        for (r, &w) in rows.iter().zip(weights).skip(1) {
+            let (w, r) = (_mm256_set1_ps(w), r.as_ptr().add(at));
+            for (i, a) in a.iter_mut().enumerate() {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(w, _mm256_loadu_ps(r.add(8 * i))));
+            }
+        }
+        // a[i] holds pixels 2i (low half) and 2i + 1, four lanes each.
+        let t0 = _mm256_unpacklo_ps(a[0], a[1]);
+        let t1 = _mm256_unpacklo_ps(a[2], a[3]);
+        let t2 = _mm256_unpackhi_ps(a[0], a[1]);
+        let t3 = _mm256_unpackhi_ps(a[2], a[3]);
+        let lanes = [
+            _mm256_shuffle_ps::<0b01_00_01_00>(t0, t1),
+            _mm256_shuffle_ps::<0b11_10_11_10>(t0, t1),
+            _mm256_shuffle_ps::<0b01_00_01_00>(t2, t3),
+        ];
+        for c in 0..3 {
+            let v = _mm256_permutevar8x32_ps(lanes[output.offsets[c]], order);
+            let v = _mm256_add_ps(_mm256_mul_ps(v, scale[c]), bias[c]);
+            _mm256_storeu_ps(planes[c].add(8 * g), v);
+        }
+    }
+    groups * 8
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn float_vertical_simd(
+    _: &[&[f32]],
+    _: &[f32],
+    _: &FloatOutput,
+    _: [*const f32; 3],
+    _: usize,
+) -> usize {
+    0
+}
+
+// ---------------------------------------------------------------------------------------------
+// The video path (PIL's integers).
+
+/// Whether the AVX2 kernels may run (checked once, then cached by the standard library). Tests
+/// can turn them off to hold the SSE2 kernels to the same results.
+#[cfg(target_arch = "x86_64")]
+fn avx2() -> bool {
+    #[cfg(test)]
+    if tests::SSE2_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+        return false;
+    }
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+/// Where output `x`'s low halves for tap pair `q` lie in PIL's horizontal table (`pairs` pairs
+/// per output); its high halves lie two entries further. Outputs go by twos: for outputs 2k and
+/// 2k + 1 and pair q, four entries `lo(2k), lo(2k + 1), hi(2k), hi(2k + 1)`, so that AVX2 reads
+/// two outputs' halves in one load.
+#[inline(always)]
+fn pil_entry(x: usize, q: usize, pairs: usize) -> usize {
+    ((x / 2) * pairs + q) * 4 + x % 2
+}
+
+/// PIL's horizontal table: the integer weights split into halves, a pair of taps at a time (an odd
+/// last tap pairs with a zero weight, reading one pixel further), laid out as [`pil_entry`] says
+/// (an odd number of outputs padded with one of zero weights).
+pub(super) fn pil_horizontal_table(
+    taps: usize,
+    first: &[usize],
+    weights: &[i32],
+) -> Horizontal<[i16; 8]> {
+    assert_eq!(weights.len(), taps * first.len());
+    let pairs = taps.div_ceil(2);
+    let outputs = first.len().next_multiple_of(2);
+    let mut table = vec![[0i16; 8]; outputs * pairs * 2];
+    for (x, w) in weights.chunks_exact(taps).enumerate() {
+        for q in 0..pairs {
+            let [lo, hi] = split_pair(w[2 * q], w.get(2 * q + 1).copied().unwrap_or(0));
+            table[pil_entry(x, q, pairs)] = lo;
+            table[pil_entry(x, q, pairs) + 2] = hi;
+        }
+    }
+    Horizontal {
+        taps: 2 * pairs,
+        first: first.to_vec(),
+        weights: table,
+        reach: first.iter().max().map_or(0, |&f| f + 2 * pairs),
+    }
+}
+
+/// Resamples the widened row `wide` (`channels` values 0..=255 per pixel) into `out` (four bytes
+/// per output pixel): each lane `clip8(½ + Σ w·p)`, PIL's horizontal pass.
+pub(super) fn pil_horizontal(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    assert!(wide.len() >= table.wide_len(channels));
+    assert!(out.len() >= LANES * table.first.len());
+    match table.taps / 2 {
+        1 => pil_horizontal_n::<1>(table, wide, channels, out),
+        2 => pil_horizontal_n::<2>(table, wide, channels, out),
+        3 => pil_horizontal_n::<3>(table, wide, channels, out),
+        4 => pil_horizontal_n::<4>(table, wide, channels, out),
+        5 => pil_horizontal_n::<5>(table, wide, channels, out),
+        6 => pil_horizontal_n::<6>(table, wide, channels, out),
+        7 => pil_horizontal_n::<7>(table, wide, channels, out),
+        8 => pil_horizontal_n::<8>(table, wide, channels, out),
+        pairs => pil_horizontal_portable(table, pairs, wide, channels, out, 0),
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn pil_horizontal_n<const PAIRS: usize>(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    let done = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds were asserted by the caller.
+        unsafe { pil_horizontal_avx2::<PAIRS>(table, wide, channels, out) }
+    } else {
+        0
+    };
+    pil_horizontal_sse2::<PAIRS>(table, wide, channels, out, done);
+}
+
+/// PIL's horizontal pass from output `start` on, one output per SSE2 register.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unused_unsafe)]
+fn pil_horizontal_sse2<const PAIRS: usize>(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+    start: usize,
+) {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const __m128i;
+    for (x, &first) in table.first.iter().enumerate().skip(start) {
+        // SAFETY: SSE2 is part of x86_64. The reads, pixels first + j for j < 2·PAIRS = taps,
+        // four i16 each, end below `reach · channels + 4` values, which `wide` holds (asserted by
+        // the caller); the weight entries are the table's (`pil_entry` of an output below its
+        // length); the store writes out[4x..4x + 4] (asserted).
+        unsafe {
+            let p = src.add(first * channels);
+            let mut lo = _mm_set1_epi32(PIL_HALF);
+            let mut hi = _mm_setzero_si128();
+            for q in 0..PAIRS {
+                let a = _mm_loadl_epi64(p.add(2 * q * channels) as *const __m128i);
+                let b = _mm_loadl_epi64(p.add((2 * q + 1) * channels) as *const __m128i);
+                let v = _mm_unpacklo_epi16(a, b);
+                let w = weights.add(pil_entry(x, q, PAIRS));
+                lo = _mm_add_epi32(lo, _mm_madd_epi16(v, _mm_loadu_si128(w)));
+                hi = _mm_add_epi32(hi, _mm_madd_epi16(v, _mm_loadu_si128(w.add(2))));
+            }
+            let sum = _mm_add_epi32(_mm_slli_epi32(hi, SPLIT as i32), lo);
+            let v = _mm_srai_epi32(sum, PIL_BITS as i32);
+            let v = _mm_packs_epi32(v, v);
+            let v = _mm_packus_epi16(v, v);
+            (dst.add(x * LANES) as *mut i32).write_unaligned(_mm_cvtsi128_si32(v));
+        }
+    }
+}
+
+/// PIL's horizontal pass two outputs per AVX2 register (the first in the low half), over the
+/// whole pairs of outputs; returns how many outputs it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`pil_horizontal`] asserts must hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_horizontal_avx2<const PAIRS: usize>(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) -> usize {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const __m256i;
+    let outputs = table.first.len() / 2 * 2;
+    // Eight values from a tap pair's first pixel hold both pixels (`channels` apart); this
+    // shuffle pairs them up lane by lane, `[a₀ b₀ a₁ b₁ a₂ b₂ a₃ b₃]` (lanes past the channels
+    // are never read).
+    let order: [i8; 8] = match channels {
+        4 => [0, 4, 1, 5, 2, 6, 3, 7],
+        3 => [0, 3, 1, 4, 2, 5, 6, 7],
+        _ => [0, 1, 2, 3, 4, 5, 6, 7],
+    };
+    let mut bytes = [0i8; 16];
+    for (i, &o) in order.iter().enumerate() {
+        bytes[2 * i] = 2 * o;
+        bytes[2 * i + 1] = 2 * o + 1;
+    }
+    let shuffle = _mm256_broadcastsi128_si256(_mm_loadu_si128(bytes.as_ptr() as *const __m128i));
+    for (k, first) in table.first[..outputs].chunks_exact(2).enumerate() {
+        // The writes of `pil_horizontal_sse2` for outputs 2k and 2k + 1; each read takes eight
+        // values from pixel first + 2q, ending below (first + 2q)·channels + 8 ≤ reach · channels
+        // + 8 (first + 2q + 2 ≤ reach), which `wide` holds; the 32-byte weight loads read entries
+        // pil_entry(2k, q) and the next three, inside the table.
+        let (p0, p1) = (src.add(first[0] * channels), src.add(first[1] * channels));
+        let mut lo = _mm256_set1_epi32(PIL_HALF);
+        let mut hi = _mm256_setzero_si256();
+        for q in 0..PAIRS {
+            let a = 2 * q * channels;
+            let v0 = _mm_loadu_si128(p0.add(a) as *const __m128i);
+            let v1 = _mm_loadu_si128(p1.add(a) as *const __m128i);
+            let v = _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(v0), v1);
+            let v = _mm256_shuffle_epi8(v, shuffle);
+            let w = weights.add((k * PAIRS + q) * 2);
+            lo = _mm256_add_epi32(lo, _mm256_madd_epi16(v, _mm256_loadu_si256(w)));
+            hi = _mm256_add_epi32(hi, _mm256_madd_epi16(v, _mm256_loadu_si256(w.add(1))));
+        }
+        let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi), lo);
+        let v = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
+        let v = _mm256_packs_epi32(v, v);
+        let v = _mm256_packus_epi16(v, v);
+        let d = dst.add(2 * k * LANES) as *mut i32;
+        d.write_unaligned(_mm_cvtsi128_si32(_mm256_castsi256_si128(v)));
+        d.add(1)
+            .write_unaligned(_mm_cvtsi128_si32(_mm256_extracti128_si256::<1>(v)));
+    }
+    outputs
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn pil_horizontal_n<const PAIRS: usize>(
+    table: &Horizontal<[i16; 8]>,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+) {
+    pil_horizontal_portable(table, PAIRS, wide, channels, out, 0)
+}
+
+/// The weight of a split pair's first (`i = 0`) or second tap, from its low and high halves.
+#[inline(always)]
+fn joined(lo: &[i16; 8], hi: &[i16; 8], i: usize) -> i32 {
+    ((hi[i] as i32) << SPLIT) + lo[i] as i32
+}
+
+/// [`pil_horizontal`] in plain Rust, on 32-bit integers, from output `start` on.
+#[inline(always)]
+fn pil_horizontal_portable(
+    table: &Horizontal<[i16; 8]>,
+    pairs: usize,
+    wide: &[i16],
+    channels: usize,
+    out: &mut [u8],
+    start: usize,
+) {
+    for (x, &first) in table.first.iter().enumerate().skip(start) {
+        let mut acc = [PIL_HALF; LANES];
+        for q in 0..pairs {
+            let at = pil_entry(x, q, pairs);
+            let (lo, hi) = (&table.weights[at], &table.weights[at + 2]);
+            for i in 0..2 {
+                let w = joined(lo, hi, i);
+                let p = &wide[(first + 2 * q + i) * channels..][..LANES];
+                for k in 0..LANES {
+                    acc[k] = acc[k].wrapping_add(w.wrapping_mul(p[k] as i32));
+                }
+            }
+        }
+        for k in 0..LANES {
+            out[x * LANES + k] = clip8(acc[k]);
+        }
+    }
+}
+
+/// PIL's vertical pass for one output row: each value `clip8(½ + Σ w·r)` over the resampled rows
+/// (paired as [`pil_vertical_pairs`] pairs the weights; an odd last row pairs with any row, its
+/// weight zero), then lane `offsets[c]` looked up in `normalised[c]` into plane `c`.
+pub(super) fn pil_vertical(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    offsets: [usize; 3],
+    normalised: &[[f32; 256]; 3],
+    planes: [&mut [f32]; 3],
+) {
+    let n = planes[0].len();
+    assert!(!rows.is_empty() && rows.len() == 2 * pairs.len());
+    assert!(rows.iter().all(|r| r.len() >= LANES * n));
+    assert!(planes.iter().all(|p| p.len() == n) && offsets.iter().all(|&o| o < 3));
+    let done = pil_vertical_simd(
+        rows,
+        pairs,
+        offsets,
+        normalised,
+        planes.each_ref().map(|p| p.as_ptr()),
+        n,
+    );
+    let [p0, p1, p2] = planes;
+    let mut planes = [p0, p1, p2];
+    for x in done..n {
+        let mut lanes = [0u8; LANES];
+        for (k, l) in lanes.iter_mut().enumerate() {
+            let mut acc = PIL_HALF;
+            for (q, pair) in pairs.iter().enumerate() {
+                for i in 0..2 {
+                    let v = rows[2 * q + i][x * LANES + k] as i32;
+                    acc = acc.wrapping_add(joined(&pair[0], &pair[1], i).wrapping_mul(v));
+                }
+            }
+            *l = clip8(acc);
+        }
+        for (c, plane) in planes.iter_mut().enumerate() {
+            plane[x] = normalised[c][lanes[offsets[c]] as usize];
+        }
+    }
+}
+
+/// The whole groups of four pixels of [`pil_vertical`]; returns how many pixels it wrote.
+#[cfg(target_arch = "x86_64")]
+#[allow(unused_unsafe)]
+fn pil_vertical_simd(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    offsets: [usize; 3],
+    normalised: &[[f32; 256]; 3],
+    planes: [*const f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 4;
+    let planes = planes.map(|p| p as *mut f32);
+    let start = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds are the caller's, as below.
+        unsafe { pil_vertical_avx2(rows, pairs, offsets, normalised, planes, n) / 4 }
+    } else {
+        0
+    };
+    // SAFETY: SSE2 is part of x86_64. Each row holds 4n bytes (asserted by the caller); the loads
+    // read bytes 16g..16g + 16 ≤ 4n for g < n / 4; the weight pairs are read by index within
+    // `pairs`; the planes hold n floats (asserted), the stores write 4g..4g + 4 < n. The planes
+    // are the caller's exclusive `&mut` slices.
+    unsafe {
+        let zero = _mm_setzero_si128();
+        let weights: Vec<[__m128i; 2]> = pairs
+            .iter()
+            .map(|p| p.map(|w| _mm_loadu_si128(w.as_ptr() as *const __m128i)))
+            .collect();
+        for g in start..groups {
+            let at = g * 16;
+            let mut lo = [_mm_set1_epi32(PIL_HALF); 4];
+            let mut hi = [zero; 4];
+            for (q, [wl, wh]) in weights.iter().enumerate() {
+                let a = _mm_loadu_si128(rows[2 * q].as_ptr().add(at) as *const __m128i);
+                let b = _mm_loadu_si128(rows[2 * q + 1].as_ptr().add(at) as *const __m128i);
+                let (l, h) = (_mm_unpacklo_epi8(a, b), _mm_unpackhi_epi8(a, b));
+                let v = [
+                    _mm_unpacklo_epi8(l, zero),
+                    _mm_unpackhi_epi8(l, zero),
+                    _mm_unpacklo_epi8(h, zero),
+                    _mm_unpackhi_epi8(h, zero),
+                ];
+                for i in 0..4 {
+                    lo[i] = _mm_add_epi32(lo[i], _mm_madd_epi16(v[i], *wl));
+                    hi[i] = _mm_add_epi32(hi[i], _mm_madd_epi16(v[i], *wh));
+                }
+            }
+            let r: [__m128i; 4] = std::array::from_fn(|i| {
+                let sum = _mm_add_epi32(_mm_slli_epi32(hi[i], SPLIT as i32), lo[i]);
+                _mm_srai_epi32(sum, PIL_BITS as i32)
+            });
+            let bytes = _mm_packus_epi16(_mm_packs_epi32(r[0], r[1]), _mm_packs_epi32(r[2], r[3]));
+            let mut b = [0u8; 16];
+            _mm_storeu_si128(b.as_mut_ptr() as *mut __m128i, bytes);
+            for c in 0..3 {
+                let (lut, o) = (&normalised[c], offsets[c]);
+                let v = _mm_set_ps(
+                    lut[b[12 + o] as usize],
+                    lut[b[8 + o] as usize],
+                    lut[b[4 + o] as usize],
+                    lut[b[o] as usize],
+                );
+                let d = planes[c].add(4 * g);
+                _mm_storeu_ps(d, v);
+            }
+        }
+    }
+    groups * 4
+}
+
+/// [`pil_vertical_simd`] eight pixels per AVX2 register pair (its 128-bit halves each the SSE2
+/// kernel's, so the bytes come out in order); returns how many pixels it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`pil_vertical`] asserts must hold (`planes` its planes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_vertical_avx2(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    offsets: [usize; 3],
+    normalised: &[[f32; 256]; 3],
+    planes: [*mut f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let groups = n / 8;
+    let zero = _mm256_setzero_si256();
+    for g in 0..groups {
+        // Bytes 32g..32g + 32 ≤ 4n of each row; floats 8g..8g + 8 ≤ n of each plane.
+        let at = g * 32;
+        let mut lo = [_mm256_set1_epi32(PIL_HALF); 4];
+        let mut hi = [zero; 4];
+        for (q, [wl, wh]) in pairs.iter().enumerate() {
+            let wl = _mm256_broadcastsi128_si256(_mm_loadu_si128(wl.as_ptr() as *const __m128i));
+            let wh = _mm256_broadcastsi128_si256(_mm_loadu_si128(wh.as_ptr() as *const __m128i));
+            let a = _mm256_loadu_si256(rows[2 * q].as_ptr().add(at) as *const __m256i);
+            let b = _mm256_loadu_si256(rows[2 * q + 1].as_ptr().add(at) as *const __m256i);
+            let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
+            let v = [
+                _mm256_unpacklo_epi8(l, zero),
+                _mm256_unpackhi_epi8(l, zero),
+                _mm256_unpacklo_epi8(h, zero),
+                _mm256_unpackhi_epi8(h, zero),
+            ];
+            for i in 0..4 {
+                lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(v[i], wl));
+                hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(v[i], wh));
+            }
+        }
+        // (Loops rather than closures here: a closure does not take the function's target
+        // features on every supported compiler.)
+        let mut r = [zero; 4];
+        for i in 0..4 {
+            let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi[i]), lo[i]);
+            r[i] = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
+        }
+        let bytes = _mm256_packus_epi16(
+            _mm256_packs_epi32(r[0], r[1]),
+            _mm256_packs_epi32(r[2], r[3]),
+        );
+        let mut b = [0u8; 32];
+        _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, bytes);
+        for c in 0..3 {
+            let (lut, o) = (&normalised[c], offsets[c]);
+            let mut v = [0.0f32; 8];
+            for (px, v) in v.iter_mut().enumerate() {
+                *v = lut[b[4 * px + o] as usize];
+            }
+            _mm256_storeu_ps(planes[c].add(8 * g), _mm256_loadu_ps(v.as_ptr()));
+        }
+    }
+    groups * 8
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn pil_vertical_simd(
+    _: &[&[u8]],
+    _: &[[[i16; 8]; 2]],
+    _: [usize; 3],
+    _: &[[f32; 256]; 3],
+    _: [*const f32; 3],
+    _: usize,
+) -> usize {
+    0
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    /// Set, the kernels take their SSE2 paths even where AVX2 is present (both must give the
+    /// same bits, so tests running meanwhile see no difference).
+    pub(crate) static SSE2_ONLY: std::sync::atomic::AtomicBool =
+        std::sync::atomic::AtomicBool::new(false);
+}
