@@ -512,7 +512,9 @@ pub fn preprocess(image: &ImageView<'_>, size: usize) -> Vec<f32> {
     out
 }
 
-/// The normalised tensor of a video frame as a new buffer.
+/// The normalised tensor of a video frame as a new buffer (the tracker writes into a buffer it
+/// keeps: [`preprocess_video_frame_into`]).
+#[cfg(any(test, feature = "test-support"))]
 pub fn preprocess_video_frame(image: &ImageView<'_>, size: usize) -> Vec<f32> {
     let mut out = vec![0.0f32; 3 * size * size];
     preprocess_video_frame_into(image, size, &mut out);

@@ -13,10 +13,13 @@
 //! Files: this one holds the options, the results and [`Tracker`]'s calls; `state.rs` what it
 //! remembers (features, outputs and memories by frame, which are kept); `steps.rs` the steps of a
 //! frame (features, memory attention, decoder, memory encoder); `tensors.rs` the tensors between
-//! modules; `bank.rs` which memories a frame attends to; `modules.rs` the four ONNX modules.
+//! modules; `bank.rs` which memories a frame attends to; `modules.rs` the four ONNX modules;
+//! `reuse.rs` what a frame's inputs reuse from the frames before (buffers, composed position
+//! encodings, constant inputs).
 
 mod bank;
 mod modules;
+mod reuse;
 mod state;
 mod steps;
 mod tensors;
@@ -33,6 +36,7 @@ use crate::session::SessionOptions;
 
 use modules::Modules;
 pub use modules::{describe_video_module, VideoFamily, VideoModelPaths};
+use reuse::{Constants, Reused};
 use state::{ObjectState, State};
 use tensors::*;
 
@@ -147,6 +151,10 @@ pub struct Tracker {
     device_memory: MemoryInfo<'static>,
     host_memory: MemoryInfo<'static>,
     state: Mutex<State>,
+    /// Inputs that are the same on every run.
+    constants: Constants,
+    /// Buffers and tensors kept between frames; locked only while `state` is.
+    reused: Mutex<Reused>,
 }
 
 impl std::fmt::Debug for Tracker {
@@ -170,6 +178,8 @@ impl Tracker {
             device_memory,
             host_memory: device::host_memory()?,
             state: Mutex::new(State::default()),
+            constants: Constants::new()?,
+            reused: Mutex::new(Reused::default()),
         })
     }
 
@@ -209,8 +219,10 @@ impl Tracker {
     }
 
     /// Bytes of the tensors the tracker holds (memories, pointers, logits, the features of
-    /// frames kept for later, the last frame's features), in the sessions' memory and on the
-    /// host; the modules' own memory (weights, arenas) is not included.
+    /// frames kept for later, the last frame's features, and the inputs it reuses between
+    /// frames: the encoder's input, the assembled memories, their composed position encodings),
+    /// in the sessions' memory and on the host; the modules' own memory (weights, arenas) is not
+    /// included.
     pub fn memory_bytes(&self) -> usize {
         let state = self.lock();
         let mut total = state.frame.as_ref().map_or(0, |f| {
@@ -227,6 +239,7 @@ impl Tracker {
         });
         let floats = |v: &Option<Vec<f32>>| v.as_ref().map_or(0, |v| v.len() * 4);
         total += floats(&state.memory_pos) + floats(&state.temporal_code);
+        total += self.reuse().bytes();
         for object in state.objects.values() {
             let outputs = object
                 .conditioning
@@ -262,6 +275,11 @@ impl Tracker {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The reused buffers; taken only with the state's lock held (never the other way round).
+    fn reuse(&self) -> std::sync::MutexGuard<'_, Reused> {
+        self.reused.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Prompts object `object_id` on frame `frame` (points and/or a box, in the frame's

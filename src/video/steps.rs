@@ -12,6 +12,7 @@ use crate::{postprocess, preprocess};
 
 use super::modules::names::*;
 use super::modules::VideoFamily;
+use super::reuse::{self, PositionKey};
 use super::state::{Features, ObjectState, Output, State};
 use super::tensors::{expect_floats, float_shape, host_floats};
 use super::{
@@ -35,11 +36,18 @@ impl Tracker {
         }
         // The previous frame's features are no longer needed: let them go before the encode.
         state.frame = None;
-        let input = preprocess::preprocess_video_frame(image, MODEL_SIDE);
-        let input = Tensor::from_array(([1usize, 3, MODEL_SIDE, MODEL_SIDE], input))?.into_dyn();
+        // The frame is resized and normalised into the last frame's input buffer.
+        let mut reused = self.reuse();
+        let side = MODEL_SIDE as i64;
+        let input = reuse::host_buffer(&mut reused.image, &[1, 3, side, side])?;
+        preprocess::preprocess_video_frame_into(
+            image,
+            MODEL_SIDE,
+            input.try_extract_tensor_mut::<f32>()?.1,
+        );
         let mem = &self.device_memory;
         let mut out = self.modules.encoder.run(
-            &[(IMAGE, &input)],
+            &[(IMAGE, &*input)],
             &[
                 (PIX_FEAT, mem),
                 (HIGH_RES_0, mem),
@@ -133,28 +141,43 @@ impl Tracker {
             .expect("read with the first memory");
         let (m, n) = (memories.len(), pointers.len());
         let tokens = memory_pos.len() / MEM_DIM;
+        let mut reused = self.reuse();
+        let reused = &mut *reused;
         // Position encodings: each memory frame's, plus its temporal code; zeros for the pointer
         // tokens (the graph adds their temporal encoding from `obj_ptr_tpos`; EdgeTAM gives
-        // pointers none).
-        let mut pos =
-            crate::error::try_zeroed::<f32>((m * tokens + 4 * n) * MEM_DIM, "memory positions")?;
-        for (k, mref) in selection.memories.iter().enumerate() {
-            let code = &temporal[mref.tpos_row * MEM_DIM..(mref.tpos_row + 1) * MEM_DIM];
-            let block = &mut pos[k * tokens * MEM_DIM..(k + 1) * tokens * MEM_DIM];
-            for (row, src) in block.chunks_mut(MEM_DIM).zip(memory_pos.chunks(MEM_DIM)) {
-                for ((d, s), c) in row.iter_mut().zip(src).zip(code) {
-                    *d = s + c;
+        // pointers none). They depend on the memories' temporal rows and the number of pointers
+        // only, so they are composed once for each arrangement (at steady state every frame has
+        // the same).
+        let key = PositionKey {
+            rows: selection.memories.iter().map(|m| m.tpos_row).collect(),
+            pointers: n,
+        };
+        let pos = reused.positions.get_or_make(key, || {
+            let mut pos = crate::error::try_zeroed::<f32>(
+                (m * tokens + 4 * n) * MEM_DIM,
+                "memory positions",
+            )?;
+            for (k, mref) in selection.memories.iter().enumerate() {
+                let code = &temporal[mref.tpos_row * MEM_DIM..(mref.tpos_row + 1) * MEM_DIM];
+                let block = &mut pos[k * tokens * MEM_DIM..(k + 1) * tokens * MEM_DIM];
+                for (row, src) in block.chunks_mut(MEM_DIM).zip(memory_pos.chunks(MEM_DIM)) {
+                    for ((d, s), c) in row.iter_mut().zip(src).zip(code) {
+                        *d = s + c;
+                    }
                 }
             }
-        }
-        let pos = Tensor::from_array(([m * tokens + 4 * n, 1, MEM_DIM], pos))?.into_dyn();
-        let memory_1 = match self.modules.family {
-            VideoFamily::Sam2 => self.concat(&memories, &[m as i64, MEM_DIM as i64, 64, 64])?,
-            VideoFamily::EdgeTam => {
-                self.concat(&memories, &[m as i64, tokens as i64, MEM_DIM as i64])?
-            }
+            Ok(Tensor::from_array(([m * tokens + 4 * n, 1, MEM_DIM], pos))?.into_dyn())
+        })?;
+        let memory_shape = match self.modules.family {
+            VideoFamily::Sam2 => [m as i64, MEM_DIM as i64, 64, 64].to_vec(),
+            VideoFamily::EdgeTam => [m as i64, tokens as i64, MEM_DIM as i64].to_vec(),
         };
-        let memory_0 = self.concat(&pointers, &[n as i64, POINTER_DIM as i64])?;
+        let memory_1 = self.concat(&memories, &memory_shape, &mut reused.memories)?;
+        let memory_0 = self.concat(
+            &pointers,
+            &[n as i64, POINTER_DIM as i64],
+            &mut reused.pointers,
+        )?;
         let offsets: Vec<f32> = selection
             .pointers
             .iter()
@@ -164,9 +187,9 @@ impl Tracker {
         let mut inputs: Vec<(&str, &DynValue)> = vec![
             (CURRENT_FEAT, &features.vision_feats),
             (CURRENT_POS, &features.vision_pos),
-            (POINTERS, &memory_0),
-            (MEMORIES, &memory_1),
-            (MEMORY_POS, &pos),
+            (POINTERS, memory_0),
+            (MEMORIES, memory_1),
+            (MEMORY_POS, pos),
         ];
         if self.modules.attention.has_input(POINTER_TPOS) {
             inputs.push((POINTER_TPOS, &offsets));
@@ -199,24 +222,20 @@ impl Tracker {
             (DEC_HIGH_RES_0, &features.high_res_0),
             (DEC_HIGH_RES_1, &features.high_res_1),
         ];
-        let mask_input = Tensor::from_array((
-            [1usize, 1, LOW_RES, LOW_RES],
-            previous.map_or_else(|| vec![0.0; LOW_RES * LOW_RES], <[f32]>::to_vec),
-        ))?
-        .into_dyn();
-        let has_mask =
-            Tensor::from_array(([1usize], vec![previous.map_or(0.0f32, |_| 1.0)]))?.into_dyn();
+        let constants = &self.constants;
+        let previous_mask = previous
+            .map(|p| Tensor::from_array(([1usize, 1, LOW_RES, LOW_RES], p.to_vec())))
+            .transpose()?
+            .map(Tensor::into_dyn);
         if decoder.has_input(MASK_INPUT) && decoder.has_input(HAS_MASK_INPUT) {
-            inputs.push((MASK_INPUT, &mask_input));
-            inputs.push((HAS_MASK_INPUT, &has_mask));
+            inputs.push((
+                MASK_INPUT,
+                previous_mask.as_ref().unwrap_or(&constants.no_mask),
+            ));
+            inputs.push((HAS_MASK_INPUT, constants.flag(previous.is_some())));
         }
-        let multimask = Tensor::from_array((
-            [1usize],
-            vec![f32::from(u8::from(bank::use_multimask(real_points)))],
-        ))?
-        .into_dyn();
         if decoder.has_input(MULTIMASK) {
-            inputs.push((MULTIMASK, &multimask));
+            inputs.push((MULTIMASK, constants.flag(bank::use_multimask(real_points))));
         }
         let mut outputs = vec![
             (OBJ_PTR, &self.device_memory),
@@ -272,15 +291,14 @@ impl Tracker {
     ) -> Result<DynValue> {
         let module = &self.modules.memory_encoder;
         let score_value = Tensor::from_array(([1usize, 1], vec![score]))?.into_dyn();
-        let from_points =
-            Tensor::from_array(([1usize], vec![f32::from(u8::from(from_points))]))?.into_dyn();
+        let from_points = self.constants.flag(from_points);
         let mut inputs: Vec<(&str, &DynValue)> =
             vec![(MASK_FOR_MEM, mask_for_mem), (PIX_FEAT, &features.pix_feat)];
         if module.has_input(OBJECT_SCORE) {
             inputs.push((OBJECT_SCORE, &score_value));
         }
         if module.has_input(FROM_POINTS) {
-            inputs.push((FROM_POINTS, &from_points));
+            inputs.push((FROM_POINTS, from_points));
         }
         let first = state.memory_pos.is_none();
         let pos_memory = if first {
@@ -346,6 +364,8 @@ impl Tracker {
         if let Some((pos, code)) = read {
             state.memory_pos = Some(pos);
             state.temporal_code = Some(code);
+            // Encodings composed from earlier ones (none: they are read once) would be stale.
+            self.reuse().positions.clear();
         }
         Ok(memory)
     }

@@ -11,37 +11,63 @@ use super::Tracker;
 
 impl Tracker {
     /// Concatenates tensors along their first axis into one of `shape`, in the memory the
-    /// modules run on: plain copies for host memory, device-to-device copies otherwise.
-    pub(super) fn concat(&self, parts: &[&DynValue], shape: &[i64]) -> Result<DynValue> {
+    /// modules run on (plain copies for host memory, device-to-device copies otherwise), written
+    /// into `kept` when it is a tensor of that shape there (the last frame's), else into a new
+    /// one left in `kept`.
+    pub(super) fn concat<'a>(
+        &self,
+        parts: &[&DynValue],
+        shape: &[i64],
+        kept: &'a mut Option<DynValue>,
+    ) -> Result<&'a DynValue> {
         let mut on_host = true;
         for p in parts {
-            on_host &= p
-                .view()
-                .downcast::<ort::value::DynTensorValueType>()?
-                .memory_info()
-                .is_cpu_accessible();
+            on_host &= is_on_host(p)?;
         }
-        if on_host {
-            let mut data = Vec::new();
-            for p in parts {
-                data.extend_from_slice(p.try_extract_tensor::<f32>()?.1);
-            }
-            let expected: i64 = shape.iter().product();
-            if data.len() as i64 != expected {
-                return Err(Error::OnnxRuntime(format!(
-                    "memory tensors hold {} values, expected {expected} for {shape:?}",
-                    data.len()
-                )));
-            }
-            return Ok(Tensor::from_array((shape.to_vec(), data))?.into_dyn());
+        if !on_host {
+            return self.concat_on_device(parts, shape, kept);
         }
-        self.concat_on_device(parts, shape)
+        let mut total = 0;
+        for p in parts {
+            total += p.try_extract_tensor::<f32>()?.1.len();
+        }
+        let expected: i64 = shape.iter().product();
+        if total as i64 != expected {
+            return Err(Error::OnnxRuntime(format!(
+                "memory tensors hold {total} values, expected {expected} for {shape:?}"
+            )));
+        }
+        let out = super::reuse::host_buffer(kept, shape)?;
+        let data = out.try_extract_tensor_mut::<f32>()?.1;
+        let mut at = 0;
+        for p in parts {
+            let part = p.try_extract_tensor::<f32>()?.1;
+            data[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
+        }
+        Ok(out)
     }
 
-    pub(super) fn concat_on_device(&self, parts: &[&DynValue], shape: &[i64]) -> Result<DynValue> {
+    pub(super) fn concat_on_device<'a>(
+        &self,
+        parts: &[&DynValue],
+        shape: &[i64],
+        kept: &'a mut Option<DynValue>,
+    ) -> Result<&'a DynValue> {
         let info = self.device_memory.clone();
-        let allocator = self.modules.attention.allocator(&info)?;
-        let mut out = Tensor::<f32>::new(&allocator, shape.to_vec())?;
+        let reusable = match kept.take() {
+            Some(v) if v.shape().iter().eq(shape.iter()) && !is_on_host(&v)? => {
+                Some(v.downcast::<ort::value::TensorValueType<f32>>()?)
+            }
+            _ => None,
+        };
+        let mut out = match reusable {
+            Some(t) => t,
+            None => {
+                let allocator = self.modules.attention.allocator(&info)?;
+                Tensor::<f32>::new(&allocator, shape.to_vec())?
+            }
+        };
         let base = out.data_ptr_mut() as *mut u8;
         let mut offset = 0usize;
         for p in parts {
@@ -67,14 +93,23 @@ impl Tracker {
             offset += bytes;
         }
         // Every part was checked at its module's output, so they fill `out` exactly; a shortfall
-        // would leave uninitialised memory in it.
+        // would leave uninitialised memory in it (it is not kept then).
         if offset != shape.iter().product::<i64>() as usize * 4 {
             return Err(Error::OnnxRuntime(format!(
                 "memory tensors hold {offset} bytes, expected {shape:?}"
             )));
         }
-        Ok(out.into_dyn())
+        Ok(kept.insert(out.into_dyn()))
     }
+}
+
+/// Whether a tensor's values are in memory the host can read.
+fn is_on_host(value: &DynValue) -> Result<bool> {
+    Ok(value
+        .view()
+        .downcast::<ort::value::DynTensorValueType>()?
+        .memory_info()
+        .is_cpu_accessible())
 }
 
 /// Bytes of a float tensor's values (0 for a value that is not a tensor: never kept).
