@@ -9,6 +9,10 @@
 //!
 //! Every copy the library makes between memories goes through [`copy`], which counts it: a host
 //! can check that a click on a device embedding copies nothing ([`copy_stats`]).
+//!
+//! A WebGPU buffer is a handle, not an address: tensors on it cannot be written at an offset, so
+//! the tracker's memories are stacked there by a one-node `Concat` session on the device
+//! ([`concat_webgpu`]) where device memory that can be addressed takes plain copies.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -17,7 +21,7 @@ use ort::ep;
 use ort::memory::{AllocationDevice, AllocatorType, MemoryInfo, MemoryType};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
-use ort::value::{DynTensor, DynTensorValueType, TensorElementType, ValueType};
+use ort::value::{DynTensor, DynTensorValueType, DynValue, Tensor, TensorElementType, ValueType};
 
 use crate::error::{Error, Result};
 use crate::runtime;
@@ -68,7 +72,7 @@ pub(crate) fn copy(
 
 /// WebGPU memory: ONNX Runtime creates it as "WebGPU_Buffer" and its tensors report it as
 /// "WebGPU_Buf" (1.30).
-fn is_webgpu(device: &AllocationDevice<'_>) -> bool {
+pub(crate) fn is_webgpu(device: &AllocationDevice<'_>) -> bool {
     device.as_str().starts_with("WebGPU_Buf")
 }
 
@@ -113,11 +117,72 @@ fn copy_through_webgpu(
         .map_err(|e| Error::OnnxRuntime(format!("the identity copy produced a non-tensor: {e}")))
 }
 
+/// One concatenation session per (WebGPU device id, number of parts).
+static WEBGPU_CONCAT: Mutex<Vec<((i32, usize), Session)>> = Mutex::new(Vec::new());
+
+/// The float tensors `parts` (each on WebGPU device `device_id`), flattened and concatenated in
+/// order into one tensor of `shape` on that device: what the tracker does with plain copies in
+/// memory it can address. Not counted as a copy between memories (nothing leaves the device).
+pub(crate) fn concat_webgpu(
+    parts: &[&DynValue],
+    shape: &[i64],
+    device_id: i32,
+) -> Result<DynValue> {
+    if parts.is_empty() {
+        return Err(Error::invalid("parts", "nothing to concatenate"));
+    }
+    let mut sessions = WEBGPU_CONCAT.lock().unwrap_or_else(|p| p.into_inner());
+    let key = (device_id, parts.len());
+    let index = match sessions.iter().position(|(k, _)| *k == key) {
+        Some(i) => i,
+        None => {
+            let model = concat_model(parts.len());
+            sessions.push((
+                key,
+                webgpu_session(device_id, &model, "sam2:device-concat")?,
+            ));
+            sessions.len() - 1
+        }
+    };
+    let session = &mut sessions[index].1;
+    let target_memory = MemoryInfo::new(
+        AllocationDevice::WEBGPU_BUFFER,
+        device_id,
+        AllocatorType::Device,
+        MemoryType::Default,
+    )?;
+    // The shapes are Reshape's second inputs, which WebGPU reads from host memory.
+    let flat = Tensor::from_array(([1usize], vec![-1i64]))?;
+    let target = Tensor::from_array(([shape.len()], shape.to_vec()))?;
+    let mut binding = session.create_binding()?;
+    for (i, part) in parts.iter().enumerate() {
+        binding.bind_input(format!("x{i}"), *part)?;
+    }
+    binding.bind_input("flat", &flat)?;
+    binding.bind_input("shape", &target)?;
+    binding.bind_output_to_device("y", &target_memory)?;
+    let mut outputs = session.run_binding(&binding)?;
+    let out = outputs
+        .remove("y")
+        .ok_or_else(|| Error::OnnxRuntime("the device concatenation produced no output".into()))?;
+    drop(outputs);
+    Ok(out)
+}
+
 fn identity_session(device_id: i32, ty: TensorElementType) -> Result<Session> {
+    webgpu_session(
+        device_id,
+        &identity_model(onnx_type(ty)),
+        "sam2:device-copy",
+    )
+}
+
+/// A session of `model` on WebGPU device `device_id`, unoptimised (one node or a handful).
+fn webgpu_session(device_id: i32, model: &[u8], log_id: &str) -> Result<Session> {
     let env = runtime::environment()?;
     let mut builder = Session::builder(env)?
         .with_optimization_level(GraphOptimizationLevel::Disable)?
-        .with_log_id("sam2:device-copy")?;
+        .with_log_id(log_id)?;
     ep::WebGPU::default()
         .with_device_id(device_id)
         .with_preferred_layout(ep::webgpu::PreferredLayout::NCHW)
@@ -129,7 +194,7 @@ fn identity_session(device_id: i32, ty: TensorElementType) -> Result<Session> {
                 "copying a WebGPU tensor needs the WebGPU execution provider, which did not start: {e}"
             ))
         })?;
-    Ok(builder.commit_from_memory(&identity_model(onnx_type(ty)))?)
+    Ok(builder.commit_from_memory(model)?)
 }
 
 /// ONNX's `TensorProto.DataType` number of an element type.
@@ -153,33 +218,88 @@ fn onnx_type(ty: TensorElementType) -> u64 {
     }
 }
 
-/// The ONNX model `y = Identity(x)` for tensors of element type `elem_type` and any shape.
-fn identity_model(elem_type: u64) -> Vec<u8> {
+/// A graph input or output: its name and element type, any shape (ONNX's `ValueInfoProto`).
+fn value_info(name: &str, elem_type: u64) -> Vec<u8> {
     use crate::onnx_split::{put_len_field, put_varint_field};
-    let value_info = |name: &str| {
-        let mut tensor_type = Vec::new();
-        put_varint_field(&mut tensor_type, 1, elem_type);
-        let mut type_proto = Vec::new();
-        put_len_field(&mut type_proto, 1, &tensor_type);
-        let mut info = Vec::new();
-        put_len_field(&mut info, 1, name.as_bytes());
-        put_len_field(&mut info, 2, &type_proto);
-        info
-    };
+    let mut tensor_type = Vec::new();
+    put_varint_field(&mut tensor_type, 1, elem_type);
+    let mut type_proto = Vec::new();
+    put_len_field(&mut type_proto, 1, &tensor_type);
+    let mut info = Vec::new();
+    put_len_field(&mut info, 1, name.as_bytes());
+    put_len_field(&mut info, 2, &type_proto);
+    info
+}
+
+/// A node (ONNX's `NodeProto`): its inputs, outputs, operator and encoded attributes.
+fn node(inputs: &[&str], outputs: &[&str], op: &str, attributes: &[Vec<u8>]) -> Vec<u8> {
+    use crate::onnx_split::put_len_field;
     let mut node = Vec::new();
-    put_len_field(&mut node, 1, b"x");
-    put_len_field(&mut node, 2, b"y");
-    put_len_field(&mut node, 4, b"Identity");
-    let mut graph = Vec::new();
-    put_len_field(&mut graph, 1, &node);
-    put_len_field(&mut graph, 2, b"sam2-device-copy");
-    put_len_field(&mut graph, 11, &value_info("x"));
-    put_len_field(&mut graph, 12, &value_info("y"));
+    for i in inputs {
+        put_len_field(&mut node, 1, i.as_bytes());
+    }
+    for o in outputs {
+        put_len_field(&mut node, 2, o.as_bytes());
+    }
+    put_len_field(&mut node, 4, op.as_bytes());
+    for a in attributes {
+        put_len_field(&mut node, 5, a);
+    }
+    node
+}
+
+/// A model of opset 13 around `graph` (encoded nodes, inputs and outputs already in it).
+fn model_of(graph: &[u8]) -> Vec<u8> {
+    use crate::onnx_split::{put_len_field, put_varint_field};
     let mut opset = Vec::new();
     put_varint_field(&mut opset, 2, 13);
     let mut model = Vec::new();
     put_varint_field(&mut model, 1, 8);
-    put_len_field(&mut model, 7, &graph);
+    put_len_field(&mut model, 7, graph);
     put_len_field(&mut model, 8, &opset);
     model
+}
+
+/// The ONNX model `y = Identity(x)` for tensors of element type `elem_type` and any shape.
+fn identity_model(elem_type: u64) -> Vec<u8> {
+    use crate::onnx_split::put_len_field;
+    let mut graph = Vec::new();
+    put_len_field(&mut graph, 1, &node(&["x"], &["y"], "Identity", &[]));
+    put_len_field(&mut graph, 2, b"sam2-device-copy");
+    put_len_field(&mut graph, 11, &value_info("x", elem_type));
+    put_len_field(&mut graph, 12, &value_info("y", elem_type));
+    model_of(&graph)
+}
+
+/// The ONNX model `y = Reshape(Concat(Reshape(x0, flat), …, Reshape(x{n-1}, flat)), shape)` for
+/// `n` float tensors of any shape (`flat` = [-1], `shape` the result's, both int64 inputs).
+fn concat_model(n: usize) -> Vec<u8> {
+    use crate::onnx_split::{put_len_field, put_varint_field};
+    const FLOAT: u64 = 1;
+    const INT64: u64 = 7;
+    let mut graph = Vec::new();
+    let names: Vec<(String, String)> = (0..n).map(|i| (format!("x{i}"), format!("r{i}"))).collect();
+    for (x, r) in &names {
+        put_len_field(&mut graph, 1, &node(&[x, "flat"], &[r], "Reshape", &[]));
+    }
+    // AttributeProto: name (1), i (3), type (20) = INT (2).
+    let mut axis = Vec::new();
+    put_len_field(&mut axis, 1, b"axis");
+    put_varint_field(&mut axis, 3, 0);
+    put_varint_field(&mut axis, 20, 2);
+    let flat: Vec<&str> = names.iter().map(|(_, r)| r.as_str()).collect();
+    put_len_field(&mut graph, 1, &node(&flat, &["c"], "Concat", &[axis]));
+    put_len_field(
+        &mut graph,
+        1,
+        &node(&["c", "shape"], &["y"], "Reshape", &[]),
+    );
+    put_len_field(&mut graph, 2, b"sam2-device-concat");
+    for (x, _) in &names {
+        put_len_field(&mut graph, 11, &value_info(x, FLOAT));
+    }
+    put_len_field(&mut graph, 11, &value_info("flat", INT64));
+    put_len_field(&mut graph, 11, &value_info("shape", INT64));
+    put_len_field(&mut graph, 12, &value_info("y", FLOAT));
+    model_of(&graph)
 }

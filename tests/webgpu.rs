@@ -22,6 +22,7 @@ use sam2::cache::{CacheOptions, EmbeddingCache};
 use sam2::device::{copy_stats, DeviceOptions, MismatchPolicy, Provider, ProviderRequest};
 use sam2::everything::{segment_everything, segment_everything_embedding, EverythingOptions};
 use sam2::log::{self, LogLevel};
+use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{
     embedding_file, Embedding, Encoder, EncoderOptions, Error, ImageView, PixelFormat,
     PredictOptions, Predictor, PredictorOptions, Prompt,
@@ -576,4 +577,107 @@ fn the_cache_keeps_device_embeddings_within_its_device_budget() {
     tiny.encode(&encoder, &shapes_view(&img)).unwrap();
     assert_eq!(tiny.stats().entries, 0);
     assert_eq!(tiny.stats().rejected, 1);
+}
+
+/// One object clicked on frame 0 of the generated tracking clip, then tracked over the next
+/// frames, by `tracker`: each frame's low-res logits and score.
+fn track_clip(tracker: &Tracker, frames: u32) -> Vec<(Vec<f32>, f32)> {
+    use common::track_clip::{frame, target_centre, HEIGHT, WIDTH};
+    let (cx, cy) = target_centre(0);
+    let click = common::click(cx as f32, cy as f32);
+    let mut out = Vec::new();
+    for t in 0..frames {
+        let (rgb, _, _) = frame(t);
+        let view = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+        let object = if t == 0 {
+            tracker.add_prompt(0, &view, 1, &click).unwrap()
+        } else {
+            let mut tracked = tracker.track(t, &view, Direction::Forward).unwrap();
+            tracked.objects.remove(0)
+        };
+        out.push((object.low_res, object.score));
+    }
+    out
+}
+
+/// The tracker's four modules on the device: it says so (no fallback, outputs kept in the
+/// device's memory), and every frame's logits follow the CPU tracker's (correlation ≥ 0.999,
+/// IoU ≥ 0.99 on pixels either side is confident about) and its object score.
+fn tracker_on_the_device_as_on_the_cpu(paths: &VideoModelPaths, frames: u32, what: &str) {
+    let options = |device: DeviceOptions| {
+        let mut options = TrackerOptions {
+            num_frames: Some(frames),
+            ..Default::default()
+        };
+        options.session.device = device;
+        options
+    };
+    let cpu = Tracker::new(paths, &options(DeviceOptions::default())).unwrap();
+    let device = Tracker::new(paths, &options(webgpu(MismatchPolicy::Fail))).unwrap();
+    let effective = device.device();
+    assert_eq!(effective.primary, device_provider(), "{what}");
+    assert!(!effective.fell_back, "{what}: the device tracker fell back");
+    assert_ne!(
+        effective.memory, "Cpu",
+        "{what}: the device tracker keeps its memories in host memory"
+    );
+    let (on_cpu, on_device) = (track_clip(&cpu, frames), track_clip(&device, frames));
+    assert!(device.memory_bytes() > 0, "{what}: no memory kept");
+    for (t, ((c, cs), (d, ds))) in on_cpu.iter().zip(&on_device).enumerate() {
+        let r = correlation(d, c);
+        let i = confident_iou(d, c);
+        assert!(
+            r >= 0.999 && i >= 0.99,
+            "{what}, frame {t}: logit correlation {r:.6}, IoU {i:.4} with the CPU tracker's"
+        );
+        assert!(
+            (cs - ds).abs() < 1e-2 * cs.abs().max(1.0),
+            "{what}, frame {t}: object score {ds} against the CPU's {cs}"
+        );
+    }
+}
+
+/// EdgeTAM (issue 31) on the device: its image pair (encode, a click and a box, against the
+/// CPU's), and its four video modules over 3 frames of the tracking clip: the tracker's memories
+/// and pointers kept in WebGPU buffers between frames and stacked there (a WebGPU buffer cannot be
+/// written at an offset: `device_copy::concat_webgpu`). On llvmpipe a 1024² frame of EdgeTAM's
+/// encoder takes seconds, so the clip is short. (The generated tracker cannot run here: the
+/// rig's ONNX Runtime 1.30 refuses its decoder's `If` subgraph, "initializer name is not
+/// unique", which 1.31 loads.)
+#[test]
+fn edgetam_runs_on_the_device_as_on_the_cpu() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let Some(dir) = std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) else {
+        eprintln!("skipped: SAM2_EDGETAM_MODELS is not set (tools/setup-edgetam.sh)");
+        return;
+    };
+    let (encoder_path, decoder_path) = (
+        dir.join("edgetam_image_encoder.onnx"),
+        dir.join("edgetam_image_decoder_multi.onnx"),
+    );
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let cpu_encoder = encoder_on(&encoder_path, DeviceOptions::default()).unwrap();
+    let device_encoder = encoder_on(&encoder_path, webgpu(MismatchPolicy::Fail)).unwrap();
+    let host = cpu_encoder.encode(&shapes_view(&img)).unwrap();
+    let resident = device_encoder.encode(&shapes_view(&img)).unwrap();
+    assert!(
+        !resident.is_serializable(),
+        "EdgeTAM's embedding left the device"
+    );
+    let cpu = predictor_on(&decoder_path, &cpu_encoder, DeviceOptions::default());
+    let device = predictor_on(&decoder_path, &device_encoder, webgpu(MismatchPolicy::Fail));
+    let clicks = &shape_clicks()[..2];
+    let on_device = device
+        .predict(&resident, clicks, PredictOptions { multimask: true })
+        .unwrap();
+    let on_cpu = cpu
+        .predict(&host, clicks, PredictOptions { multimask: true })
+        .unwrap();
+    assert_same(&on_device, &on_cpu, "EdgeTAM image pair");
+
+    let paths = VideoModelPaths::find(&dir).unwrap();
+    tracker_on_the_device_as_on_the_cpu(&paths, 3, "EdgeTAM");
 }

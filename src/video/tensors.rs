@@ -55,6 +55,22 @@ impl Tracker {
         kept: &'a mut Option<DynValue>,
     ) -> Result<&'a DynValue> {
         let info = self.device_memory.clone();
+        if crate::device_copy::is_webgpu(&info.allocation_device()) {
+            // A WebGPU buffer cannot be written at an offset: a Concat session on the device
+            // (into a new buffer each time: the session allocates its output).
+            let out = crate::device_copy::concat_webgpu(parts, shape, info.device_id())?;
+            let got = out
+                .view()
+                .downcast::<ort::value::DynTensorValueType>()?
+                .shape()
+                .clone();
+            if got.iter().ne(shape.iter()) {
+                return Err(Error::OnnxRuntime(format!(
+                    "memory tensors concatenated to {got:?}, expected {shape:?}"
+                )));
+            }
+            return Ok(kept.insert(out));
+        }
         let reusable = match kept.take() {
             Some(v) if v.shape().iter().eq(shape.iter()) && !is_on_host(&v)? => {
                 Some(v.downcast::<ort::value::TensorValueType<f32>>()?)
