@@ -1721,7 +1721,9 @@ sam2_status sam2_tracker_memory_frames(const struct sam2_tracker *tracker, size_
 
 /**
  * Writes the bytes of the tensors the tracker holds: frame memories, object pointers and
- * logits, and the last frame's features (kept for prompts on that same picture), in the
+ * logits, the last frame's features (kept for prompts on that same picture), and the buffers
+ * it reuses from frame to frame (the frame's input tensor, the stacked memories and their
+ * position encodings), in the
  * sessions' memory (device memory on a GPU) and on the host. The modules' own memory (weights,
  * ONNX Runtime's arenas) is not included. Thread-safe; `*out_bytes` is written only on success.
  */
