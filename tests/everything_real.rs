@@ -1,7 +1,9 @@
 //! Segment everything on the real architecture: the library's generator on the
 //! samexporter export of SAM2.1 hiera-tiny (seeded random weights) against Meta's
 //! `SAM2AutomaticMaskGenerator` on the checkpoint the export was made from
-//! (tools/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`).
+//! (tools/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`); and the same on
+//! EdgeTAM's image pair (tools/export_edgetam.py, `$SAM2_EDGETAM_MODELS`) against EdgeTAM's own
+//! generator on the weights of that export.
 //!
 //! Parameters (both sides, read from the reference): `testdata/demo.ppm` (800×600), a 16×16 grid
 //! (not SAM2's 32×32, to keep the test short), batches of 64, multimask, no crops, predicted
@@ -10,7 +12,8 @@
 //! box NMS thresholds: 1.0 (off: the masks cover most of the image, so their boxes coincide and
 //! any lower threshold keeps a handful), which keeps a few hundred masks, and SAM2's 0.7.
 //! Required for each: ≥ 95% of the reference's masks have a library mask with IoU ≥ 0.9, and the
-//! counts agree within 5%. The figures are printed.
+//! counts agree within 5%. The figures are printed. EdgeTAM's reference has the first run alone
+//! (its box NMS keeps a single mask: nothing the first run does not show).
 
 mod common;
 
@@ -26,23 +29,50 @@ const MATCH_IOU: f64 = 0.9;
 const MATCHED_SHARE: f64 = 0.95;
 const COUNT_TOLERANCE: f64 = 0.05;
 
-fn real_dir() -> PathBuf {
-    std::env::var_os("SAM2_REAL_MODELS")
-        .map(PathBuf::from)
-        .expect(
-            "SAM2_REAL_MODELS is not set: run tools/setup-real.sh (the README's test command does)",
-        )
+/// The models a run compares: SAM2.1 tiny's real exports, or EdgeTAM's.
+struct Family {
+    /// The report's name of the model.
+    label: &'static str,
+    /// The models' directory and the Python that runs the reference, by variable.
+    models_var: &'static str,
+    python_var: &'static str,
+    /// The set-up script that sets both.
+    setup: &'static str,
+    /// The reliability report's file for the figures.
+    report: &'static str,
 }
 
-/// The reference's JSON: computed by the torch venv's Python the first time, then read from the
+const SAM2: Family = Family {
+    label: "real SAM2.1 tiny, samexporter",
+    models_var: "SAM2_REAL_MODELS",
+    python_var: "SAM2_REAL_PYTHON",
+    setup: "tools/setup-real.sh",
+    report: "everything_parity.txt",
+};
+
+const EDGETAM: Family = Family {
+    label: "EdgeTAM, ONNX Runtime's tools",
+    models_var: "SAM2_EDGETAM_MODELS",
+    python_var: "SAM2_EDGETAM_PYTHON",
+    setup: "tools/setup-edgetam.sh",
+    report: "edgetam_everything_parity.txt",
+};
+
+fn var(name: &str, setup: &str) -> PathBuf {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            panic!("{name} is not set: run {setup} (the README's test command does)")
+        })
+}
+
+/// The reference's JSON: computed by the family's Python the first time, then read from the
 /// cache (the script prints its path either way).
-fn reference() -> serde_json::Value {
-    let python = std::env::var_os("SAM2_REAL_PYTHON")
-        .expect("SAM2_REAL_PYTHON is not set: run tools/setup-real.sh");
-    let output = Command::new(python)
+fn reference(family: &Family) -> serde_json::Value {
+    let output = Command::new(var(family.python_var, family.setup))
         .arg(root().join("tools/everything_reference.py"))
         .arg("--models")
-        .arg(real_dir())
+        .arg(var(family.models_var, family.setup))
         .arg("--image")
         .arg(testdata("demo.ppm"))
         .output()
@@ -59,9 +89,20 @@ fn reference() -> serde_json::Value {
 
 #[test]
 fn the_generator_matches_metas_on_the_real_architecture() {
-    let reference = reference();
+    matches_the_reference(&SAM2);
+}
+
+/// EdgeTAM's image pair (issue 31) against EdgeTAM's own generator on the same weights, with the
+/// same parameters and requirements.
+#[test]
+fn the_generator_matches_edgetam_s_on_edgetam() {
+    matches_the_reference(&EDGETAM);
+}
+
+fn matches_the_reference(family: &Family) {
+    let reference = reference(family);
     init_runtime();
-    let dir = real_dir();
+    let dir = var(family.models_var, family.setup);
     let encoder = Encoder::new(
         dir.join(reference["encoder"].as_str().unwrap()),
         &Default::default(),
@@ -80,8 +121,9 @@ fn the_generator_matches_metas_on_the_real_architecture() {
     let embedding = encoder.encode(&view).unwrap();
     let mut report = Vec::new();
     let mut failures = Vec::new();
-    for name in ["many", "nms"] {
-        let run = &reference["runs"][name];
+    let runs = reference["runs"].as_object().unwrap();
+    assert!(runs.contains_key("many"), "the reference has no `many` run");
+    for (name, run) in runs {
         let params = &run["params"];
         let f = |key: &str| params[key].as_f64().unwrap();
         let options = EverythingOptions {
@@ -138,10 +180,11 @@ fn the_generator_matches_metas_on_the_real_architecture() {
         let count_diff =
             (ours.masks.len() as f64 - theirs.len() as f64).abs() / theirs.len().max(1) as f64;
         let line = format!(
-            "segment everything `{name}` (real SAM2.1 tiny, samexporter, {w}x{h}, {} clicks, IoU > {}, \
+            "segment everything `{name}` ({}, {w}x{h}, {} clicks, IoU > {}, \
              box NMS {}): reference {} masks ({:.1} s in PyTorch), library {} masks ({seconds:.1} s); \
              {matched} of the reference's ({:.1}%) have a library mask with IoU >= {MATCH_IOU}; \
              counts differ by {:.1}%; scores of matched masks differ by at most {score_diff:.4}",
+            family.label,
             options.points_per_side.pow(2),
             options.pred_iou_thresh,
             options.box_nms_thresh,
@@ -158,10 +201,7 @@ fn the_generator_matches_metas_on_the_real_architecture() {
         report.push(line);
     }
     if let Some(dir) = std::env::var_os("SAM2_REPORT_DIR") {
-        let _ = std::fs::write(
-            PathBuf::from(dir).join("everything_parity.txt"),
-            report.join("\n"),
-        );
+        let _ = std::fs::write(PathBuf::from(dir).join(family.report), report.join("\n"));
     }
     let kept = reference["runs"]["many"]["masks"].as_array().unwrap().len();
     assert!(

@@ -77,6 +77,20 @@ fn tiny_pairs() -> Vec<Pair> {
         .collect()
 }
 
+/// EdgeTAM's image pairs (tools/export_edgetam.py, `$SAM2_EDGETAM_MODELS` from
+/// tools/setup-edgetam.sh, which scripts/test.sh sources); none when the variable is unset.
+fn edgetam_pairs() -> Vec<Pair> {
+    match std::env::var_os("SAM2_EDGETAM_MODELS") {
+        Some(dir) => pairs_in(Path::new(&dir)),
+        None => {
+            println!(
+                "SAM2_EDGETAM_MODELS is not set (tools/setup-edgetam.sh): EdgeTAM not checked"
+            );
+            Vec::new()
+        }
+    }
+}
+
 fn demo() -> Image {
     read_pnm(&testdata("demo.ppm"))
 }
@@ -438,15 +452,16 @@ fn every_pixel_format_encodes() {
     }
 }
 
-/// An embedding saved to a file and loaded back predicts the same masks; the loaded one is
-/// refused by a decoder of another export family.
+/// An embedding saved to a file and loaded back predicts the same masks, for SAM2.1 tiny and for
+/// EdgeTAM; a file of one model is refused where another model's is expected.
 #[test]
 fn save_and_load_round_trip() {
     init_runtime();
     let image = demo();
     let dir = std::env::temp_dir().join(format!("sam2-real-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for pair in tiny_pairs() {
+    let sam2_encoder = open(&tiny_pairs()[0]).0;
+    for pair in tiny_pairs().into_iter().chain(edgetam_pairs()) {
         let (encoder, predictor) = open(&pair);
         let embedding = encoder.encode(&rgb(&image)).unwrap();
         let path = dir.join("e.sam2");
@@ -461,6 +476,15 @@ fn save_and_load_round_trip() {
             .unwrap();
         assert_eq!(a.masks, b.masks);
         assert_eq!(a.scores, b.scores);
+        if pair.model != "sam2.1_hiera_tiny" {
+            let err = sam2::embedding_file::load(&path, Some(sam2_encoder.fingerprint()))
+                .expect_err("another model's embedding file is refused");
+            assert!(
+                matches!(err, sam2::Error::ModelMismatch(_)),
+                "{}: {err}",
+                pair.encoder.display()
+            );
+        }
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -535,27 +559,35 @@ fn every_optimization_level_and_weight_policy_works() {
     }
 }
 
-/// The embedding cache serves a real encoder: a second request is a hit on the same embedding.
+/// The embedding cache serves a real encoder (SAM2.1 tiny's, EdgeTAM's): a second request is a
+/// hit on the same embedding.
 #[test]
 fn the_cache_serves_real_encoders() {
     init_runtime();
     let image = demo();
-    let pair = &tiny_pairs()[0];
+    let pairs = tiny_pairs();
+    let edgetam = edgetam_pairs();
+    for pair in pairs.iter().take(1).chain(edgetam.iter().take(1)) {
+        cache_serves(pair, &image);
+    }
+}
+
+fn cache_serves(pair: &Pair, image: &Image) {
     let (encoder, predictor) = open(pair);
     let encoder = Arc::new(encoder);
     let cache = EmbeddingCache::new(Default::default()).unwrap();
-    let (first, _) = cache.encode(&encoder, &rgb(&image)).unwrap();
-    let (second, source) = cache.encode(&encoder, &rgb(&image)).unwrap();
+    let (first, _) = cache.encode(&encoder, &rgb(image)).unwrap();
+    let (second, source) = cache.encode(&encoder, &rgb(image)).unwrap();
     assert!(Arc::ptr_eq(&first, &second));
     assert_eq!(source, sam2::cache::Source::Cache);
     assert_eq!(cache.stats().misses, 1);
     let r = single(&predictor, &second, click(580.0, 190.0));
     let direct = single(
         &predictor,
-        &encoder.encode(&rgb(&image)).unwrap(),
+        &encoder.encode(&rgb(image)).unwrap(),
         click(580.0, 190.0),
     );
-    assert_eq!(r.masks, direct.masks);
+    assert_eq!(r.masks, direct.masks, "{}", pair.decoder.display());
 }
 
 /// Issue 32: an image larger than the model's input is shrunk as `SAM2ImagePredictor` shrinks it

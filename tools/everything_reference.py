@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Reference masks for segment everything (issue 20): Meta's `SAM2AutomaticMaskGenerator` on the
 checkpoint the real exports were made from (seeded random weights, tools/export_real.py), with
-the parameters tests/everything_real.rs gives the library.
+the parameters tests/everything_real.rs gives the library; or, for EdgeTAM's export
+(tools/export_edgetam.py, whose manifest says `"family": "edgetam"`), EdgeTAM's own
+`SAM2AutomaticMaskGenerator` (its fork of the same code) on the weights of that export, run in
+EdgeTAM's venv (tools/setup-edgetam.sh), with the same parameters.
 
 Random weights predict IoUs around 0.5, so SAM2's default thresholds (0.8, 0.95) keep almost
 nothing; CONFIGS lowers them so that the reference keeps a few hundred masks, and uses a 16 x 16
@@ -13,6 +16,7 @@ covering this script, the image and the manifest; when that file exists nothing 
 computed. Prints the path of the JSON on its last line.
 
     python tools/everything_reference.py --models "$SAM2_REAL_MODELS" --image testdata/demo.ppm
+    "$SAM2_EDGETAM_PYTHON" tools/everything_reference.py --models "$SAM2_EDGETAM_MODELS" --image testdata/demo.ppm
 
 `--bench` instead times Meta's generator with SAM2's default parameters on an image (for
 scripts/bench.sh; nothing cached) and prints one JSON line.
@@ -45,6 +49,9 @@ CONFIGS = {
     "many": dict(COMMON, box_nms_thresh=1.0),
     "nms": dict(COMMON, box_nms_thresh=0.7),
 }
+# EdgeTAM: `many` alone (its masks cover the image even more alike than SAM2's: SAM2's box NMS
+# keeps one of them, which tells nothing `many` does not, at the cost of a second generator run).
+EDGETAM_CONFIGS = ["many"]
 
 
 def say(msg):
@@ -60,14 +67,24 @@ def digest(*paths):
 
 
 def generator(models, params):
+    """The model's pair (the decoder the library runs) and Meta's generator on its checkpoint."""
     import torch
     from sam2.automatic_mask_generator import SAM2AutomaticMaskGenerator
-    from sam2.build_sam import build_sam2
 
     torch.set_num_threads(os.cpu_count() or 1)
     manifest = json.load(open(os.path.join(models, "manifest.json")))
-    pair = next(p for p in manifest["pairs"] if p["model"] == MODEL and p["family"] == "samexporter")
-    model = build_sam2(pair["config"], ckpt_path=os.path.join(models, pair["checkpoint"]), device="cpu")
+    if manifest.get("family") == "edgetam":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import edgetam_model  # EdgeTAM as its own builder makes it, without downloads
+
+        # the multimask decoder of ONNX Runtime's tools (the generator asks for three masks)
+        pair = next(p for p in manifest["pairs"] if p["decoder"].endswith("_multi.onnx"))
+        model = edgetam_model.build(video=False, checkpoint=os.path.join(models, manifest["checkpoint"]))
+    else:
+        from sam2.build_sam import build_sam2
+
+        pair = next(p for p in manifest["pairs"] if p["model"] == MODEL and p["family"] == "samexporter")
+        model = build_sam2(pair["config"], ckpt_path=os.path.join(models, pair["checkpoint"]), device="cpu")
     return pair, SAM2AutomaticMaskGenerator(model, output_mode="uncompressed_rle", **params)
 
 
@@ -108,10 +125,14 @@ def main():
         return
     rgb = read_image(args.image)
     h, w = rgb.shape[:2]
-    out = {"image": os.path.basename(args.image), "width": w, "height": h, "model": MODEL, "runs": {}}
+    out = {"image": os.path.basename(args.image), "width": w, "height": h, "runs": {}}
+    edgetam = json.load(open(os.path.join(args.models, "manifest.json"))).get("family") == "edgetam"
     for name, params in CONFIGS.items():
+        if edgetam and name not in EDGETAM_CONFIGS:
+            continue
         pair, gen = generator(args.models, params)
-        say(f"{MODEL} ({pair['checkpoint']}), {w}x{h}, {name}: {params}")
+        out["model"] = pair["model"]
+        say(f"{pair['model']} ({pair['checkpoint']}), {w}x{h}, {name}: {params}")
         t0 = time.time()
         anns = gen.generate(rgb)
         seconds = time.time() - t0

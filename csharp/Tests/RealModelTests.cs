@@ -5,16 +5,22 @@ using System.Linq;
 namespace Sam2.Tests
 {
     /// <summary>The real SAM2 architecture (random weights) from samexporter and ONNX Runtime's
-    /// tools, through the wrapper with default options ($SAM2_REAL_MODELS, tools/setup-real.sh).</summary>
+    /// tools, and EdgeTAM's image pair (ONNX Runtime's tools on EdgeTAM), through the wrapper with
+    /// default options ($SAM2_REAL_MODELS from tools/setup-real.sh, $SAM2_EDGETAM_MODELS from
+    /// tools/setup-edgetam.sh).</summary>
     internal static class RealModelTests
     {
-        private static string Real(string file)
+        private static string Model(string variable, string setup, string file)
         {
-            string dir = Environment.GetEnvironmentVariable("SAM2_REAL_MODELS");
+            string dir = Environment.GetEnvironmentVariable(variable);
             if (string.IsNullOrEmpty(dir))
-                throw new InvalidOperationException("SAM2_REAL_MODELS is not set: run `. tools/setup-real.sh` first");
+                throw new InvalidOperationException(variable + " is not set: run `. " + setup + "` first");
             return Path.Combine(dir, file);
         }
+
+        private static string Real(string file) => Model("SAM2_REAL_MODELS", "tools/setup-real.sh", file);
+
+        private static string EdgeTam(string file) => Model("SAM2_EDGETAM_MODELS", "tools/setup-edgetam.sh", file);
 
         [Test]
         private static void RealExportsEncodeClickAndBatchWithDefaultOptions()
@@ -22,13 +28,14 @@ namespace Sam2.Tests
             PnmImage image = Pnm.Read(Path.Combine(Fixture.TestData, "demo.ppm"), 3);
             string[][] pairs =
             {
-                new[] { "sam2.1_hiera_tiny.encoder.onnx", "sam2.1_hiera_tiny.decoder.onnx" },
-                new[] { "sam2.1_hiera_tiny_image_encoder.onnx", "sam2.1_hiera_tiny_image_decoder.onnx" },
+                new[] { Real("sam2.1_hiera_tiny.encoder.onnx"), Real("sam2.1_hiera_tiny.decoder.onnx") },
+                new[] { Real("sam2.1_hiera_tiny_image_encoder.onnx"), Real("sam2.1_hiera_tiny_image_decoder.onnx") },
+                new[] { EdgeTam("edgetam_image_encoder.onnx"), EdgeTam("edgetam_image_decoder.onnx") },
             };
             foreach (string[] pair in pairs)
             {
-                using (var encoder = new Sam2Encoder(Real(pair[0])))
-                using (var predictor = new Sam2Predictor(encoder, Real(pair[1])))
+                using (var encoder = new Sam2Encoder(pair[0]))
+                using (var predictor = new Sam2Predictor(encoder, pair[1]))
                 using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
                 {
                     Sam2Prompt[] prompts =

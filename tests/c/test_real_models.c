@@ -1,7 +1,9 @@
 /*
  * The real SAM2 architecture through the C ABI: SAM2.1 hiera-tiny exported by
  * samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (single- and multi-mask decoders),
- * from $SAM2_REAL_MODELS (tools/setup-real.sh). Default options throughout, as a new user would
+ * from $SAM2_REAL_MODELS (tools/setup-real.sh), and EdgeTAM's image pairs (tools/export_edgetam.py,
+ * ONNX Runtime's SAM2 tools run on EdgeTAM) from $SAM2_EDGETAM_MODELS (tools/setup-edgetam.sh),
+ * through the same entry points. Default options throughout, as a new user would
  * call the library: encode, click, a batch mixing clicks, a box and a refinement (each object as
  * a single call gives it), multimask, and a save/load round trip. The masks are compared with the
  * reference pipelines by tests/real_models.rs.
@@ -21,13 +23,23 @@ static const char *const PAIRS[][2] = {
     {"sam2.1_hiera_tiny_image_encoder.onnx", "sam2.1_hiera_tiny_image_decoder_multi.onnx"},
 };
 
-static char *real_path(char *out, const char *file) {
-    const char *dir = getenv("SAM2_REAL_MODELS");
+static const char *const EDGETAM_PAIRS[][2] = {
+    {"edgetam_image_encoder.onnx", "edgetam_image_decoder.onnx"},
+    {"edgetam_image_encoder.onnx", "edgetam_image_decoder_multi.onnx"},
+};
+
+/* The directory a variable names, or exit naming the set-up script that sets it. */
+static const char *models_dir(const char *var, const char *setup) {
+    const char *dir = getenv(var);
     if (dir == NULL || dir[0] == '\0') {
-        fprintf(stderr, "SAM2_REAL_MODELS is not set: run `. tools/setup-real.sh` (the README's "
-                        "test command does) before configuring the C tests\n");
+        fprintf(stderr, "%s is not set: run `. %s` (the README's test command does) before "
+                        "configuring the C tests\n", var, setup);
         exit(1);
     }
+    return dir;
+}
+
+static char *model_path(char *out, const char *dir, const char *file) {
     snprintf(out, TEST_PATH_MAX, "%s/%s", dir, file);
     return out;
 }
@@ -42,13 +54,14 @@ static sam2_masks *predict(const sam2_predictor *p, const sam2_embedding *e, con
     return masks;
 }
 
-static void run_pair(const char *encoder_file, const char *decoder_file, const test_image *image) {
+static void run_pair(const char *models, const char *encoder_file, const char *decoder_file,
+                     const test_image *image) {
     char path[TEST_PATH_MAX];
     const size_t plane = (size_t)image->width * image->height;
     sam2_encoder *encoder = NULL;
-    CHECK_OK(sam2_encoder_new(real_path(path, encoder_file), NULL, &encoder));
+    CHECK_OK(sam2_encoder_new(model_path(path, models, encoder_file), NULL, &encoder));
     sam2_predictor *predictor = NULL;
-    CHECK_OK(sam2_predictor_new(encoder, real_path(path, decoder_file), NULL, &predictor));
+    CHECK_OK(sam2_predictor_new(encoder, model_path(path, models, decoder_file), NULL, &predictor));
     sam2_embedding *embedding = test_encode(encoder, image);
 
     /* A click, a box, a positive and a negative click. */
@@ -135,8 +148,12 @@ int main(void) {
         test_image_free(&image);
         return 0;
     }
-    size_t pairs = sizeof PAIRS / sizeof PAIRS[0];
-    for (size_t i = 0; i < pairs; i++) run_pair(PAIRS[i][0], PAIRS[i][1], &image);
+    const char *real = models_dir("SAM2_REAL_MODELS", "tools/setup-real.sh");
+    for (size_t i = 0; i < sizeof PAIRS / sizeof PAIRS[0]; i++)
+        run_pair(real, PAIRS[i][0], PAIRS[i][1], &image);
+    const char *edgetam = models_dir("SAM2_EDGETAM_MODELS", "tools/setup-edgetam.sh");
+    for (size_t i = 0; i < sizeof EDGETAM_PAIRS / sizeof EDGETAM_PAIRS[0]; i++)
+        run_pair(edgetam, EDGETAM_PAIRS[i][0], EDGETAM_PAIRS[i][1], &image);
     test_image_free(&image);
     return 0;
 }
