@@ -2,7 +2,9 @@
 
 On the checkpoint tools/export_video.py writes beside its four modules (`--models`:
 sam2.1_hiera_tiny_video.pt, the same weights as the ONNX export), built by
-`build_sam2_video_predictor` on the CPU. The clip is bench_video.rs's: the disc clip of
+`build_sam2_video_predictor` on the CPU; or, when `--models` is EdgeTAM's export
+(tools/export_edgetam.py, its manifest's `"family": "edgetam"`; run with EdgeTAM's venv,
+tools/setup-edgetam.sh), EdgeTAM's own `SAM2VideoPredictor` on that export's checkpoint. The clip is bench_video.rs's: the disc clip of
 tools/track_clip.py played back and forth, resampled (nearest) to --width x --height, written as
 the folder of JPEGs `init_state` reads (init_state decodes, resizes to 1024 and normalises every
 frame up front: not timed). One click on the disc on frame 0, then `propagate_in_video`; each
@@ -52,10 +54,18 @@ def main():
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     torch.set_num_threads(os.cpu_count() or 1)
-    from sam2.build_sam import build_sam2_video_predictor
+    manifest_path = os.path.join(args.models, "manifest.json")
+    manifest = json.load(open(manifest_path)) if os.path.exists(manifest_path) else {}
+    if manifest.get("family") == "edgetam":
+        import edgetam_model  # EdgeTAM as its own builder makes it, without downloads
 
-    checkpoint = os.path.join(args.models, "sam2.1_hiera_tiny_video.pt")
-    predictor = build_sam2_video_predictor(CONFIG, ckpt_path=checkpoint, device="cpu")
+        checkpoint = os.path.join(args.models, manifest["checkpoint"])
+        predictor = edgetam_model.build(video=True, checkpoint=checkpoint)
+    else:
+        from sam2.build_sam import build_sam2_video_predictor
+
+        checkpoint = os.path.join(args.models, "sam2.1_hiera_tiny_video.pt")
+        predictor = build_sam2_video_predictor(CONFIG, ckpt_path=checkpoint, device="cpu")
     frames = WARM_FRAMES + args.timed + 1
     with tempfile.TemporaryDirectory() as tmp:
         for t in range(frames):
@@ -84,6 +94,7 @@ def main():
             {
                 "seconds": seconds,
                 "threads": torch.get_num_threads(),
+                "model": manifest.get("model", "sam2.1_hiera_tiny"),
                 "torch": torch.__version__,
                 "frame": [args.width, args.height],
                 "warm_frames": WARM_FRAMES,

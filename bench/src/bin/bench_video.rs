@@ -731,36 +731,15 @@ fn main() -> Res<()> {
         None => None,
     };
     let torch = match (&real_dir, std::env::var_os("SAM2_REAL_PYTHON")) {
-        (Some(dir), Some(python)) => {
-            let out = Command::new(python)
-                .arg(root.join("tools/bench_video_torch.py"))
-                .arg("--models")
-                .arg(dir)
-                .args(["--width", "1280", "--height", "720", "--timed"])
-                .arg(torch_frames.to_string())
-                .output()?;
-            if out.status.success() {
-                let v: serde_json::Value = serde_json::from_str(
-                    String::from_utf8_lossy(&out.stdout)
-                        .lines()
-                        .last()
-                        .unwrap_or(""),
-                )?;
-                let secs: Vec<f64> = v["seconds"]
-                    .as_array()
-                    .ok_or("no seconds from the PyTorch run")?
-                    .iter()
-                    .filter_map(|s| s.as_f64())
-                    .collect();
-                Some((median(&secs), v["threads"].as_u64().unwrap_or(0)))
-            } else {
-                eprintln!(
-                    "[bench_video] PyTorch run failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                None
-            }
-        }
+        (Some(dir), Some(python)) => torch_frame(&root, &python, dir, torch_frames)?,
+        _ => None,
+    };
+    // EdgeTAM's own predictor in its venv, on the same checkpoint as the export.
+    let edgetam_torch = match (
+        std::env::var_os("SAM2_EDGETAM_MODELS"),
+        std::env::var_os("SAM2_EDGETAM_PYTHON"),
+    ) {
+        (Some(dir), Some(python)) => torch_frame(&root, &python, Path::new(&dir), torch_frames)?,
         _ => None,
     };
 
@@ -799,6 +778,17 @@ fn main() -> Res<()> {
             "| SAM2.1 hiera-tiny | Meta's SAM2VideoPredictor: not run (SAM2_VIDEO_MODELS or SAM2_REAL_PYTHON unset, or it failed) | | | |"
         ),
     }
+    match (edgetam_torch, edgetam) {
+        (Some((secs, threads)), Some(e)) => println!(
+            "| EdgeTAM, 1280×720 | EdgeTAM's SAM2VideoPredictor, PyTorch ({threads} threads) | {} | {} | {:.2}× the library |",
+            ms(secs),
+            fps(secs),
+            secs / e.library
+        ),
+        _ => println!(
+            "| EdgeTAM | EdgeTAM's SAM2VideoPredictor: not run (SAM2_EDGETAM_MODELS or SAM2_EDGETAM_PYTHON unset, or it failed) | | | |"
+        ),
+    }
     let load_end = load_average();
     println!("load average at the end {load_end}");
     std::fs::create_dir_all(&out_dir)?;
@@ -823,10 +813,52 @@ fn main() -> Res<()> {
         "pytorch": torch.map(|(secs, threads)| serde_json::json!({
             "frames": torch_frames, "seconds": secs, "fps": 1.0 / secs, "threads": threads,
         })),
+        "edgetam_pytorch": edgetam_torch.map(|(secs, threads)| serde_json::json!({
+            "frames": torch_frames, "seconds": secs, "fps": 1.0 / secs, "threads": threads,
+        })),
     });
     std::fs::write(
         out_dir.join("bench_video.json"),
         serde_json::to_string_pretty(&json)?,
     )?;
     Ok(())
+}
+
+/// The median seconds a frame of the PyTorch video predictor of the export in `models` takes
+/// (tools/bench_video_torch.py, run by `python`: Meta's for SAM2.1 tiny, EdgeTAM's for EdgeTAM),
+/// and its threads; `None` when the script fails (its error is printed).
+fn torch_frame(
+    root: &Path,
+    python: &std::ffi::OsStr,
+    models: &Path,
+    frames: u32,
+) -> Result<Option<(f64, u64)>, Box<dyn std::error::Error>> {
+    let out = Command::new(python)
+        .arg(root.join("tools/bench_video_torch.py"))
+        .arg("--models")
+        .arg(models)
+        .args(["--width", "1280", "--height", "720", "--timed"])
+        .arg(frames.to_string())
+        .output()?;
+    if !out.status.success() {
+        eprintln!(
+            "[bench_video] PyTorch run on {} failed: {}",
+            models.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return Ok(None);
+    }
+    let v: serde_json::Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .last()
+            .unwrap_or(""),
+    )?;
+    let secs: Vec<f64> = v["seconds"]
+        .as_array()
+        .ok_or("no seconds from the PyTorch run")?
+        .iter()
+        .filter_map(|s| s.as_f64())
+        .collect();
+    Ok(Some((median(&secs), v["threads"].as_u64().unwrap_or(0))))
 }

@@ -105,6 +105,13 @@ pub(crate) fn int8_variant(encoder: &Path) -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// EdgeTAM's image encoder, when tools/setup-edgetam.sh has made it (`$SAM2_EDGETAM_MODELS`).
+pub(crate) fn edgetam_encoder() -> Option<PathBuf> {
+    let path =
+        PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS")?).join("edgetam_image_encoder.onnx");
+    path.is_file().then_some(path)
+}
+
 /// The CPU's model and the vector and matrix extensions ONNX Runtime's int8 kernels can use
 /// (from /proc/cpuinfo; "unknown" elsewhere).
 pub(crate) fn cpu_description() -> String {

@@ -255,10 +255,17 @@ fn main() -> Res<()> {
         Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),
         None => None,
     };
+    // EdgeTAM's image encoder (tools/export_edgetam.py, made by tools/setup-edgetam.sh) on the
+    // same image, against SAM2.1 tiny's in the library.
+    let edgetam_encoder = match edgetam_encoder() {
+        Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),
+        None => None,
+    };
     let peer_enc_ok = has_peer && peer_call("init_encoder").is_some();
     eprintln!(
-        "[bench]   library e2e, library on a prepared tensor, ONNX Runtime alone{}{} ({} + 1 warm-up each)",
+        "[bench]   library e2e, library on a prepared tensor, ONNX Runtime alone{}{}{} ({} + 1 warm-up each)",
         if int8_encoder.is_some() { ", the int8 variant" } else { "" },
+        if edgetam_encoder.is_some() { ", EdgeTAM" } else { "" },
         if peer_enc_ok { ", peer" } else { "" },
         plan.enc_runs
     );
@@ -286,25 +293,39 @@ fn main() -> Res<()> {
             let encoder = int8_encoder.as_ref().expect("an int8 variant");
             timed(|| drop(black_box(encoder.encode(&view).expect("encode int8"))))
         };
+        let mut edgetam = || {
+            let encoder = edgetam_encoder.as_ref().expect("EdgeTAM's encoder");
+            timed(|| drop(black_box(encoder.encode(&view).expect("encode EdgeTAM"))))
+        };
         let mut fs: Vec<&mut dyn FnMut() -> f64> = vec![&mut lib, &mut lib_prep, &mut floor];
         if int8_encoder.is_some() {
             fs.push(&mut int8);
+        }
+        if edgetam_encoder.is_some() {
+            fs.push(&mut edgetam);
         }
         if peer_enc_ok {
             fs.push(&mut p);
         }
         let mut st = interleaved(SETTLE_ORT, 1, plan.enc_runs, &mut fs);
-        // [library, prepared, ONNX Runtime alone, peer, int8 variant]
+        // [library, prepared, ONNX Runtime alone, peer, int8 variant, EdgeTAM]
         let int8_stat = if int8_encoder.is_some() {
+            st.remove(3)
+        } else {
+            None
+        };
+        let edgetam_stat = if edgetam_encoder.is_some() {
             st.remove(3)
         } else {
             None
         };
         st.resize(4, None);
         st.push(int8_stat);
+        st.push(edgetam_stat);
         st
     };
     drop(int8_encoder);
+    drop(edgetam_encoder);
     let embedding = Arc::new(encoder.encode(&view)?);
     let emb_bytes: usize = embedding.tensors().iter().map(|t| t.byte_len()).sum();
     extra.insert(
@@ -702,6 +723,16 @@ fn main() -> Res<()> {
             "the library on tools/make_variant.py's int8 encoder (weights int8 per channel, 7-bit range; activations per run) against the same floor, ONNX Runtime alone on the float32 file; CPU: {}",
             cpu_description()
         );
+        rows.push(r);
+    }
+
+    if enc[5].is_some() {
+        let mut r = Row::new("encode_edgetam", "  Encode e2e, EdgeTAM", "ms");
+        r.library = enc[5].clone();
+        r.floor = enc[0].clone();
+        r.goal = "≤0.25× SAM2.1 tiny's encode in the library".into();
+        r.met = r.lib_over_floor().map(|x| x <= 0.25);
+        r.note = "the library on EdgeTAM's image encoder (tools/export_edgetam.py: RepViT-M1, random weights) on the same image; floor = SAM2.1 tiny's encode e2e in the library (the row above), not ONNX Runtime alone".into();
         rows.push(r);
     }
 
