@@ -86,14 +86,14 @@ step "cargo test (unit, integration, header check; then the sam2 command)"
 logged_suite cargo-test cargo test --release
 printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/video_real.rs; every frame in %s):\n' \
     "$SAM2_REPORT_DIR/video_parity.txt"
-tail -n 1 "$SAM2_REPORT_DIR/video_parity.txt"
+awk 'END { print }' "$SAM2_REPORT_DIR/video_parity.txt"
 printf 'the int8 variant against the float32 original (tests/precision.rs; every case in %s):\n' \
     "$SAM2_REPORT_DIR/precision_agreement.txt"
-tail -n 1 "$SAM2_REPORT_DIR/precision_agreement.txt"
+awk 'END { print }' "$SAM2_REPORT_DIR/precision_agreement.txt"
 printf 'EdgeTAM against its own predictors (tests/video_real.rs, tests/real_models.rs; every frame and case in %s/edgetam_*):\n' \
     "$SAM2_REPORT_DIR"
 for f in edgetam_video_parity.txt edgetam_video_parity_default.txt edgetam_image_parity.txt; do
-    tail -n 1 "$SAM2_REPORT_DIR/$f"
+    awk 'END { print }' "$SAM2_REPORT_DIR/$f"
 done
 printf 'the device path on WebGPU (tests/webgpu.rs, on llvmpipe when the rig is set up):\n'
 cat "$SAM2_REPORT_DIR/webgpu_weights.txt" 2>/dev/null || echo "no WebGPU device: the device tests were skipped"
