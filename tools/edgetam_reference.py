@@ -14,7 +14,8 @@ tools/export_edgetam.py exported (`--models`: its manifest.json and checkpoint).
   0, a correction click on frame 8 where the shapes cross), through EdgeTAM's
   `SAM2VideoPredictor` (built by EdgeTAM's `build_sam2_video_predictor`): pass 1 forward 0-8;
   then, from one copy of the state each, `correct_as_cond` (the corrected frame a conditioning
-  frame: pass 2 forward 8-11, pass 3 backward 8-0) and `default` (pass 2 forward 8-9). The same
+  frame: pass 2 forward 8-11, pass 3 backward 8-4, as video_reference.py's) and `default`
+  (pass 2 forward 8-9). The same
   arrays and `reference.json` index as video_reference.py's.
 
 EdgeTAM's video predictor is SAM2's first one (before SAM2.1's per-object rewrite): it tracks
@@ -27,8 +28,9 @@ non-conditioning frame is kept, not tracked again, when propagation passes over 
 The memory must matter (the export scales memory attention's cross attention, see
 tools/edgetam_model.py): frame 8 of pass 1 is tracked again with its whole memory and with one
 memory frame (frame 7, its memory and its pointer) dropped, and the change is recorded
-(`memory_matters` in reference.json) and printed; also with the cross-attention scales undone,
-to show what they buy.
+(`memory_matters` in reference.json) and printed; with `--show-unscaled`, also with the
+cross-attention scales undone, to show what they buy (two more frames; no test reads it, so the
+set-up leaves it out).
 
     python tools/edgetam_reference.py --models DIR --image testdata/demo.ppm --out DIR
 """
@@ -205,7 +207,7 @@ def memory_effect(predictor, state, frame, drop):
     return full, rows
 
 
-def video(models, manifest, out_dir):
+def video(models, manifest, out_dir, show_unscaled=False):
     jpeg_dir = video_reference.write_clip(out_dir)
     checkpoint = os.path.join(models, manifest["checkpoint"])
     predictor = edgetam_model.build(video=True, checkpoint=checkpoint)
@@ -246,9 +248,10 @@ def video(models, manifest, out_dir):
             c = correction["frame"]
             full, rows = memory_effect(predictor, copy.deepcopy(base_state), c, DROP_FRAME)
             replay = float(np.abs(full - pass1[0][-1]).max())
-            unscaled = copy.deepcopy(predictor)
-            scales = manifest.get("weight_scales")
+            scales = manifest.get("weight_scales") if show_unscaled else None
+            rows_unscaled = None
             if scales:
+                unscaled = copy.deepcopy(predictor)
                 with torch.no_grad():
                     for layer in unscaled.memory_attention.layers:
                         attn = layer.cross_attn_image
@@ -258,9 +261,7 @@ def video(models, manifest, out_dir):
                             proj.weight.div_(scale)
                             proj.bias.div_(scale)
                 _, rows_unscaled = memory_effect(unscaled, copy.deepcopy(base_state), c, DROP_FRAME)
-            else:
-                rows_unscaled = None
-            del unscaled
+                del unscaled
             index["memory_matters"] = {
                 "frame": c, "dropped_memory_frame": DROP_FRAME,
                 "replay_max_abs_diff": replay, "objects": rows,
@@ -278,7 +279,7 @@ def video(models, manifest, out_dir):
 
             scenarios = {}
             for name, as_cond, spans in [
-                    ("correct_as_cond", True, [(c, num_frames - 1), (c, 0)]),
+                    ("correct_as_cond", True, [(c, num_frames - 1), (c, video_reference.BACKWARD_TO)]),
                     ("default", False, [(c, c + 1)])]:
                 st = copy.deepcopy(base_state)
                 predictor.add_all_frames_to_correct_as_cond = as_cond
@@ -334,6 +335,9 @@ def main():
     parser.add_argument("--image", required=True, help="the image of the image cases")
     parser.add_argument("--out", required=True)
     parser.add_argument("--skip-image", action="store_true", help="the video clip only")
+    parser.add_argument("--show-unscaled", action="store_true",
+                        help="also track frame 8 again with the cross-attention scales undone, with "
+                             "and without frame 7's memory (what the scales buy; no test reads it)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(os.cpu_count() or 1)
@@ -346,7 +350,7 @@ def main():
         image_cases(args.models, manifest, args.image, args.out)
         say(f"image cases ({time.time() - t0:.0f} s)")
     t = time.time()
-    video(args.models, manifest, args.out)
+    video(args.models, manifest, args.out, args.show_unscaled)
     say(f"video clip ({time.time() - t:.0f} s); reference written in {time.time() - t0:.0f} s")
 
 

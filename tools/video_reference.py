@@ -11,28 +11,28 @@ tools/export_video.py (`--models`), built by `build_sam2_video_predictor` on the
 2. `propagate_in_video` from frame 0 to the correction frame 8 (pass 1; from frame 7 on, the
    memory bank is full: the conditioning frame and the 6 frames before);
 3. a correction click on frame 8 (already tracked) for object 1, where the shapes cross;
-4. `propagate_in_video` again from the correction frame (pass 2), and, for the conditioning run,
-   backwards from it to frame 0 (pass 3).
+4. `propagate_in_video` again from the correction frame (pass 2), then backwards from it to
+   frame BACKWARD_TO (pass 3).
 
 Every frame costs seconds of memory attention on a CPU, so no frame is tracked that would add
 nothing: pass 2 starts at the correction (from frame 0 it would first recompute pass 1's frames
-identically), and the clip is as short as the full memory bank allows. Steps 3 and 4 run twice,
-from one copy of the state after pass 1 (the predictor's option is an attribute read when the
-click is added):
-* `correct_as_cond`, add_all_frames_to_correct_as_cond=True: the corrected frame becomes a
-  conditioning frame; pass 2 runs forward over frames 8-11 (attending to both conditioning
-  frames), pass 3 backward over 8-0 (`reverse=True`: each frame attends to the frames after it,
-  computed in passes 2 and 3, and to both conditioning frames, the future one included).
-* `default`, the predictor's default add_all_frames_to_correct_as_cond=False: the correction is
-  stored as a non-conditioning output, and any propagation over frame 8 tracks it again (the
-  correction is lost). Pass 2 covers frames 8-9 only.
+identically), the clip is as short as the full memory bank allows, and the backward pass stops
+at frame BACKWARD_TO (its frames attend to the tracked frames after them, five at frame 4, and
+to both conditioning frames; the full bank is pass 1's and pass 2's, and frames 3-1 would add more
+of the same kind at seconds each). Steps 3 and 4 run with add_all_frames_to_correct_as_cond=True (`correct_as_cond`, the library's default): the
+corrected frame becomes a conditioning frame; pass 2 runs forward over frames 8-11 (attending to
+both conditioning frames), pass 3 backward over 8-4 (`reverse=True`: each frame attends to the
+frames after it, computed in passes 2 and 3, and to both conditioning frames, the future one
+included). The predictor's own default (the correction stored as a tracked frame) is the
+`default` scenario of tools/edgetam_reference.py, where the tests compare it; here it would be
+computed for no test, so it is not (`SCENARIOS`).
 
 Per frame and object it records the low-res mask logits (256x256 f32, `pred_masks` as the
 predictor stores them), the object score logit and the object pointer (256 f32); also the
 outputs of the prompt calls themselves. SAM2's fill-holes post-processing needs its CUDA
 extension (`sam2._C`); the reference records whether it was skipped (it is, on a CPU) and the
 tracker then skips it too. Writes into `--out`: `frames/NNNNN.jpg`, `frames_rgb.u8`
-([30,1024,1024,3] raw), `*.npy` arrays (a pass's arrays are [frame of the pass, object, ...], objects in the order
+([12,1024,1024,3] raw), `*.npy` arrays (a pass's arrays are [frame of the pass, object, ...], objects in the order
 they were first prompted) and `reference.json` (prompts, passes, index of every array).
 
     python tools/video_reference.py --models DIR --out DIR
@@ -63,6 +63,12 @@ PROMPTS = [
     {"frame": 0, "obj_id": 2, "box": [715, 375, 925, 585]},
 ]
 CORRECTION = {"frame": 8, "obj_id": 1, "points": [[420, 520]], "labels": [1]}
+# Where the backward pass from the correction stops.
+BACKWARD_TO = 4
+# The runs from the state after pass 1: (name, add_all_frames_to_correct_as_cond, the passes
+# after the correction as (start, last) frames).
+SCENARIOS = [("correct_as_cond", True, [(CORRECTION["frame"], NUM_FRAMES - 1),
+                                        (CORRECTION["frame"], BACKWARD_TO)])]
 
 
 def say(msg):
@@ -226,10 +232,7 @@ def main():
             say(f"pass 1 ({time.time() - t:.0f} s)")
             base_state = copy.deepcopy(state)
             scenarios = {}
-            c = CORRECTION["frame"]
-            for name, as_cond, spans in [
-                    ("correct_as_cond", True, [(c, NUM_FRAMES - 1), (c, 0)]),
-                    ("default", False, [(c, c + 1)])]:
+            for name, as_cond, spans in SCENARIOS:
                 st = copy.deepcopy(base_state)
                 predictor.add_all_frames_to_correct_as_cond = as_cond
                 corr_out, corr_kind = add_prompt(predictor, st, CORRECTION)
