@@ -44,6 +44,8 @@ step() {
 # On exit, passed or failed (set -e stops at the failing command, whose status the run keeps).
 finish() {
     local rc=$?
+    # A run stopped during the set-up leaves no build behind it.
+    [ -z "${prebuild:-}" ] || kill "$prebuild" 2>/dev/null || true
     if [ "$rc" -eq 0 ]; then end_stage ok; else end_stage "FAILED (exit status $rc)"; fi
     printf '\n'
     python3 "$ROOT/tools/timing.py" "$TIMING" | tee "$SAM2_REPORT_DIR/timing.txt" || true
@@ -58,7 +60,13 @@ logged_suite() {
     "$@" 2>&1 | tee -a "$TIMING/$name.log"
 }
 
-step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh, tools/setup-edgetam.sh and tools/setup-webgpu.sh; each step cached)"
+# The Rust test build starts beside the set-up: a first run's set-up waits on downloads (torch's
+# wheels, Debian's packages) while the cores are idle. The build needs none of it (ONNX Runtime is
+# loaded at run time); its errors, if any, come again from `cargo test` below.
+cargo test --release --no-run --quiet >"$TIMING/prebuild.log" 2>&1 &
+prebuild=$!
+
+step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh, tools/setup-edgetam.sh and tools/setup-webgpu.sh; each step cached; the Rust test build beside it)"
 . tools/setup.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
@@ -69,6 +77,9 @@ step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh, tools/s
 # The WebGPU device rig (Mesa's llvmpipe Vulkan driver, ONNX Runtime 1.30 with WebGPU): the device
 # path runs on a real device in every run; where it is set up, a device test that cannot run fails.
 . tools/setup-webgpu.sh
+
+step "the Rust test build started with the set-up (what it had left)"
+wait "$prebuild" || true
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
@@ -128,8 +139,11 @@ bash scripts/fuzz.sh 10
 step "C# tests under Mono"
 bash tools/test-csharp.sh
 
-step "other platforms: macOS and Linux arm64 checked, Windows x64 built and run under Wine"
-bash tools/test-platforms.sh
+step "other platforms: macOS and Linux arm64 checked, the glibc 2.28 build run (tools/test-platforms.sh)"
+bash tools/test-platforms.sh --no-windows
+
+step "Windows x64 built and run under Wine (tools/test-windows.sh)"
+logged_suite wine bash tools/test-windows.sh
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
 bash tools/test-packaging.sh

@@ -5,17 +5,26 @@
 #     run against it (the demo's masks byte-identical to the native build's);
 #   - macOS (x86-64, arm64) and Linux arm64: the library type-checked and linted (no linker or
 #     machine for them here, so nothing is linked or run);
-#   - Windows x64: tools/test-windows.sh builds sam2.dll and runs it under Wine.
-# Rust targets come from rustup (installed once, then reused).
+#   - Windows x64: tools/test-windows.sh builds sam2.dll and runs it under Wine (left to the
+#     caller with --no-windows: scripts/test.sh runs it as a stage of its own, to time it apart).
+# Rust targets come from rustup (installed once, then reused). Each check prints its seconds.
 #
 # Normally called by scripts/test.sh after `. tools/setup.sh`; run alone it sets up itself.
+#   tools/test-platforms.sh [--no-windows]
 set -euo pipefail
+WINDOWS=1
+[ "${1:-}" = --no-windows ] && WINDOWS=0
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_PYTHON:-}" ]; then
     . tools/setup.sh
 fi
-say() { printf '[platforms] %s\n' "$*"; }
+started=$SECONDS
+# Each line with the seconds since the one before.
+say() {
+    printf '[platforms] %s (%d s)\n' "$*" $((SECONDS - started))
+    started=$SECONDS
+}
 
 CHECKED=(x86_64-apple-darwin aarch64-apple-darwin aarch64-unknown-linux-gnu)
 installed="$(rustup target list --installed)"
@@ -49,4 +58,4 @@ for f in "$B"/demo-native/*.png; do
 done
 say "ok: ${#PORTABLE_TESTS[@]} C tests and the demo (identical masks) run against the portable libsam2.so"
 
-bash tools/test-windows.sh
+[ "$WINDOWS" = 0 ] || bash tools/test-windows.sh

@@ -21,9 +21,14 @@ cd "$ROOT"
 if [ -z "${SAM2_MODELS:-}" ] || [ -z "${SAM2_PYTHON:-}" ]; then
     . tools/setup.sh
 fi
-# The real SAM2 exports, for test_real_models, and their hostile copies, for the bad-input sweep.
+# The real SAM2 exports, for test_real_models (its first pair under Wine), and their hostile
+# copies, for the bad-input sweep.
 if [ -z "${SAM2_REAL_MODELS:-}" ] || [ -z "${SAM2_REAL_HOSTILE:-}" ]; then
     . tools/setup-real.sh
+fi
+# EdgeTAM's image pair, for test_real_models.
+if [ -z "${SAM2_EDGETAM_MODELS:-}" ]; then
+    . tools/setup-edgetam.sh
 fi
 say() { printf '[windows] %s\n' "$*"; }
 fail() { printf '[windows] FAILED: %s\n' "$*" >&2; exit 1; }
@@ -65,7 +70,9 @@ fi
 
 # ---- the shipped DLL: exactly the header's functions ----
 say "cargo build --release --lib --target $TARGET (the shipped sam2.dll)"
+start=$SECONDS
 cargo build --release --lib --target "$TARGET" --quiet
+say "built: the shipped sam2.dll ($((SECONDS - start)) s)"
 LIB="$ROOT/target/$TARGET/release"
 header_functions="$(grep -oE '\bsam2_[a-z0-9_]+\(' include/sam2.h | tr -d '(' | sort -u)"
 exported="$(x86_64-w64-mingw32-objdump -p "$LIB/sam2.dll" | awk '/\[ *[0-9]+\] sam2_/ {print $NF}' | sort -u)"
@@ -75,7 +82,9 @@ say "ok: sam2.dll exports the $(echo "$header_functions" | wc -l) functions of s
 
 # ---- the test build, the programs, Wine ----
 say "cargo build --release --lib --target $TARGET --features test-support (for the C suite)"
+start=$SECONDS
 cargo build --release --lib --target "$TARGET" --features test-support --quiet
+say "built: sam2.dll with the test hooks ($((SECONDS - start)) s)"
 # The layout, as on Linux (where libsam2.so in target/release has no ONNX Runtime beside it):
 #   bin/    sam2.dll and what it needs under Wine, the test programs and the fake runtimes; no
 #           onnxruntime.dll, so the tests find it only where SAM2_ONNXRUNTIME_PATH says;
@@ -139,6 +148,7 @@ run() { # name, program and arguments
     start=$(date +%s)
     if env SAM2_MODELS="$(winpath "$SAM2_MODELS")" SAM2_TESTDATA="$(winpath "$SAM2_TESTDATA")" SAM2_STRESS_SECONDS=5 \
         SAM2_REAL_MODELS="$(winpath "$SAM2_REAL_MODELS")" SAM2_REAL_HOSTILE="$(winpath "$SAM2_REAL_HOSTILE")" \
+        SAM2_EDGETAM_MODELS="$(winpath "$SAM2_EDGETAM_MODELS")" SAM2_TEST_REAL_FIRST_PAIRS=1 \
         SAM2_ONNXRUNTIME_PATH="$(winpath "$OUT/ort/onnxruntime.dll")" \
         timeout 900 "$WINE" "$@" >"$log" 2>&1; then
         say "ok: $name under Wine ($(($(date +%s) - start)) s)$(skips "$log")"

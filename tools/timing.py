@@ -9,7 +9,8 @@ Reads what scripts/test.sh and the set-up scripts leave in DIR (target/reliabili
   load.txt     /proc/loadavg when the run started
   *.log        the output of the suites that run many programs: cargo test (libtest's
                `finished in` line of each test binary), ctest (its seconds a test) and
-               tools/test-valgrind.sh (its seconds a program)
+               tools/test-valgrind.sh (its seconds a program), tools/test-windows.sh (its seconds
+               a build and a program under Wine)
 and lists every stage, every set-up step, and every test binary or program that took over
 --over seconds (30) or failed.
 
@@ -26,6 +27,8 @@ DOCTESTS = re.compile(r"^\s+Doc-tests (\S+)")
 RESULT = re.compile(r"^test result: (\w+)\..*finished in ([\d.]+)s")
 CTEST = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*+)?\s*(\w[\w ]*?)\s+([\d.]+) sec")
 VALGRIND = re.compile(r"^valgrind (\S+)\s+(clean|FAILED[^(]*?)\s*\((\d+) s\)")
+# tools/test-windows.sh: "[windows] ok: test_x under Wine (12 s)", "[windows] built: sam2.dll (40 s)"
+WINDOWS = re.compile(r"^\[windows\] (ok|built): (.+?)(?: under Wine)? \((\d+) s\)")
 
 
 def read_tsv(path):
@@ -66,6 +69,10 @@ def programs(log_path):
             m = VALGRIND.match(line)
             if m:
                 out.append((suite, m.group(1), float(m.group(3)), m.group(2).strip().rstrip(":")))
+                continue
+            m = WINDOWS.match(line)
+            if m:
+                out.append((suite, m.group(2), float(m.group(3)), "ok"))
     if current:
         out.append((suite, current, None, "no result (stopped or crashed)"))
     return out

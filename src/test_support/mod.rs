@@ -133,3 +133,28 @@ impl LibrarySession {
         })
     }
 }
+
+/// The tracker's concatenation on WebGPU device `device_id` (`device_copy::concat_webgpu`, the
+/// WebGPU provider of a WebGPU build of ONNX Runtime needed): each of `parts` is copied onto the
+/// device, the parts are concatenated there into `shape`, and the result is copied back to the
+/// host and returned with the memory the concatenation left it in (its allocator's name).
+pub fn concat_on_webgpu(
+    parts: &[Vec<f32>],
+    shape: &[i64],
+    device_id: i32,
+) -> Result<(Vec<f32>, String)> {
+    let mut on_device = Vec::with_capacity(parts.len());
+    for part in parts {
+        let host = ort::value::Tensor::from_array(([part.len()], part.clone()))?.upcast();
+        on_device.push(
+            crate::device_copy::copy(&host, AllocationDevice::WEBGPU_BUFFER, device_id)?.into_dyn(),
+        );
+    }
+    let refs: Vec<&ort::value::DynValue> = on_device.iter().collect();
+    let out = crate::device_copy::concat_webgpu(&refs, shape, device_id)?;
+    let out = out.downcast::<DynTensorValueType>()?;
+    let memory = out.memory_info().allocation_device().as_str().to_string();
+    let back = crate::device_copy::copy(&out, AllocationDevice::CPU, 0)?;
+    let (_, data) = back.try_extract_tensor::<f32>()?;
+    Ok((data.to_vec(), memory))
+}

@@ -283,11 +283,14 @@ static void progress_and_budgets(sam2_encoder *enc, sam2_predictor *pred, sam2_e
     sam2_everything_free(out);
     out = NULL;
 
-    /* Tiny images with crop layers (the crops past their edge are left out). */
+    /* Tiny images with crop layers (the crops past their edge are left out). Every crop kept is
+     * an encode: under valgrind (2 s an encode there) the 1x1 image alone, the one with the
+     * fewest crops; the other sizes run natively. */
     const uint32_t sizes[][2] = {{7, 5}, {5, 7}, {1, 1}, {3, 2}};
     uint8_t px[7 * 7 * 3];
     for (size_t i = 0; i < sizeof px; i++) px[i] = (uint8_t)(i * 37 % 251);
     for (size_t k = 0; k < 4; k++) {
+        if (test_under_valgrind() && k != 2) continue;
         CHECK_OK(sam2_everything_options_init(&o, sizeof o));
         o.points_per_side = 2;
         o.crop_n_layers = 2;

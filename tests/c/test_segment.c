@@ -35,7 +35,7 @@ typedef struct ctx {
 } ctx;
 
 /* Shapes each per-shape check covers: all of them, or one under valgrind (every code path still
- * runs for every model pair; valgrind runs ONNX Runtime ~50x slower). */
+ * runs for each model pair valgrind sees; valgrind runs ONNX Runtime ~50x slower). */
 static int shapes_checked(void) {
     return test_under_valgrind() ? 1 : SHAPE_COUNT;
 }
@@ -387,6 +387,12 @@ int main(void) {
     test_truth truth = test_load_truth();
     CHECK(image.width == truth.width && image.height == truth.height);
     for (int p = 0; p < PAIR_COUNT; p++) {
+        /* Under valgrind: contract A in float32 and in float16 (the half-precision conversions
+         * are their own buffers); contracts B and C differ only in the names and shapes the
+         * core's safe Rust gives ONNX Runtime, which ctest runs natively. */
+        if (test_under_valgrind() && strcmp(TEST_PAIRS[p], "tiny_a") != 0 &&
+            strcmp(TEST_PAIRS[p], "tiny_a_fp16") != 0)
+            continue;
         ctx c;
         c.pair = TEST_PAIRS[p];
         c.image = &image;
