@@ -581,7 +581,8 @@ fn the_cache_keeps_device_embeddings_within_its_device_budget() {
 
 /// One object clicked on frame 0 of the generated tracking clip, then tracked over the next
 /// frames, by `tracker`: each frame's low-res logits and score.
-fn track_clip(tracker: &Tracker, frames: u32) -> Vec<(Vec<f32>, f32)> {
+/// Each frame's low-res logits and object score, and the frames' seconds.
+fn track_clip(tracker: &Tracker, frames: u32) -> (Vec<(Vec<f32>, f32)>, String) {
     use common::track_clip::{frame, target_centre, HEIGHT, WIDTH};
     let (cx, cy) = target_centre(0);
     let click = common::click(cx as f32, cy as f32);
@@ -600,8 +601,7 @@ fn track_clip(tracker: &Tracker, frames: u32) -> Vec<(Vec<f32>, f32)> {
         out.push((object.low_res, object.score));
         seconds.push(format!("{:.1}", start.elapsed().as_secs_f64()));
     }
-    println!("  seconds a frame: {}", seconds.join(", "));
-    out
+    (out, seconds.join(", "))
 }
 
 /// The tracker's four modules on the device: it says so (no fallback, outputs kept in the
@@ -625,14 +625,9 @@ fn tracker_on_the_device_as_on_the_cpu(paths: &VideoModelPaths, frames: u32, wha
         effective.memory, "Cpu",
         "{what}: the device tracker keeps its memories in host memory"
     );
-    let start = std::time::Instant::now();
-    let on_cpu = track_clip(&cpu, frames);
-    let cpu_seconds = start.elapsed().as_secs_f64();
-    let on_device = track_clip(&device, frames);
-    println!(
-        "{what}: {frames} frames tracked in {cpu_seconds:.1} s on the CPU, {:.1} s on the device",
-        start.elapsed().as_secs_f64() - cpu_seconds
-    );
+    let (on_cpu, cpu_seconds) = track_clip(&cpu, frames);
+    let (on_device, device_seconds) = track_clip(&device, frames);
+    println!("{what}: seconds a frame on the CPU {cpu_seconds}; on the device {device_seconds}");
     assert!(device.memory_bytes() > 0, "{what}: no memory kept");
     for (t, ((c, cs), (d, ds))) in on_cpu.iter().zip(&on_device).enumerate() {
         let r = correlation(d, c);

@@ -278,9 +278,8 @@ def video(models, manifest, out_dir, show_unscaled=False):
                     f"correlation {r['logits_correlation']:.5f}, IoU over |logit| >= 1 {r['confident_iou']:.4f}")
 
             scenarios = {}
-            for name, as_cond, spans in [
-                    ("correct_as_cond", True, [(c, num_frames - 1), (c, video_reference.BACKWARD_TO)]),
-                    ("default", False, [(c, c + 1)])]:
+            # video_reference.py's scenario, then the correction kept as a tracked frame
+            for name, as_cond, spans in video_reference.SCENARIOS + [("default", False, [(c, c + 1)])]:
                 st = copy.deepcopy(base_state)
                 predictor.add_all_frames_to_correct_as_cond = as_cond
                 corr_out, corr_kind = video_reference.add_prompt(predictor, st, correction)
