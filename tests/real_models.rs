@@ -78,17 +78,16 @@ fn tiny_pairs() -> Vec<Pair> {
 }
 
 /// EdgeTAM's image pairs (tools/export_edgetam.py, `$SAM2_EDGETAM_MODELS` from
-/// tools/setup-edgetam.sh, which scripts/test.sh sources); none when the variable is unset.
+/// tools/setup-edgetam.sh, which scripts/test.sh sources). An unset variable fails, as
+/// `$SAM2_REAL_MODELS` does: a missing set-up must not pass as "nothing to check".
+fn edgetam_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
+        "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (the README's test command does)",
+    ))
+}
+
 fn edgetam_pairs() -> Vec<Pair> {
-    match std::env::var_os("SAM2_EDGETAM_MODELS") {
-        Some(dir) => pairs_in(Path::new(&dir)),
-        None => {
-            println!(
-                "SAM2_EDGETAM_MODELS is not set (tools/setup-edgetam.sh): EdgeTAM not checked"
-            );
-            Vec::new()
-        }
-    }
+    pairs_in(&edgetam_dir())
 }
 
 fn demo() -> Image {
@@ -210,17 +209,14 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
 /// EdgeTAM's image pairs (issue 31: tools/export_edgetam.py, ONNX Runtime's SAM2 tools run on
 /// EdgeTAM's model) against EdgeTAM's own `SAM2ImagePredictor` on the same weights
 /// (tools/edgetam_reference.py's `image_reference.json`, the cases above): every case's mask IoU
-/// ≥ 0.99 and its score within 1e-3. Needs `$SAM2_EDGETAM_MODELS` (tools/setup-edgetam.sh);
-/// a set variable naming missing files fails.
+/// ≥ 0.99 and its score within 1e-3. Needs `$SAM2_EDGETAM_MODELS` (tools/setup-edgetam.sh):
+/// unset, or naming missing files, it fails.
 #[test]
 fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
     const MIN_IOU: f64 = 0.99;
     const MAX_SCORE_DIFF: f64 = 1e-3;
     init_runtime();
-    let Some(dir) = std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) else {
-        println!("SAM2_EDGETAM_MODELS is not set (tools/setup-edgetam.sh): EdgeTAM's image pairs not checked");
-        return;
-    };
+    let dir = edgetam_dir();
     let ref_dir = std::env::var_os("SAM2_EDGETAM_REFERENCE")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.join("reference"));

@@ -53,23 +53,18 @@ impl Reference {
         Self::open(&models, "SAM2_VIDEO_REFERENCE")
     }
 
-    /// EdgeTAM's export and the reference of its own predictor (tools/setup-edgetam.sh); `None`
-    /// when `$SAM2_EDGETAM_MODELS` is not set (a set variable naming missing files fails).
-    fn edgetam() -> Option<(Reference, VideoModelPaths)> {
-        let Some(models) = std::env::var_os("SAM2_EDGETAM_MODELS") else {
-            println!(
-                "SAM2_EDGETAM_MODELS is not set (tools/setup-edgetam.sh; scripts/test.sh sources \
-                 it): EdgeTAM's parity not checked"
-            );
-            return None;
-        };
-        let models = PathBuf::from(models);
+    /// EdgeTAM's export and the reference of its own predictor (tools/setup-edgetam.sh). Unset,
+    /// `$SAM2_EDGETAM_MODELS` fails as `$SAM2_VIDEO_MODELS` does: a missing set-up is not a pass.
+    fn edgetam() -> (Reference, VideoModelPaths) {
+        let models = PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
+            "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (scripts/test.sh does)",
+        ));
         assert!(
             models.join("manifest.json").is_file(),
             "SAM2_EDGETAM_MODELS={} has no manifest.json: run tools/setup-edgetam.sh",
             models.display()
         );
-        Some(Self::open(&models, "SAM2_EDGETAM_REFERENCE"))
+        Self::open(&models, "SAM2_EDGETAM_REFERENCE")
     }
 
     /// The export in `models` (its manifest names the four modules) and its reference: the one
@@ -495,9 +490,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
 /// difference, and the loss of IoU over every pixel.
 fn edgetam_session(scenario: &str, corrections_as_conditioning: bool, file: &str) {
     init_runtime();
-    let Some((reference, paths)) = Reference::edgetam() else {
-        return;
-    };
+    let (reference, paths) = Reference::edgetam();
     assert_eq!(reference.json["family"], "edgetam");
     let frames = reference.json["num_frames"].as_u64().unwrap() as u32;
     let tracker = Tracker::new(
