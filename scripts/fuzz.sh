@@ -18,7 +18,6 @@ TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts)
 . tools/setup.sh
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-export RUSTC_BOOTSTRAP=1
 
 # Seeds: real embedding files (one per contract family), real models, the committed seeds
 # (fuzz/seeds/<target>/: hostile cut-down real-architecture models, written by
@@ -36,6 +35,10 @@ if [ -d fuzz/corpus/onnx_split ]; then
     done
 fi
 
+# Only cargo-fuzz's own builds (fuzz/target) get RUSTC_BOOTSTRAP: the seed writer above builds in
+# the project's target/, where that variable would make the crates whose build scripts probe for
+# nightly (thiserror, zerocopy, half) rebuild there, and again on the next ordinary build.
+export RUSTC_BOOTSTRAP=1
 (cd fuzz && cargo fuzz build -O 2>&1 | tail -1)
 total=0
 report=""

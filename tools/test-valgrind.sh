@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs every program of the C suite on the generated models under valgrind memcheck: each test
-# ctest knows (read from `ctest --show-only=json-v1`, with its arguments and environment) but
-# those labelled real_models (tests/c/CMakeLists.txt: the real exports alone, minutes a load under
-# valgrind), two at a time. No invalid access, no use of uninitialised memory, and no definite or
-# indirect leak may be reported; each program's seconds are printed (the test command's timing
-# table lists those over 30 s).
+# Runs every program of the C suite on the generated models under valgrind memcheck: each test ctest
+# knows (read from `ctest --show-only=json-v1`, with its arguments and environment) but those
+# labelled real_models (tests/c/CMakeLists.txt: the real exports alone, minutes a load under
+# valgrind), two at a time, the longest first. No invalid access, no use of uninitialised memory,
+# and no definite or indirect leak may be reported; each program's seconds are printed (the test
+# command's timing table lists those over 30 s).
 #
 # Under valgrind the programs see SAM2_TEST_UNDER_VALGRIND=1: every code path still runs, with
 # fewer repetitions (valgrind runs ONNX Runtime ~50x slower), the parts on the real exports are
@@ -55,9 +55,20 @@ def run(job):
             env=env, stdout=out, stderr=subprocess.STDOUT)
     return name, rc, time.time() - start, log
 
+# The longest programs first (their seconds in the last run, kept beside the logs), so that two
+# workers finish together instead of one running the slowest program alone at the end. Before a
+# first run here, the seconds of the slowest ones on 2 idle cores (2026-12-03) order them.
+times_file = "valgrind-seconds.json"
+try:
+    last = json.load(open(times_file))
+except (OSError, ValueError):
+    last = {"test_segment": 92, "test_tracker": 92, "test_bad_input": 86, "test_threads": 77,
+            "test_embedding_files": 56, "test_lifecycle": 47, "test_everything": 40}
+jobs.sort(key=lambda job: -last.get(job[0], 0))
 failed = []
 with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
     for name, rc, seconds, log in pool.map(run, jobs):
+        last[name] = round(seconds, 1)
         if rc == 0:
             print(f"valgrind {name:<34} clean ({seconds:.0f} s)", flush=True)
         else:
@@ -65,6 +76,7 @@ with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
             what = "memcheck errors" if rc == 99 else f"exit status {rc}"
             print(f"valgrind {name:<34} FAILED: {what} ({seconds:.0f} s); build/c/{log}:")
             sys.stdout.write(open(log).read()[-6000:])
+json.dump(last, open(times_file, "w"))
 print(f"valgrind: {len(jobs) - len(failed)} of {len(jobs)} programs clean")
 if os.environ.get("SAM2_REPORT_DIR"):
     with open(os.path.join(os.environ["SAM2_REPORT_DIR"], "valgrind.tsv"), "w") as f:
