@@ -77,17 +77,9 @@ fn tiny_pairs() -> Vec<Pair> {
         .collect()
 }
 
-/// EdgeTAM's image pairs (tools/export_edgetam.py, `$SAM2_EDGETAM_MODELS` from
-/// tools/setup-edgetam.sh, which scripts/test.sh sources). An unset variable fails, as
-/// `$SAM2_REAL_MODELS` does: a missing set-up must not pass as "nothing to check".
-fn edgetam_dir() -> PathBuf {
-    PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
-        "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (the README's test command does)",
-    ))
-}
-
+/// EdgeTAM's image pairs (tools/export_edgetam.py, `common::edgetam_dir`).
 fn edgetam_pairs() -> Vec<Pair> {
-    pairs_in(&edgetam_dir())
+    pairs_in(&common::edgetam_dir())
 }
 
 fn demo() -> Image {
@@ -216,7 +208,7 @@ fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
     const MIN_IOU: f64 = 0.99;
     const MAX_SCORE_DIFF: f64 = 1e-3;
     init_runtime();
-    let dir = edgetam_dir();
+    let dir = common::edgetam_dir();
     let ref_dir = std::env::var_os("SAM2_EDGETAM_REFERENCE")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.join("reference"));

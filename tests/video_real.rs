@@ -56,9 +56,7 @@ impl Reference {
     /// EdgeTAM's export and the reference of its own predictor (tools/setup-edgetam.sh). Unset,
     /// `$SAM2_EDGETAM_MODELS` fails as `$SAM2_VIDEO_MODELS` does: a missing set-up is not a pass.
     fn edgetam() -> (Reference, VideoModelPaths) {
-        let models = PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
-            "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (scripts/test.sh does)",
-        ));
+        let models = common::edgetam_dir();
         assert!(
             models.join("manifest.json").is_file(),
             "SAM2_EDGETAM_MODELS={} has no manifest.json: run tools/setup-edgetam.sh",

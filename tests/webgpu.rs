@@ -363,10 +363,7 @@ fn the_real_sam2_decoder_runs_on_the_device_as_on_the_cpu() {
     if rig().is_none() {
         return;
     }
-    assert!(
-        std::env::var_os("SAM2_REAL_MODELS").is_some(),
-        "SAM2_REAL_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"
-    );
+    // Unset, $SAM2_REAL_MODELS fails in real_pair.
     let (encoder_path, decoder_path) = real_pair("samexporter");
     let encoder = encoder_on(&encoder_path, DeviceOptions::default()).unwrap();
     let img = read_pnm(&testdata("shapes.ppm"));
@@ -679,9 +676,7 @@ fn edgetam_runs_on_the_device_as_on_the_cpu() {
     if rig().is_none() {
         return;
     }
-    let dir = PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
-        "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (scripts/test.sh does)",
-    ));
+    let dir = common::edgetam_dir();
     let (encoder_path, decoder_path) = (
         dir.join("edgetam_image_encoder.onnx"),
         dir.join("edgetam_image_decoder_multi.onnx"),

@@ -215,6 +215,15 @@ pub fn shape_clicks() -> Vec<sam2::Prompt> {
         .collect()
 }
 
+/// EdgeTAM's export directory, `$SAM2_EDGETAM_MODELS` (tools/setup-edgetam.sh, which
+/// scripts/test.sh sources). Unset, it fails, as `$SAM2_REAL_MODELS` does: a missing set-up must
+/// not pass as "nothing to check".
+pub fn edgetam_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
+        "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (scripts/test.sh does)",
+    ))
+}
+
 /// The real SAM2.1 hiera-tiny export of one exporter (`samexporter`, `onnxruntime`; for the latter
 /// its single-mask decoder): (encoder, decoder), from `$SAM2_REAL_MODELS/manifest.json`
 /// (tools/setup-real.sh, which scripts/test.sh runs).
