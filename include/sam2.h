@@ -1199,9 +1199,9 @@ sam2_status sam2_encoder_fingerprint(const struct sam2_encoder *encoder,
 
 /**
  * Writes the precision the encoder runs in (`SAM2_PRECISION_*`): as exported, or a precision
- * variant made by `tools/make_variant.py` (which the model's metadata declares; a variant made
- * by another tool is read from its graph). A variant is another model: its embeddings carry its
- * own fingerprint and precision. Out-parameters are untouched on failure.
+ * variant made by `tools/models/make_variant.py` (which the model's metadata declares; a variant
+ * made by another tool is read from its graph). A variant is another model: its embeddings carry
+ * its own fingerprint and precision. Out-parameters are untouched on failure.
  */
 sam2_status sam2_encoder_precision(const struct sam2_encoder *encoder, uint32_t *out_precision);
 

@@ -3,29 +3,29 @@
 #
 #     ./scripts/bench.sh [--quick]
 #
-# Sets up (as tools/setup.sh does), installs the peer's and the chart's pinned Python packages
-# (tools/bench-requirements.txt: opencv-python-headless, matplotlib) into .venv, builds the
+# Sets up (as tools/setup/setup.sh does), installs the peer's and the chart's pinned Python packages
+# (tools/bench/bench-requirements.txt: opencv-python-headless, matplotlib) into .venv, builds the
 # release bench and the process-wide allocation counter, and runs the bench: it prints a table and
 # writes out/bench.json and out/bench.png. Idempotent; takes about five minutes on 2 cores.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-# shellcheck source=../tools/setup.sh
-. "$ROOT/tools/setup.sh"
+# shellcheck source=../tools/setup/setup.sh
+. "$ROOT/tools/setup/setup.sh"
 # The real SAM2.1 hiera-tiny export is what the bench measures (SAM2_BENCH_ENCODER/_DECODER
 # name another pair).
-# shellcheck source=../tools/setup-real.sh
-. "$ROOT/tools/setup-real.sh"
+# shellcheck source=../tools/setup/setup-real.sh
+. "$ROOT/tools/setup/setup-real.sh"
 say() { printf '[bench] %s\n' "$*" >&2; }
 
-# Peer and chart packages, pinned; constrained by tools/requirements.txt so that numpy and
+# Peer and chart packages, pinned; constrained by tools/setup/requirements.txt so that numpy and
 # onnxruntime stay exactly what the rest of the project pins.
-req_hash="$(cat "$ROOT/tools/bench-requirements.txt" "$ROOT/tools/requirements.txt" | sha256sum | cut -c1-16)"
+req_hash="$(cat "$ROOT/tools/bench/bench-requirements.txt" "$ROOT/tools/setup/requirements.txt" | sha256sum | cut -c1-16)"
 if [ ! -f "$ROOT/.venv/.sam2-bench-req-$req_hash" ]; then
-    say "installing $(grep -v '^#' "$ROOT/tools/bench-requirements.txt" | head -2 | tr '\n' ' ')into .venv"
+    say "installing $(grep -v '^#' "$ROOT/tools/bench/bench-requirements.txt" | head -2 | tr '\n' ' ')into .venv"
     "$ROOT/.venv/bin/pip" install -q --disable-pip-version-check \
-        -r "$ROOT/tools/bench-requirements.txt" -c "$ROOT/tools/requirements.txt"
+        -r "$ROOT/tools/bench/bench-requirements.txt" -c "$ROOT/tools/setup/requirements.txt"
     rm -f "$ROOT"/.venv/.sam2-bench-req-*
     touch "$ROOT/.venv/.sam2-bench-req-$req_hash"
 fi
@@ -37,8 +37,8 @@ cargo build --release -p sam2-bench --quiet
 shim="$ROOT/target/release/libbench_alloc_count.so"
 preload=""
 if command -v cc >/dev/null 2>&1; then
-    if [ ! -f "$shim" ] || [ "$ROOT/tools/bench_alloc_count.c" -nt "$shim" ]; then
-        cc -O2 -shared -fPIC -o "$shim" "$ROOT/tools/bench_alloc_count.c"
+    if [ ! -f "$shim" ] || [ "$ROOT/tools/bench/bench_alloc_count.c" -nt "$shim" ]; then
+        cc -O2 -shared -fPIC -o "$shim" "$ROOT/tools/bench/bench_alloc_count.c"
     fi
     preload="$shim"
 else
@@ -64,13 +64,13 @@ say "segment everything (uptime: $(uptime))"
 
 # Video tracking: the tracker's per-frame cost at steady state against ONNX Runtime
 # alone on the same four modules, on the generated tracker and (SAM2_VIDEO_MODELS: the real
-# SAM2.1 tiny export of tools/export_video.py, tools/setup-video.sh when present) at 1280x720
-# beside Meta's PyTorch SAM2VideoPredictor; first the real memory attention and image encoder
-# alone, the library's sessions (attention fused at load) against ONNX Runtime alone on
+# SAM2.1 tiny export of tools/models/export_video.py, tools/setup/setup-video.sh when present) at
+# 1280x720 beside Meta's PyTorch SAM2VideoPredictor; first the real memory attention and image
+# encoder alone, the library's sessions (attention fused at load) against ONNX Runtime alone on
 # the same files and inputs. Writes out/bench_video.json.
-if [ -z "${SAM2_VIDEO_MODELS:-}" ] && [ -f "$ROOT/tools/setup-video.sh" ]; then
+if [ -z "${SAM2_VIDEO_MODELS:-}" ] && [ -f "$ROOT/tools/setup/setup-video.sh" ]; then
     # shellcheck source=/dev/null
-    . "$ROOT/tools/setup-video.sh"
+    . "$ROOT/tools/setup/setup-video.sh"
 fi
 say "video tracking (uptime: $(uptime))"
 "$ROOT/target/release/bench_video" --out "$ROOT/out"

@@ -5,11 +5,11 @@
 #  - sam2_track_demo follows a disc (and a square) through the generated 24-frame clip with the
 #    generated video tracker, prints per frame whether each is present and its IoU with the
 #    ground truth, and writes out/track_NN.png overlays and out/track.png, an animated PNG.
-# Does its own set-up (tools/setup.sh).
+# Does its own set-up (tools/setup/setup.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-. tools/setup.sh
+. tools/setup/setup.sh
 cargo build --release --lib
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
 cmake --build build/c -j 2 --target sam2_demo sam2_track_demo >/dev/null

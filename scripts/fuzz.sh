@@ -16,12 +16,12 @@ SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts)
-. tools/setup.sh
+. tools/setup/setup.sh
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 
 # Seeds: real embedding files (one per contract family), real models, the committed seeds
 # (fuzz/seeds/<target>/: hostile cut-down real-architecture models, written by
-# tools/hostile_seeds.py) and every regression.
+# tools/models/hostile_seeds.py) and every regression.
 for t in "${TARGETS[@]}"; do
     mkdir -p "fuzz/corpus/$t"
     cp -n fuzz/seeds/"$t"/* fuzz/regressions/"$t"/* "fuzz/corpus/$t/" 2>/dev/null || true

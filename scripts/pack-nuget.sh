@@ -3,8 +3,8 @@
 # build/nuget), holding lib/netstandard2.0/Sam2.dll (+ Sam2.xml) compiled by Mono's mcs from
 # csharp/Sam2, runtimes/linux-x64/native/libsam2.so and runtimes/win-x64/native/sam2.dll (when a
 # Windows build is at hand, see below), then checks its layout and metadata
-# (tools/nupkg.py). The version is Cargo.toml's. Needs mcs and python3 (tools/setup.sh installs
-# Mono); builds libsam2.so with cargo unless SAM2_LIB_DIR names a directory that holds it.
+# (tools/ci/nupkg.py). The version is Cargo.toml's. Needs mcs and python3 (tools/setup/setup.sh
+# installs Mono); builds libsam2.so with cargo unless SAM2_LIB_DIR names a directory that holds it.
 #
 # Usage: scripts/pack-nuget.sh [OUT_DIR]
 set -euo pipefail
@@ -19,7 +19,7 @@ else
 fi
 [ -f "$LIB" ] || { echo "pack-nuget: $LIB does not exist" >&2; exit 1; }
 # The Windows x64 library: SAM2_WIN_LIB_DIR, or cross-built here when mingw-w64 is installed
-# (tools/test-windows.sh installs it); without either the package is Linux-only, and says so.
+# (tools/ci/test-windows.sh installs it); without either the package is Linux-only, and says so.
 WIN_LIB=""
 if [ -n "${SAM2_WIN_LIB_DIR:-}" ]; then
     WIN_LIB="$SAM2_WIN_LIB_DIR/sam2.dll"
@@ -48,8 +48,8 @@ mcs -langversion:7 -warn:4 -warnaserror+ -nologo -optimize+ -r:System.dll -r:Sys
     -target:library -unsafe -doc:"$work/Sam2.xml" -out:"$work/Sam2.dll" \
     "$ROOT"/csharp/Sam2/*.cs "$work/Version.cs"
 
-python3 "$ROOT/tools/nupkg.py" pack --dll "$work/Sam2.dll" --xml "$work/Sam2.xml" --native "$LIB" \
+python3 "$ROOT/tools/ci/nupkg.py" pack --dll "$work/Sam2.dll" --xml "$work/Sam2.xml" --native "$LIB" \
     ${WIN_LIB:+--native-win "$WIN_LIB"} --cargo "$ROOT/Cargo.toml" --out "$OUT" >/dev/null
 package="$OUT/Sam2.$version.nupkg"
-python3 "$ROOT/tools/nupkg.py" check "$package" --cargo "$ROOT/Cargo.toml" --csproj "$ROOT/csharp/Sam2/Sam2.csproj"
+python3 "$ROOT/tools/ci/nupkg.py" check "$package" --cargo "$ROOT/Cargo.toml" --csproj "$ROOT/csharp/Sam2/Sam2.csproj"
 echo "$package"

@@ -26,8 +26,8 @@ if [ "$MODE" != "--print" ]; then
         --long) fuzz_seconds=300; kills=1000; stress=300; soak="2000 20000"; real_stress=300; real_soak="150 1500"; video_frames=3000 ;;
         *) echo "usage: $0 [--long | --print]" >&2; exit 2 ;;
     esac
-    . tools/setup.sh
-    . tools/setup-real.sh
+    . tools/setup/setup.sh
+    . tools/setup/setup-real.sh
     rm -f "$SAM2_REPORT_DIR"/*.tsv
     step "build (with the test hooks the C suite uses)"
     cargo build --release --lib --features test-support
@@ -64,7 +64,7 @@ if [ "$MODE" != "--print" ]; then
     step "fuzzing, ${fuzz_seconds} s a target"
     scripts/fuzz.sh "$fuzz_seconds"
     step "the C suite under valgrind"
-    tools/test-valgrind.sh
+    tools/ci/test-valgrind.sh
 fi
 
 exec python3 - "$SAM2_REPORT_DIR" "$ROOT/include/sam2.h" <<'EOF'
@@ -217,7 +217,7 @@ for name, title in [("stress.tsv", "tiny models"), ("stress-real.tsv", "real SAM
 vg = rows("valgrind.tsv")
 if vg:
     r = vg[0]
-    line(f"{'Valgrind memcheck (tools/test-valgrind.sh)':<60}", f"{'programs':>10}", f"{'clean':>10}")
+    line(f"{'Valgrind memcheck (tools/ci/test-valgrind.sh)':<60}", f"{'programs':>10}", f"{'clean':>10}")
     line(f"  {'generated-model C programs: no invalid access, no leak':<58}", f"{r['programs']:>10}", f"{r['clean']:>10}",
          "" if r["programs"] == r["clean"] else "   NOT MET")
     if r["programs"] != r["clean"]:

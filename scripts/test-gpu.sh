@@ -9,7 +9,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 GPU_ORT="${SAM2_ONNXRUNTIME_PATH:-}"
-. tools/setup.sh
+. tools/setup/setup.sh
 [ -n "$GPU_ORT" ] && export SAM2_ONNXRUNTIME_PATH="$GPU_ORT"
 echo "ONNX Runtime: $SAM2_ONNXRUNTIME_PATH"
 cargo test --release --test gpu -- --nocapture --test-threads=1

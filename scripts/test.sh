@@ -3,13 +3,13 @@
 # EdgeTAM's), a short soak on the real SAM2.1 tiny
 # pair, the Python reference check, the C suite under ctest (the stress run on generated and real
 # models among it; once more under valgrind), a short fuzzing run, the C# suite under Mono, the
-# Windows build under Wine (tools/test-windows.sh), the packaging test (tools/test-packaging.sh),
-# and format/lint checks; then prints the
+# Windows build under Wine (tools/ci/test-windows.sh), the packaging test
+# (tools/ci/test-packaging.sh), and format/lint checks; then prints the
 # reliability report (scripts/reliability.sh --print).
-# Does its own set-up (tools/setup.sh) and is safe to run again: nothing is downloaded twice.
+# Does its own set-up (tools/setup/setup.sh) and is safe to run again: nothing is downloaded twice.
 # Every suite is run with `bash path`, never behind an `if [ -x … ]`: a suite whose file lost its
 # run bit still runs, and a missing one fails the run instead of being skipped.
-# Ends with the timing table (tools/timing.py: every stage, every set-up step and whether it was
+# Ends with the timing table (tools/ci/timing.py: every stage, every set-up step and whether it was
 # cached, every test binary or program over 30 s), printed on failure too and written to
 # target/reliability/timing.txt.
 set -euo pipefail
@@ -48,7 +48,7 @@ finish() {
     [ -z "${prebuild:-}" ] || kill "$prebuild" 2>/dev/null || true
     if [ "$rc" -eq 0 ]; then end_stage ok; else end_stage "FAILED (exit status $rc)"; fi
     printf '\n'
-    python3 "$ROOT/tools/timing.py" "$TIMING" | tee "$SAM2_REPORT_DIR/timing.txt" || true
+    python3 "$ROOT/tools/ci/timing.py" "$TIMING" | tee "$SAM2_REPORT_DIR/timing.txt" || true
     exit "$rc"
 }
 trap finish EXIT
@@ -66,17 +66,17 @@ logged_suite() {
 cargo test --release --no-run --quiet >"$TIMING/prebuild.log" 2>&1 &
 prebuild=$!
 
-step "set-up (tools/setup.sh, tools/setup-real.sh, tools/setup-video.sh, tools/setup-edgetam.sh and tools/setup-webgpu.sh; each step cached; the Rust test build beside it)"
-. tools/setup.sh
+step "set-up (tools/setup/setup.sh, tools/setup/setup-real.sh, tools/setup/setup-video.sh, tools/setup/setup-edgetam.sh and tools/setup/setup-webgpu.sh; each step cached; the Rust test build beside it)"
+. tools/setup/setup.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
-. tools/setup-real.sh
+. tools/setup/setup-real.sh
 # EdgeTAM (issue 31): its export and the reference of its own predictors, in a small venv over
 # setup-real.sh's (the first run: seconds for the venv, minutes for the export and the reference).
-. tools/setup-edgetam.sh
+. tools/setup/setup-edgetam.sh
 # The WebGPU device rig (Mesa's llvmpipe Vulkan driver, ONNX Runtime 1.30 with WebGPU): the device
 # path runs on a real device in every run; where it is set up, a device test that cannot run fails.
-. tools/setup-webgpu.sh
+. tools/setup/setup-webgpu.sh
 
 step "the Rust test build started with the set-up (what it had left)"
 wait "$prebuild" || true
@@ -85,7 +85,7 @@ step "cargo fmt --check"
 cargo fmt --all -- --check
 
 step "documentation links (every relative link and #anchor in the markdown files resolves)"
-python3 tools/check_links.py $(git ls-files '*.md')
+python3 tools/ci/check_links.py $(git ls-files '*.md')
 
 step "cargo clippy -- -D warnings (the shipped library, then every target with the test hooks)"
 cargo clippy --release --lib -- -D warnings
@@ -117,13 +117,13 @@ SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
     SAM2_SOAK_REPORT=soak-real.tsv logged_suite cargo-test cargo test --release --test soak -- --nocapture
 
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
-"$SAM2_PYTHON" tools/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
+"$SAM2_PYTHON" tools/references/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
 step "build libsam2.so with its test hooks (the C and C# suites link it; the packaging step builds the shipped one)"
 cargo build --release --lib --features test-support
 
 step "mask formats against pycocotools (RLE strings and counts, polygons rasterised back, through the C ABI)"
-"$SAM2_PYTHON" tools/mask_formats_check.py --lib "$ROOT/target/release/libsam2.so" --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
+"$SAM2_PYTHON" tools/references/mask_formats_check.py --lib "$ROOT/target/release/libsam2.so" --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
 step "C tests under ctest"
 cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
@@ -131,22 +131,22 @@ cmake --build build/c -j 2 >/dev/null
 (cd build/c && logged_suite ctest ctest --output-on-failure -j 2)
 
 step "C tests under valgrind"
-logged_suite valgrind bash tools/test-valgrind.sh
+logged_suite valgrind bash tools/ci/test-valgrind.sh
 
 step "fuzzing, 10 s a target (scripts/fuzz.sh; longer: scripts/reliability.sh)"
 bash scripts/fuzz.sh 10
 
 step "C# tests under Mono"
-bash tools/test-csharp.sh
+bash tools/ci/test-csharp.sh
 
-step "other platforms: macOS and Linux arm64 checked, the glibc 2.28 build run (tools/test-platforms.sh)"
-bash tools/test-platforms.sh --no-windows
+step "other platforms: macOS and Linux arm64 checked, the glibc 2.28 build run (tools/ci/test-platforms.sh)"
+bash tools/ci/test-platforms.sh --no-windows
 
-step "Windows x64 built and run under Wine (tools/test-windows.sh)"
-logged_suite wine bash tools/test-windows.sh
+step "Windows x64 built and run under Wine (tools/ci/test-windows.sh)"
+logged_suite wine bash tools/ci/test-windows.sh
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
-bash tools/test-packaging.sh
+bash tools/ci/test-packaging.sh
 
 step "reliability report"
 bash scripts/reliability.sh --print

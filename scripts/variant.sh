@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Makes a precision variant of a SAM2 export (tools/make_variant.py, in the project's venv with the
-# pinned ONNX Runtime wheel, whose quantisation tool does the work): int8 for CPUs.
+# Makes a precision variant of a SAM2 export (tools/models/make_variant.py, in the project's venv
+# with the pinned ONNX Runtime wheel, whose quantisation tool does the work): int8 for CPUs.
 #
 #   scripts/variant.sh int8 ~/exports/sam2.1_hiera_tiny --out ~/exports/sam2.1_hiera_tiny-int8
 #
@@ -9,6 +9,6 @@
 # says which variant a model is ([Models](docs/models.md#precision-variants)).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-. "$ROOT/tools/setup.sh"
+. "$ROOT/tools/setup/setup.sh"
 export ORT_DISABLE_TELEMETRY=1
-exec "$SAM2_PYTHON" "$ROOT/tools/make_variant.py" "$@"
+exec "$SAM2_PYTHON" "$ROOT/tools/models/make_variant.py" "$@"

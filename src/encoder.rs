@@ -93,7 +93,8 @@ impl Encoder {
         &self.weights.attention
     }
 
-    /// The precision the encoder runs in: as exported, or a variant (`tools/make_variant.py`).
+    /// The precision the encoder runs in: as exported, or a variant
+    /// (`tools/models/make_variant.py`).
     pub fn variant(&self) -> &Variant {
         &self.weights.variant
     }

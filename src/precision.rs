@@ -1,5 +1,6 @@
 //! Precision variants: an export's encoder as exported (float32), or a variant of it with int8
-//! weights (for CPUs) or float16 arithmetic (for GPUs), as `tools/make_variant.py` makes them.
+//! weights (for CPUs) or float16 arithmetic (for GPUs), as `tools/models/make_variant.py` makes
+//! them.
 //!
 //! A variant says what it is in the model's metadata (`metadata_props`): `sam2.precision`
 //! (`int8` or `fp16`), `sam2.precision.source` (the original's file name and SHA-256) and

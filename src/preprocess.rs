@@ -9,8 +9,8 @@
 //!   `_upsample_bilinear2d_aa`: a triangle filter whose support is scaled by the shrink factor,
 //!   weights normalised per output pixel, half-pixel centres); along an axis that grows or keeps
 //!   its size it is plain bilinear with half-pixel centres and edge clamp, which the library
-//!   computes in the arithmetic of the Python reference client (`tools/reference_check.py`) so
-//!   the two give the same bits;
+//!   computes in the arithmetic of the Python reference client
+//!   (`tools/references/reference_check.py`) so the two give the same bits;
 //! - video frames ([`preprocess_video_frame_into`]): `SAM2VideoPredictor.init_state`'s loader,
 //!   PIL's `Image.resize((1024, 1024))` of the 8-bit frame (bicubic, a = −0.5, support scaled by
 //!   the shrink factor, 22-bit fixed-point weights, rounding and clipping to 8 bits after each of
@@ -47,7 +47,8 @@ fn normalisation() -> ([f32; 3], [f32; 3]) {
 }
 
 /// Source taps of one output coordinate: the two neighbours and their weights. Computed in f64
-/// and rounded to f32, so the reference client (tools/reference_check.py) gets the same bits.
+/// and rounded to f32, so the reference client (tools/references/reference_check.py) gets the same
+/// bits.
 #[derive(Clone, Copy)]
 pub(crate) struct Tap {
     pub(crate) i0: usize,

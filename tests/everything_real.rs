@@ -1,9 +1,9 @@
 //! Segment everything on the real architecture: the library's generator on the
 //! samexporter export of SAM2.1 hiera-tiny (seeded random weights) against Meta's
 //! `SAM2AutomaticMaskGenerator` on the checkpoint the export was made from
-//! (tools/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`); and the same on
-//! EdgeTAM's image pair (tools/export_edgetam.py, `$SAM2_EDGETAM_MODELS`) against EdgeTAM's own
-//! generator on the weights of that export.
+//! (tools/references/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`); and the
+//! same on EdgeTAM's image pair (tools/models/export_edgetam.py, `$SAM2_EDGETAM_MODELS`) against
+//! EdgeTAM's own generator on the weights of that export.
 //!
 //! Parameters (both sides, read from the reference): `testdata/demo.ppm` (800×600), a 16×16 grid
 //! (not SAM2's 32×32, to keep the test short), batches of 64, multimask, no crops, predicted
@@ -46,7 +46,7 @@ const SAM2: Family = Family {
     label: "real SAM2.1 tiny, samexporter",
     models_var: "SAM2_REAL_MODELS",
     python_var: "SAM2_REAL_PYTHON",
-    setup: "tools/setup-real.sh",
+    setup: "tools/setup/setup-real.sh",
     report: "everything_parity.txt",
 };
 
@@ -54,7 +54,7 @@ const EDGETAM: Family = Family {
     label: "EdgeTAM, ONNX Runtime's tools",
     models_var: "SAM2_EDGETAM_MODELS",
     python_var: "SAM2_EDGETAM_PYTHON",
-    setup: "tools/setup-edgetam.sh",
+    setup: "tools/setup/setup-edgetam.sh",
     report: "edgetam_everything_parity.txt",
 };
 
@@ -70,16 +70,16 @@ fn var(name: &str, setup: &str) -> PathBuf {
 /// cache (the script prints its path either way).
 fn reference(family: &Family) -> serde_json::Value {
     let output = Command::new(var(family.python_var, family.setup))
-        .arg(root().join("tools/everything_reference.py"))
+        .arg(root().join("tools/references/everything_reference.py"))
         .arg("--models")
         .arg(var(family.models_var, family.setup))
         .arg("--image")
         .arg(testdata("demo.ppm"))
         .output()
-        .expect("run tools/everything_reference.py");
+        .expect("run tools/references/everything_reference.py");
     assert!(
         output.status.success(),
-        "tools/everything_reference.py failed:\n{}",
+        "tools/references/everything_reference.py failed:\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
     let stdout = String::from_utf8_lossy(&output.stdout);

@@ -39,7 +39,7 @@ fn every_input_that_once_crashed_is_handled() {
 }
 
 /// The committed seeds (`fuzz/seeds/<target>/`): hostile cut-down real-architecture models
-/// (tools/hostile_seeds.py) among them.
+/// (tools/models/hostile_seeds.py) among them.
 #[test]
 fn the_committed_seeds_pass() {
     let mut replayed = 0;

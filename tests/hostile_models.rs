@@ -1,14 +1,14 @@
 //! Hostile model files of the real SAM2 architecture: copies of the real SAM2.1 hiera-tiny
-//! exports ($SAM2_REAL_MODELS, tools/setup-real.sh), truncated, bit-flipped, with external data
-//! that points outside the model's directory, and with huge declared dimensions. Each must give
-//! `Error::Model` naming the file (or, for a flipped bit that only changes a weight, load and
+//! exports ($SAM2_REAL_MODELS, tools/setup/setup-real.sh), truncated, bit-flipped, with external
+//! data that points outside the model's directory, and with huge declared dimensions. Each must
+//! give `Error::Model` naming the file (or, for a flipped bit that only changes a weight, load and
 //! run), never a crash, and never a read outside the model's directory.
 //!
-//! The files are made once by tools/hostile_models.py (tools/setup-real.sh writes them into
-//! $SAM2_REAL_HOSTILE, listed with what each must give in its cases.tsv; tests/c/test_bad_input.c
-//! loads the same files through the C API). Every load runs in a child process (this test binary
-//! again, `child` below), so an abort or a crash is a failing case with its signal rather than the
-//! end of the test run.
+//! The files are made once by tools/models/hostile_models.py (tools/setup/setup-real.sh writes them
+//! into $SAM2_REAL_HOSTILE, listed with what each must give in its cases.tsv;
+//! tests/c/test_bad_input.c loads the same files through the C API). Every load runs in a child
+//! process (this test binary again, `child` below), so an abort or a crash is a failing case with
+//! its signal rather than the end of the test run.
 
 mod common;
 
@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use common::*;
 
 // ---------------------------------------------------------------------------------------------
-// The hostile files (tools/hostile_models.py), and the child process that loads one
+// The hostile files (tools/models/hostile_models.py), and the child process that loads one
 // ---------------------------------------------------------------------------------------------
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -45,11 +45,15 @@ struct Case {
 /// external-data locations are the C sweep's, under Wine).
 fn cases(group: &str) -> Vec<Case> {
     let dir = PathBuf::from(std::env::var_os("SAM2_REAL_HOSTILE").expect(
-        "SAM2_REAL_HOSTILE is not set: run `. tools/setup-real.sh` (scripts/test.sh does)",
+        "SAM2_REAL_HOSTILE is not set: run `. tools/setup/setup-real.sh` (scripts/test.sh does)",
     ));
     let list = dir.join("cases.tsv");
-    let text = std::fs::read_to_string(&list)
-        .unwrap_or_else(|e| panic!("{}: {e} (tools/setup-real.sh writes it)", list.display()));
+    let text = std::fs::read_to_string(&list).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (tools/setup/setup-real.sh writes it)",
+            list.display()
+        )
+    });
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),

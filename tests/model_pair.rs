@@ -1,6 +1,6 @@
 //! Encoder/decoder pairs found by file name, on the two directory layouts users have: the
 //! generated models (`models/`, this project's naming) and the real exports of
-//! tools/setup-real.sh (samexporter's and ONNX Runtime's namings side by side).
+//! tools/setup/setup-real.sh (samexporter's and ONNX Runtime's namings side by side).
 
 mod common;
 
@@ -13,7 +13,7 @@ fn real_dir() -> PathBuf {
     std::env::var_os("SAM2_REAL_MODELS")
         .map(PathBuf::from)
         .expect(
-            "SAM2_REAL_MODELS is not set: run tools/setup-real.sh (the README's test command does)",
+            "SAM2_REAL_MODELS is not set: run tools/setup/setup-real.sh (the README's test command does)",
         )
 }
 

@@ -1,6 +1,6 @@
-//! Parity with the Python reference client (tools/reference_check.py, onnxruntime's Python API
-//! with numpy pre/post-processing written from the public SAM2 conventions): same image, same
-//! prompts → the same masks and IoU predictions.
+//! Parity with the Python reference client (tools/references/reference_check.py, onnxruntime's
+//! Python API with numpy pre/post-processing written from the public SAM2 conventions): same image,
+//! same prompts → the same masks and IoU predictions.
 
 mod common;
 
@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 fn reference() -> (std::path::PathBuf, serde_json::Value) {
     let dir = models_dir().join("reference");
     let text = std::fs::read_to_string(dir.join("reference.json"))
-        .expect("models/reference is written by tools/setup.sh (reference_check.py --dump)");
+        .expect("models/reference is written by tools/setup/setup.sh (reference_check.py --dump)");
     (dir, serde_json::from_str(&text).unwrap())
 }
 

@@ -1,9 +1,9 @@
-//! Precision variants (tools/make_variant.py): the library recognises an int8 variant, reports
-//! it, and runs it exactly as the original, as another model (its own fingerprint and precision,
-//! in memory and in embedding files). Agreement with the original: on the generated tiny_a pair
-//! (masks against the ground truth of testdata/shapes.ppm, made by the set-up in
+//! Precision variants (tools/models/make_variant.py): the library recognises an int8 variant,
+//! reports it, and runs it exactly as the original, as another model (its own fingerprint and
+//! precision, in memory and in embedding files). Agreement with the original: on the generated
+//! tiny_a pair (masks against the ground truth of testdata/shapes.ppm, made by the set-up in
 //! `$SAM2_MODELS/variants`) and on the real SAM2.1 tiny exports of both exporters
-//! (`$SAM2_REAL_VARIANTS`, tools/setup-real.sh): embedding correlation and mask agreement per
+//! (`$SAM2_REAL_VARIANTS`, tools/setup/setup-real.sh): embedding correlation and mask agreement per
 //! parity case of the real reference, printed and written to the report
 //! (`precision_agreement.txt`).
 
@@ -23,7 +23,7 @@ fn int8_pair() -> (Encoder, Predictor) {
     init_runtime();
     let dir = variant_dir();
     let encoder = Encoder::new(dir.join("tiny_a_encoder.onnx"), &EncoderOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e} (tools/setup.sh makes it)", dir.display()));
+        .unwrap_or_else(|e| panic!("{}: {e} (tools/setup/setup.sh makes it)", dir.display()));
     let predictor = Predictor::new(
         dir.join("tiny_a_decoder.onnx"),
         &sam2::PredictorOptions {
@@ -164,13 +164,14 @@ fn floats(bytes: &[u8]) -> Vec<f32> {
 }
 
 /// The real SAM2.1 tiny pair against its int8 variant (and ONNX Runtime's export's variant
-/// recognised), on the parity cases of the real reference (the prompts of tools/real_reference.py on testdata/demo.ppm). Random
-/// weights are not trained ones: these figures show that the variant computes what the original
-/// computes, to int8's rounding, not how a trained model's masks degrade.
+/// recognised), on the parity cases of the real reference (the prompts of
+/// tools/references/real_reference.py on testdata/demo.ppm). Random weights are not trained ones:
+/// these figures show that the variant computes what the original computes, to int8's rounding, not
+/// how a trained model's masks degrade.
 #[test]
 fn real_int8_variants_agree_with_their_originals() {
     let Some(variants) = std::env::var_os("SAM2_REAL_VARIANTS").map(PathBuf::from) else {
-        panic!("SAM2_REAL_VARIANTS is not set: run tools/setup-real.sh (the README's test command does)");
+        panic!("SAM2_REAL_VARIANTS is not set: run tools/setup/setup-real.sh (the README's test command does)");
     };
     init_runtime();
     let real = PathBuf::from(std::env::var_os("SAM2_REAL_MODELS").unwrap());

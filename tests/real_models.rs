@@ -1,10 +1,10 @@
 //! The real SAM2 architecture, exported by the real exporters: Meta's SAM2 code with
 //! seeded random weights, exported by samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools
-//! (tools/setup-real.sh builds them; `SAM2_REAL_MODELS` names the directory).
+//! (tools/setup/setup-real.sh builds them; `SAM2_REAL_MODELS` names the directory).
 //!
 //! Every pair of `manifest.json` runs the cases of `reference.json` with default options and is
-//! compared with the two reference pipelines (tools/real_reference.py): the Python pipeline users
-//! run today (samexporter's arithmetic; mask IoU ≥ 0.99 required) and Meta's PyTorch
+//! compared with the two reference pipelines (tools/references/real_reference.py): the Python
+//! pipeline users run today (samexporter's arithmetic; mask IoU ≥ 0.99 required) and Meta's PyTorch
 //! `SAM2ImagePredictor` on the same weights (IoU reported). The feature matrix (pixel formats,
 //! batches, multimask, refinement, files, shared weights, optimisation levels, the cache) runs on
 //! SAM2.1 hiera-tiny from both exporters.
@@ -26,11 +26,11 @@ fn real_dir() -> PathBuf {
     let dir = std::env::var_os("SAM2_REAL_MODELS")
         .map(PathBuf::from)
         .expect(
-            "SAM2_REAL_MODELS is not set: run tools/setup-real.sh (the README's test command does)",
+            "SAM2_REAL_MODELS is not set: run tools/setup/setup-real.sh (the README's test command does)",
         );
     assert!(
         dir.join("reference.json").exists(),
-        "{} has no reference.json: run tools/setup-real.sh",
+        "{} has no reference.json: run tools/setup/setup-real.sh",
         dir.display()
     );
     dir
@@ -53,7 +53,7 @@ fn pairs() -> Vec<Pair> {
     pairs_in(&real_dir())
 }
 
-/// The pairs of the export in `dir` (its manifest.json, tools/export_real.py's format).
+/// The pairs of the export in `dir` (its manifest.json, tools/models/export_real.py's format).
 fn pairs_in(dir: &Path) -> Vec<Pair> {
     json(&dir.join("manifest.json"))["pairs"]
         .as_array()
@@ -77,7 +77,7 @@ fn tiny_pairs() -> Vec<Pair> {
         .collect()
 }
 
-/// EdgeTAM's image pairs (tools/export_edgetam.py, `common::edgetam_dir`).
+/// EdgeTAM's image pairs (tools/models/export_edgetam.py, `common::edgetam_dir`).
 fn edgetam_pairs() -> Vec<Pair> {
     pairs_in(&common::edgetam_dir())
 }
@@ -132,8 +132,9 @@ fn single(predictor: &Predictor, embedding: &sam2::Embedding, prompt: Prompt) ->
         .unwrap()
 }
 
-/// The reference's cases (tools/real_reference.py) on one pair, in order, with default options:
-/// a case with `mask_from` gets the low-res logits of that earlier case as its mask prompt.
+/// The reference's cases (tools/references/real_reference.py) on one pair, in order, with default
+/// options: a case with `mask_from` gets the low-res logits of that earlier case as its mask
+/// prompt.
 fn run_cases(pair: &Pair, image: &Image, cases: &[Value]) -> Vec<(String, Prediction)> {
     let (encoder, predictor) = open(pair);
     let embedding = encoder.encode(&rgb(image)).unwrap();
@@ -198,11 +199,11 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// EdgeTAM's image pairs (issue 31: tools/export_edgetam.py, ONNX Runtime's SAM2 tools run on
-/// EdgeTAM's model) against EdgeTAM's own `SAM2ImagePredictor` on the same weights
-/// (tools/edgetam_reference.py's `image_reference.json`, the cases above): every case's mask IoU
-/// ≥ 0.99 and its score within 1e-3. Needs `$SAM2_EDGETAM_MODELS` (tools/setup-edgetam.sh):
-/// unset, or naming missing files, it fails.
+/// EdgeTAM's image pairs (issue 31: tools/models/export_edgetam.py, ONNX Runtime's SAM2 tools run
+/// on EdgeTAM's model) against EdgeTAM's own `SAM2ImagePredictor` on the same weights
+/// (tools/references/edgetam_reference.py's `image_reference.json`, the cases above): every case's
+/// mask IoU ≥ 0.99 and its score within 1e-3. Needs `$SAM2_EDGETAM_MODELS`
+/// (tools/setup/setup-edgetam.sh): unset, or naming missing files, it fails.
 #[test]
 fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
     const MIN_IOU: f64 = 0.99;
@@ -580,10 +581,10 @@ fn cache_serves(pair: &Pair, image: &Image) {
 
 /// Issue 32: an image larger than the model's input is shrunk as `SAM2ImagePredictor` shrinks it
 /// (torchvision's antialiased bilinear `Resize`), so on a 1920×1080 landscape and a 1080×1920
-/// portrait (tools/resize_reference.py) the library's input tensor is Meta's transform's to
-/// float32 rounding, the SAM2.1 tiny embedding is Meta's, and the masks of a click and a box match
-/// Meta's predictor with the tolerances of the parity test above (IoU ≥ 0.99, score within 0.02).
-/// Without the antialiasing the tensor differs by tenths and the embedding by 5e-3.
+/// portrait (tools/references/resize_reference.py) the library's input tensor is Meta's transform's
+/// to float32 rounding, the SAM2.1 tiny embedding is Meta's, and the masks of a click and a box
+/// match Meta's predictor with the tolerances of the parity test above (IoU ≥ 0.99, score within
+/// 0.02). Without the antialiasing the tensor differs by tenths and the embedding by 5e-3.
 #[test]
 fn large_images_are_resized_as_sam2_image_predictor_resizes_them() {
     const MAX_INPUT_DIFF: f64 = 1e-5;

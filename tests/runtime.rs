@@ -8,7 +8,7 @@ use sam2::Error;
 fn ort_path() -> PathBuf {
     PathBuf::from(
         std::env::var_os("SAM2_ONNXRUNTIME_PATH")
-            .expect("SAM2_ONNXRUNTIME_PATH is set by tools/setup.sh"),
+            .expect("SAM2_ONNXRUNTIME_PATH is set by tools/setup/setup.sh"),
     )
 }
 

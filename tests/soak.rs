@@ -20,7 +20,7 @@
 //! `SAM2_SOAK_ENCODES` (default 200) and `SAM2_SOAK_PREDICTS` (default 2000) set the length;
 //! `SAM2_SOAK_PAIRS` the model pairs (default `tiny_a,tiny_b,tiny_c`; `bench_a` for the
 //! SAM2-sized model; `real_samexporter` and `real_onnxruntime` for the real SAM2.1 tiny exports
-//! of `$SAM2_REAL_MODELS`, tools/setup-real.sh). With `SAM2_REPORT_DIR` set the figures go to
+//! of `$SAM2_REAL_MODELS`, tools/setup/setup-real.sh). With `SAM2_REPORT_DIR` set the figures go to
 //! soak.tsv, or the file `SAM2_SOAK_REPORT` names. scripts/test.sh and scripts/reliability.sh
 //! run it on the real pair too; `scripts/reliability.sh --long` on the bench model as well.
 

@@ -64,7 +64,7 @@ fn run_child(mode: &str, vars: &[(&str, &str)]) -> Vec<PathBuf> {
     let home = std::env::temp_dir().join(format!("sam2-home-{mode}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&home);
     std::fs::create_dir_all(&home).unwrap();
-    let ort = std::env::var_os("SAM2_ONNXRUNTIME_PATH").expect("tools/setup.sh sets it");
+    let ort = std::env::var_os("SAM2_ONNXRUNTIME_PATH").expect("tools/setup/setup.sh sets it");
     let output = Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "child", "--nocapture", "--test-threads=1"])
         .env_clear()

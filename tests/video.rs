@@ -1,8 +1,9 @@
-//! Video tracking on the generated four-module tracker (models/track/, tools/gen_track_models.py):
-//! a red disc moves across the clip of tools/track_clip.py, passes behind a bar (hidden on frames
-//! 11–14) and comes out; a blue square moves the other way. The tracker is prompted with one
-//! click per object on frame 0 and must follow both: IoU with the ground truth ≥ 0.9 on every
-//! frame an object is visible on, and "absent" (with an empty mask) on every frame it is hidden.
+//! Video tracking on the generated four-module tracker (models/track/,
+//! tools/models/gen_track_models.py): a red disc moves across the clip of
+//! tools/models/track_clip.py, passes behind a bar (hidden on frames 11–14) and comes out; a blue
+//! square moves the other way. The tracker is prompted with one click per object on frame 0 and
+//! must follow both: IoU with the ground truth ≥ 0.9 on every frame an object is visible on, and
+//! "absent" (with an empty mask) on every frame it is hidden.
 
 mod common;
 
@@ -216,8 +217,8 @@ fn view(rgb: &[u8]) -> ImageView<'_> {
     ImageView::packed(rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap()
 }
 
-/// The faulty and foreign module variants of tools/track_module_variants.py, written once per
-/// test run under the target directory.
+/// The faulty and foreign module variants of tools/models/track_module_variants.py, written once
+/// per test run under the target directory.
 fn variant(name: &str) -> std::path::PathBuf {
     static WRITTEN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     let dir = WRITTEN.get_or_init(|| {
@@ -226,14 +227,17 @@ fn variant(name: &str) -> std::path::PathBuf {
             .map(std::path::PathBuf::from)
             .unwrap_or_else(|| root().join(".venv/bin/python"));
         let status = std::process::Command::new(&python)
-            .arg(root().join("tools/track_module_variants.py"))
+            .arg(root().join("tools/models/track_module_variants.py"))
             .arg("--track")
             .arg(model("track"))
             .arg("--out")
             .arg(&dir)
             .status()
-            .unwrap_or_else(|e| panic!("{}: {e} (run tools/setup.sh)", python.display()));
-        assert!(status.success(), "tools/track_module_variants.py failed");
+            .unwrap_or_else(|e| panic!("{}: {e} (run tools/setup/setup.sh)", python.display()));
+        assert!(
+            status.success(),
+            "tools/models/track_module_variants.py failed"
+        );
         dir
     });
     dir.join(name)

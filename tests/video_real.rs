@@ -1,7 +1,7 @@
 //! Parity of the tracker with Meta's PyTorch `SAM2VideoPredictor` on the real SAM2.1 tiny
-//! architecture (random weights) exported as four modules by tools/export_video.py, over the
-//! generated 12-frame clip of tools/video_reference.py: two objects prompted on frame 0 (clicks
-//! for one, a box for the other), tracked to frame 8 (the memory bank full from frame 7), a
+//! architecture (random weights) exported as four modules by tools/models/export_video.py, over the
+//! generated 12-frame clip of tools/references/video_reference.py: two objects prompted on frame 0
+//! (clicks for one, a box for the other), tracked to frame 8 (the memory bank full from frame 7), a
 //! correction click on frame 8 where the shapes cross (kept as a conditioning frame, the library's
 //! default and the reference's `correct_as_cond` run), then tracked forward from the correction
 //! to the last frame and backward from it to frame 4.
@@ -11,15 +11,16 @@
 //! the pixels whose reference logit is at least 1 in magnitude ≥ 0.99, the object score within
 //! 1e-3 and the object pointer within 1e-3 relative. It prints the figures of every frame.
 //!
-//! Needs `$SAM2_VIDEO_MODELS` (tools/setup-real.sh runs tools/setup-video.sh; scripts/test.sh
-//! does).
+//! Needs `$SAM2_VIDEO_MODELS` (tools/setup/setup-real.sh runs tools/setup/setup-video.sh;
+//! scripts/test.sh does).
 //!
-//! EdgeTAM (issue 31): the same session on tools/export_edgetam.py's four modules against
-//! EdgeTAM's own `SAM2VideoPredictor` (tools/edgetam_reference.py, `$SAM2_EDGETAM_MODELS` from
-//! tools/setup-edgetam.sh), in both of its scenarios (the correction kept as a conditioning frame,
-//! and as a tracked one: EdgeTAM's rules E2 and E3), with the same tolerances, and one more that
-//! the memory matters: the reference shows how far frame 8's logits move when frame 7's memory is
-//! dropped (`memory_matters`), and every frame of the library must stay within a tenth of that.
+//! EdgeTAM (issue 31): the same session on tools/models/export_edgetam.py's four modules against
+//! EdgeTAM's own `SAM2VideoPredictor` (tools/references/edgetam_reference.py,
+//! `$SAM2_EDGETAM_MODELS` from tools/setup/setup-edgetam.sh), in both of its scenarios (the
+//! correction kept as a conditioning frame, and as a tracked one: EdgeTAM's rules E2 and E3), with
+//! the same tolerances, and one more that the memory matters: the reference shows how far frame 8's
+//! logits move when frame 7's memory is dropped (`memory_matters`), and every frame of the library
+//! must stay within a tenth of that.
 
 mod common;
 
@@ -45,21 +46,22 @@ struct Reference {
 }
 
 impl Reference {
-    /// SAM2.1 tiny's export and Meta's reference (tools/setup-video.sh).
+    /// SAM2.1 tiny's export and Meta's reference (tools/setup/setup-video.sh).
     fn load() -> (Reference, VideoModelPaths) {
         let models = PathBuf::from(std::env::var_os("SAM2_VIDEO_MODELS").expect(
-            "SAM2_VIDEO_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)",
+            "SAM2_VIDEO_MODELS is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
         ));
         Self::open(&models, "SAM2_VIDEO_REFERENCE")
     }
 
-    /// EdgeTAM's export and the reference of its own predictor (tools/setup-edgetam.sh). Unset,
-    /// `$SAM2_EDGETAM_MODELS` fails as `$SAM2_VIDEO_MODELS` does: a missing set-up is not a pass.
+    /// EdgeTAM's export and the reference of its own predictor (tools/setup/setup-edgetam.sh).
+    /// Unset, `$SAM2_EDGETAM_MODELS` fails as `$SAM2_VIDEO_MODELS` does: a missing set-up is not a
+    /// pass.
     fn edgetam() -> (Reference, VideoModelPaths) {
         let models = common::edgetam_dir();
         assert!(
             models.join("manifest.json").is_file(),
-            "SAM2_EDGETAM_MODELS={} has no manifest.json: run tools/setup-edgetam.sh",
+            "SAM2_EDGETAM_MODELS={} has no manifest.json: run tools/setup/setup-edgetam.sh",
             models.display()
         );
         Self::open(&models, "SAM2_EDGETAM_REFERENCE")
@@ -464,7 +466,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
     for key in ["pass2", "pass3"] {
         assert!(
             scenario[key].is_object(),
-            "the reference has no correct_as_cond {key}: recompute it (tools/setup-video.sh)"
+            "the reference has no correct_as_cond {key}: recompute it (tools/setup/setup-video.sh)"
         );
     }
     assert_eq!(scenario["pass3"]["direction"], "backward");
@@ -561,10 +563,9 @@ fn edgetam_tracking_matches_its_video_predictor_with_the_correction_kept_on_its_
 #[test]
 fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused() {
     init_runtime();
-    let dir = PathBuf::from(
-        std::env::var_os("SAM2_VIDEO_MODELS")
-            .expect("SAM2_VIDEO_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"),
-    );
+    let dir = PathBuf::from(std::env::var_os("SAM2_VIDEO_MODELS").expect(
+        "SAM2_VIDEO_MODELS is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
+    ));
     let real = VideoModelPaths::in_dir(&dir, "");
     Tracker::new(&real, &TrackerOptions::default()).expect("the real export's four modules");
     let mixed = VideoModelPaths {
@@ -582,20 +583,19 @@ fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused()
     );
 }
 
-/// Issue 32: a clip whose frames are not 1024² (640×480, tools/resize_reference.py) is resized as
-/// `SAM2VideoPredictor.init_state` loads it (PIL's bicubic resize of the 8-bit frame, then
-/// normalisation): the library's input tensor is bit for bit the one Meta's loader returns, and
-/// tracking one object from a click on frame 0 over the 4 frames matches the predictor with the
+/// Issue 32: a clip whose frames are not 1024² (640×480, tools/references/resize_reference.py) is
+/// resized as `SAM2VideoPredictor.init_state` loads it (PIL's bicubic resize of the 8-bit frame,
+/// then normalisation): the library's input tensor is bit for bit the one Meta's loader returns,
+/// and tracking one object from a click on frame 0 over the 4 frames matches the predictor with the
 /// tolerances above. On frame 0, with no memory, the logits agree to 1e-3 (the bilinear float
 /// resize the tracker used before was 1.1e-2 off there).
 #[test]
 fn frames_of_another_size_are_resized_as_the_video_predictor_loads_them() {
     const MAX_FIRST_FRAME_DIFF: f64 = 1e-3;
     init_runtime();
-    let models = PathBuf::from(
-        std::env::var_os("SAM2_VIDEO_MODELS")
-            .expect("SAM2_VIDEO_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"),
-    );
+    let models = PathBuf::from(std::env::var_os("SAM2_VIDEO_MODELS").expect(
+        "SAM2_VIDEO_MODELS is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
+    ));
     // As for the main reference: the set-up's own copy first, else the shared link.
     let dir = std::env::var_os("SAM2_VIDEO_RESIZE")
         .map(PathBuf::from)

@@ -1,5 +1,5 @@
-//! The device path on a real device: ONNX Runtime's WebGPU provider (tools/setup-webgpu.sh: Mesa's
-//! llvmpipe Vulkan driver and an ONNX Runtime build with WebGPU, `SAM2_WEBGPU_ONNXRUNTIME`).
+//! The device path on a real device: ONNX Runtime's WebGPU provider (tools/setup/setup-webgpu.sh:
+//! Mesa's llvmpipe Vulkan driver and an ONNX Runtime build with WebGPU, `SAM2_WEBGPU_ONNXRUNTIME`).
 //! Tensors left on it live in WebGPU buffers the host cannot read through a pointer, so the
 //! residency rules, the refusal to save, reading embeddings in place and weights placed once on
 //! the device are checked for real here, not on host memory under a device label.
@@ -48,9 +48,9 @@ fn rig() -> Option<&'static Path> {
         assert!(
             std::env::var_os("SAM2_WEBGPU_REQUIRED").map_or(true, |v| v != "1"),
             "SAM2_WEBGPU_REQUIRED=1 but SAM2_WEBGPU_ONNXRUNTIME is not set: the WebGPU rig \
-             (tools/setup-webgpu.sh) should have been set up"
+             (tools/setup/setup-webgpu.sh) should have been set up"
         );
-        eprintln!("skipped: no WebGPU device (run tools/setup-webgpu.sh)");
+        eprintln!("skipped: no WebGPU device (run tools/setup/setup-webgpu.sh)");
     }
     lib
 }

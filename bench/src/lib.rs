@@ -10,7 +10,7 @@ use sam2::embedding::EmbeddingTensor;
 
 pub mod stats;
 
-/// The tracking clip of tools/track_clip.py, read from models/track/clip.bin (the reader the
+/// The tracking clip of tools/models/track_clip.py, read from models/track/clip.bin (the reader the
 /// tests use).
 #[path = "../../tests/common/track_clip.rs"]
 pub mod track_clip;

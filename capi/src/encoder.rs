@@ -256,9 +256,9 @@ c_enum! {
 }
 
 /// Writes the precision the encoder runs in (`SAM2_PRECISION_*`): as exported, or a precision
-/// variant made by `tools/make_variant.py` (which the model's metadata declares; a variant made
-/// by another tool is read from its graph). A variant is another model: its embeddings carry its
-/// own fingerprint and precision. Out-parameters are untouched on failure.
+/// variant made by `tools/models/make_variant.py` (which the model's metadata declares; a variant
+/// made by another tool is read from its graph). A variant is another model: its embeddings carry
+/// its own fingerprint and precision. Out-parameters are untouched on failure.
 #[no_mangle]
 pub extern "C" fn sam2_encoder_precision(
     encoder: *const sam2_encoder,

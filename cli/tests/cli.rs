@@ -22,7 +22,7 @@ fn onnxruntime() -> PathBuf {
         return PathBuf::from(p);
     }
     let lib = root().join(".venv/lib");
-    for entry in std::fs::read_dir(&lib).expect("run tools/setup.sh first: no .venv") {
+    for entry in std::fs::read_dir(&lib).expect("run tools/setup/setup.sh first: no .venv") {
         let p = entry
             .unwrap()
             .path()
@@ -31,7 +31,7 @@ fn onnxruntime() -> PathBuf {
             return p;
         }
     }
-    panic!("no ONNX Runtime: run tools/setup.sh first");
+    panic!("no ONNX Runtime: run tools/setup/setup.sh first");
 }
 
 fn scratch(name: &str) -> PathBuf {

@@ -24,7 +24,8 @@ namespace Sam2
         Host = NativeMethods.SAM2_OUTPUT_HOST,
     }
 
-    /// <summary>The precision an encoder runs in (SAM2_PRECISION_*): as exported, or a precision variant (tools/make_variant.py).</summary>
+    /// <summary>The precision an encoder runs in (SAM2_PRECISION_*): as exported, or a precision
+    /// variant (tools/models/make_variant.py).</summary>
     public enum Precision : uint
     {
         /// <summary>As exported: float32 weights and arithmetic.</summary>

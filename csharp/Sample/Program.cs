@@ -5,7 +5,7 @@
 // Defaults: $SAM2_MODELS, $SAM2_TESTDATA, tiny_a. The pair is found by name (Sam2ModelPair.Find):
 // a real export directory works too (samexporter's NAME.encoder.onnx, ONNX Runtime's
 // NAME_image_encoder.onnx), with NAME as the model name, or "" when it holds one pair only. ONNX Runtime is found through
-// $SAM2_ONNXRUNTIME_PATH (see tools/setup.sh).
+// $SAM2_ONNXRUNTIME_PATH (see tools/setup/setup.sh).
 using System;
 using System.IO;
 using Sam2;

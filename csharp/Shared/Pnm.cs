@@ -1,6 +1,6 @@
 // Reads the test images (testdata/*.ppm, *.pgm) for the programs around the library: the sample,
 // the tests and the packaging test's NuGet consumer. One copy: csharp/Shared/ is compiled into each
-// of them (tools/test-csharp.sh, tools/test-packaging.sh, Sample.csproj, Tests.csproj); it is
+// of them (tools/ci/test-csharp.sh, tools/ci/test-packaging.sh, Sample.csproj, Tests.csproj); it is
 // not part of Sam2.dll.
 using System;
 using System.Globalization;

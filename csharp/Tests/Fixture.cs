@@ -1,5 +1,5 @@
-// Shared test data: paths from the environment (tools/setup.sh), images, ground truth, and one
-// encoder/predictor/embedding of the shapes image reused by the tests that only read them.
+// Shared test data: paths from the environment (tools/setup/setup.sh), images, ground truth, and
+// one encoder/predictor/embedding of the shapes image reused by the tests that only read them.
 using System;
 using System.Collections.Generic;
 using System.Globalization;
@@ -179,7 +179,7 @@ namespace Sam2.Tests
         {
             string value = Environment.GetEnvironmentVariable(variable);
             if (string.IsNullOrEmpty(value))
-                throw new InvalidOperationException(variable + " is not set; source tools/setup.sh first");
+                throw new InvalidOperationException(variable + " is not set; source tools/setup/setup.sh first");
             return value;
         }
     }

@@ -6,8 +6,8 @@ namespace Sam2.Tests
 {
     /// <summary>The real SAM2 architecture (random weights) from samexporter and ONNX Runtime's
     /// tools, and EdgeTAM's image pair (ONNX Runtime's tools on EdgeTAM), through the wrapper with
-    /// default options ($SAM2_REAL_MODELS from tools/setup-real.sh, $SAM2_EDGETAM_MODELS from
-    /// tools/setup-edgetam.sh).</summary>
+    /// default options ($SAM2_REAL_MODELS from tools/setup/setup-real.sh, $SAM2_EDGETAM_MODELS from
+    /// tools/setup/setup-edgetam.sh).</summary>
     internal static class RealModelTests
     {
         private static string Model(string variable, string setup, string file)
@@ -18,9 +18,9 @@ namespace Sam2.Tests
             return Path.Combine(dir, file);
         }
 
-        private static string Real(string file) => Model("SAM2_REAL_MODELS", "tools/setup-real.sh", file);
+        private static string Real(string file) => Model("SAM2_REAL_MODELS", "tools/setup/setup-real.sh", file);
 
-        private static string EdgeTam(string file) => Model("SAM2_EDGETAM_MODELS", "tools/setup-edgetam.sh", file);
+        private static string EdgeTam(string file) => Model("SAM2_EDGETAM_MODELS", "tools/setup/setup-edgetam.sh", file);
 
         [Test]
         private static void RealExportsEncodeClickAndBatchWithDefaultOptions()

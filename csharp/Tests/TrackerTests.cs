@@ -6,10 +6,10 @@ using System.Linq;
 namespace Sam2.Tests
 {
     /// <summary>
-    /// The tracking clip, read from the file tools/track_clip.py writes ($SAM2_MODELS/track/clip.bin,
-    /// made by tools/setup.sh; its layout is in track_clip.py's doc string): 320 × 240 RGB, 24
-    /// frames; a red disc moves right and passes behind a bar (hidden on frames 11–14); a blue
-    /// square moves left.
+    /// The tracking clip, read from the file tools/models/track_clip.py writes
+    /// ($SAM2_MODELS/track/clip.bin, made by tools/setup/setup.sh; its layout is in track_clip.py's
+    /// doc string): 320 × 240 RGB, 24 frames; a red disc moves right and passes behind a bar
+    /// (hidden on frames 11–14); a blue square moves left.
     /// </summary>
     internal static class Clip
     {
@@ -25,7 +25,7 @@ namespace Sam2.Tests
             bool ok = b.Length == Header + Centres + Frames * FrameBytes
                 && System.Text.Encoding.ASCII.GetString(b, 0, 8) == "SAM2CLIP";
             for (int i = 0; ok && i < want.Length; i++) ok = Word(b, 8 + 4 * i) == want[i];
-            if (!ok) throw new InvalidDataException(path + " is not the clip of tools/track_clip.py (run tools/setup.sh)");
+            if (!ok) throw new InvalidDataException(path + " is not the clip of tools/models/track_clip.py (run tools/setup/setup.sh)");
             return b;
         });
 
@@ -295,17 +295,18 @@ namespace Sam2.Tests
             Check(kept.Objects[0], square, "a result kept after Dispose");
         }
 
-        /// <summary>EdgeTAM's four video modules ($SAM2_EDGETAM_MODELS, tools/setup-edgetam.sh) through
-        /// the same wrapper and entry points: found in the export's folder by their file names, a click
-        /// on frame 0 of the clip, two frames tracked. Each tracked frame adds EdgeTAM's memory (512
-        /// tokens of 64 floats, 128 KiB, where a SAM2 memory is a 64 x 64 map of 64 channels, 1 MiB),
-        /// a pointer, and as much again to the stacked memories and positions the tracker keeps.</summary>
+        /// <summary>EdgeTAM's four video modules ($SAM2_EDGETAM_MODELS,
+        /// tools/setup/setup-edgetam.sh) through the same wrapper and entry points: found in the
+        /// export's folder by their file names, a click on frame 0 of the clip, two frames tracked.
+        /// Each tracked frame adds EdgeTAM's memory (512 tokens of 64 floats, 128 KiB, where a SAM2
+        /// memory is a 64 x 64 map of 64 channels, 1 MiB), a pointer, and as much again to the
+        /// stacked memories and positions the tracker keeps.</summary>
         [Test]
         private static void EdgeTamTracksThroughTheSameWrapper()
         {
             string dir = Environment.GetEnvironmentVariable("SAM2_EDGETAM_MODELS");
             if (string.IsNullOrEmpty(dir))
-                throw new InvalidOperationException("SAM2_EDGETAM_MODELS is not set: run `. tools/setup-edgetam.sh` first");
+                throw new InvalidOperationException("SAM2_EDGETAM_MODELS is not set: run `. tools/setup/setup-edgetam.sh` first");
             using (Sam2Tracker tracker = Sam2Tracker.FromDirectory(dir, new Sam2TrackerOptions { NumFrames = 3 }))
             {
                 Sam2TrackedObject d0 = tracker.AddPrompt(0, Clip.Image(0), 1, Clip.DiscClick(0), lowRes: true);

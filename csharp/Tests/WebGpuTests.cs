@@ -1,7 +1,7 @@
 // The WebGPU provider from .NET. In the ordinary run (a CPU-only ONNX Runtime) asking for WebGPU
-// under Fail is an environment-configuration error naming the provider. tools/test-csharp.sh
+// under Fail is an environment-configuration error naming the provider. tools/ci/test-csharp.sh
 // runs these tests a second time against the WebGPU build of ONNX Runtime on llvmpipe
-// (SAM2_CSHARP_WEBGPU=1, tools/setup-webgpu.sh): there the embedding stays in device memory,
+// (SAM2_CSHARP_WEBGPU=1, tools/setup/setup-webgpu.sh): there the embedding stays in device memory,
 // saving it throws EmbeddingNotSerializableException with ONNX Runtime's allocator name and
 // writes nothing, clicks on it segment the shapes, and ToHost() gives a copy that saves.
 using System;

@@ -1,4 +1,4 @@
-/* The clip of tools/track_clip.py, read from its file (see track_clip.h). */
+/* The clip of tools/models/track_clip.py, read from its file (see track_clip.h). */
 #include "track_clip.h"
 
 #include <stdio.h>
@@ -24,7 +24,7 @@ static uint32_t word(const uint8_t *p) {
 int clip_load(const char *path) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fprintf(stderr, "%s: cannot open the tracking clip (tools/setup.sh writes it)\n", path);
+        fprintf(stderr, "%s: cannot open the tracking clip (tools/setup/setup.sh writes it)\n", path);
         return -1;
     }
     size_t got = fread(clip, 1, sizeof clip, f);
@@ -34,7 +34,7 @@ int clip_load(const char *path) {
     int ok = got == sizeof clip && !extra && memcmp(clip, "SAM2CLIP", 8) == 0;
     for (int i = 0; ok && i < 5; i++) ok = word(clip + 8 + 4 * i) == want[i];
     if (!ok) {
-        fprintf(stderr, "%s is not the clip of tools/track_clip.py (run tools/setup.sh)\n", path);
+        fprintf(stderr, "%s is not the clip of tools/models/track_clip.py (run tools/setup/setup.sh)\n", path);
         return -1;
     }
     loaded = 1;

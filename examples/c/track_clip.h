@@ -1,6 +1,6 @@
 /*
- * The synthetic clip of the tracking tests and demo, read from the file tools/track_clip.py
- * writes (models/track/clip.bin, made by tools/setup.sh; its layout is in track_clip.py's doc
+ * The synthetic clip of the tracking tests and demo, read from the file tools/models/track_clip.py
+ * writes (models/track/clip.bin, made by tools/setup/setup.sh; its layout is in track_clip.py's doc
  * string): 320 x 240 RGB, 24 frames; a red disc (object 1) moves right, passes behind a grey bar
  * (hidden on frames 11-14) and comes out; a blue square (object 2) moves left.
  */

@@ -5,13 +5,13 @@
  *
  * <track-dir> holds the four modules of a SAM2 video export (image_encoder.onnx,
  * memory_attention.onnx, image_decoder.onnx, memory_encoder.onnx; the generated ones are in
- * $SAM2_MODELS/track). The clip is the synthetic one of the tests, the file tools/track_clip.py
- * writes (<clip>, by default <track-dir>/clip.bin, where tools/setup.sh puts it): a red disc
- * passes behind a grey bar while a blue square moves the other way. One click on each on frame 0
- * prompts them; the tracker then follows both through the 24 frames. For each frame the demo
- * prints whether each object is present, its score, and the IoU of its mask with the clip's
- * ground truth; it writes <outdir>/track_NN.png (the frame with each mask tinted and its box
- * outlined) and <outdir>/track.png, an animated PNG of all of them.
+ * $SAM2_MODELS/track). The clip is the synthetic one of the tests, the file
+ * tools/models/track_clip.py writes (<clip>, by default <track-dir>/clip.bin, where
+ * tools/setup/setup.sh puts it): a red disc passes behind a grey bar while a blue square moves the
+ * other way. One click on each on frame 0 prompts them; the tracker then follows both through the
+ * 24 frames. For each frame the demo prints whether each object is present, its score, and the IoU
+ * of its mask with the clip's ground truth; it writes <outdir>/track_NN.png (the frame with each
+ * mask tinted and its box outlined) and <outdir>/track.png, an animated PNG of all of them.
  *
  * The pattern to copy: sam2_tracker_new once; sam2_tracker_add_prompt on the frames where the
  * user clicks; then sam2_tracker_track frame after frame, reading each object of the result

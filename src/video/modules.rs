@@ -2,8 +2,8 @@
 //!
 //! Names follow the most used four-module export (Aimol-l/SAM2Export and its descendants, such
 //! as pagarcia/sam2-onnx-cpp): `image_encoder`, `memory_attention`, `image_decoder`,
-//! `memory_encoder`. The project's own exports (tools/export_video.py) add optional inputs and
-//! outputs that make tracking follow SAM2's video predictor exactly; a module without them is
+//! `memory_encoder`. The project's own exports (tools/models/export_video.py) add optional inputs
+//! and outputs that make tracking follow SAM2's video predictor exactly; a module without them is
 //! run as its lineage runs it (docs/video.md).
 
 use std::collections::HashMap;
@@ -209,7 +209,7 @@ pub(crate) mod names {
 
 use names::*;
 
-/// The custom metadata key tools/gen_track_models.py marks its generated modules with.
+/// The custom metadata key tools/models/gen_track_models.py marks its generated modules with.
 const GENERATED_MARKER: &str = "sam2.synthetic";
 
 /// One loaded module.
@@ -740,7 +740,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// tools/export_edgetam.py's folder: the four modules under the contract's names beside
+    /// tools/models/export_edgetam.py's folder: the four modules under the contract's names beside
     /// EdgeTAM's image pair (`edgetam_image_encoder.onnx`, two decoders), which is no video model.
     #[test]
     fn edgetam_s_export_is_found_beside_its_image_pair() {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef _WIN32
-/* The Windows build of the suite (tools/test-windows.sh, under Wine): the few POSIX calls it needs. */
+/* The Windows build of the suite (tools/ci/test-windows.sh, under Wine): the few POSIX calls it needs. */
 #include <io.h>
 #define access _access
 #define W_OK 2

@@ -16,7 +16,7 @@
 #define TEST_PATH_MAX 4096
 
 #ifdef _WIN32
-/* The Windows build of the suite (tools/test-windows.sh): the POSIX file calls the tests use. */
+/* The Windows build of the suite (tools/ci/test-windows.sh): the POSIX file calls the tests use. */
 #include <direct.h>
 #include <io.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ int test_last_error_contains(const char *needle);
 /* Returns the status's enumerator name ("SAM2_ERR_MODEL"), or "unknown". */
 const char *test_status_name(sam2_status status);
 
-/* ---- Paths: $SAM2_MODELS and $SAM2_TESTDATA (set by CMake from tools/setup.sh). ---- */
+/* ---- Paths: $SAM2_MODELS and $SAM2_TESTDATA (set by CMake from tools/setup/setup.sh). ---- */
 
 /* Sets SAM2_MODELS, SAM2_TESTDATA, SAM2_ONNXRUNTIME_PATH and ORT_DISABLE_TELEMETRY, where the
  * environment lacks them, to the values CMake found, so a test binary also runs on its own
@@ -101,7 +101,7 @@ char *test_scratch_template(char *out, const char *name);
 /* Initialises ONNX Runtime the way a host would (NULL: SAM2_ONNXRUNTIME_PATH) or exits. */
 void test_init_runtime(void);
 
-/* ---- Running under valgrind (tools/test-valgrind.sh sets SAM2_TEST_UNDER_VALGRIND=1) ---- */
+/* ---- Running under valgrind (tools/ci/test-valgrind.sh sets SAM2_TEST_UNDER_VALGRIND=1) ---- */
 
 /* 1 under valgrind: every code path still runs, with fewer repetitions (valgrind runs ONNX
  * Runtime ~50x slower), and probes that read freed memory on purpose are skipped. */
@@ -180,7 +180,7 @@ sam2_encoder *test_open_encoder(const char *pair);
 sam2_predictor *test_open_predictor(const sam2_encoder *encoder, const char *pair);
 sam2_embedding *test_encode(const sam2_encoder *encoder, const test_image *rgb);
 
-/* The four modules of the generated tracker ($SAM2_MODELS/track/, tools/gen_track_models.py):
+/* The four modules of the generated tracker ($SAM2_MODELS/track/, tools/models/gen_track_models.py):
  * image_encoder, memory_attention, image_decoder, memory_encoder, in sam2_tracker_new's order. */
 enum { TRACK_MODULES = 4 };
 void test_track_paths(char out[TRACK_MODULES][TEST_PATH_MAX]);

@@ -1,5 +1,5 @@
 /* A stand-in for libonnxruntime.so (onnxruntime.dll on Windows, built with mingw-w64 by
- * tools/test-windows.sh): exports OrtGetApiBase like the real one (layout of
+ * tools/ci/test-windows.sh): exports OrtGetApiBase like the real one (layout of
  * onnxruntime_c_api.h: struct OrtApiBase { GetApi; GetVersionString; }), reports the version
  * FAKE_ORT_VERSION, and has no API (GetApi returns NULL). */
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /*
  * Bad input, everywhere: every exported function is called with every kind of bad value a host
  * can pass, and each call must give its documented status with a message naming the argument,
- * leave its out-params untouched, and not crash (tools/test-valgrind.sh also runs this program
+ * leave its out-params untouched, and not crash (tools/ci/test-valgrind.sh also runs this program
  * under valgrind: nothing may leak or touch invalid memory). NULL, in every pointer argument, is
  * test_null_sweep.c's; everything else is here:
  *
@@ -17,7 +17,7 @@
  *     or pass through a file;
  *   - model files: truncated, corrupted, not ONNX, ONNX but not SAM2, an encoder paired with a
  *     decoder of another export; and the hostile copies of the real SAM2.1 tiny exports
- *     ($SAM2_REAL_HOSTILE, tools/hostile_models.py): truncated, bit-flipped, external data
+ *     ($SAM2_REAL_HOSTILE, tools/models/hostile_models.py): truncated, bit-flipped, external data
  *     outside the model's directory, huge declared dimensions (not under valgrind: a real
  *     model's load takes minutes there);
  *   - ONNX Runtime libraries: missing, a directory, not a shared library, a library that is not
@@ -27,7 +27,7 @@
  * set, written to bad_input.tsv for scripts/reliability.sh. A mismatch does not stop the sweep:
  * all are listed, then the program fails.
  *
- * On Windows (tools/test-windows.sh, under Wine) the same sweep runs with Windows' counterparts:
+ * On Windows (tools/ci/test-windows.sh, under Wine) the same sweep runs with Windows' counterparts:
  * the stand-ins are DLLs, kernel32.dll is the library that is not ONNX Runtime, a named pipe and
  * NUL are the files that are not regular, and discovery has no system search to list. The two
  * checks of directory permissions with no counterpart there are skipped, each with a line saying
@@ -475,12 +475,12 @@ static void model_files(void) {
 
 /* ---- Hostile copies of the real SAM2.1 tiny exports ($SAM2_REAL_HOSTILE) ----
  *
- * The files of tests/hostile_models.rs, through the C ABI: tools/hostile_models.py writes them
- * once (tools/setup-real.sh, into $SAM2_REAL_HOSTILE) and lists them in cases.tsv with what each
- * must give: SAM2_ERR_MODEL naming the file, or, for a flipped bit, that or a model that loads and
- * runs. Every decoder case runs here, and the encoder's truncations; the encoder's other copies
- * (each a 109 MB load that may then encode) are the Rust test's alone. The external-data locations
- * are those of this system (cases.tsv's platform column). */
+ * The files of tests/hostile_models.rs, through the C ABI: tools/models/hostile_models.py writes
+ * them once (tools/setup/setup-real.sh, into $SAM2_REAL_HOSTILE) and lists them in cases.tsv with
+ * what each must give: SAM2_ERR_MODEL naming the file, or, for a flipped bit, that or a model that
+ * loads and runs. Every decoder case runs here, and the encoder's truncations; the encoder's other
+ * copies (each a 109 MB load that may then encode) are the Rust test's alone. The external-data
+ * locations are those of this system (cases.tsv's platform column). */
 
 /* A hostile decoder: only SAM2_ERR_MODEL naming the file is right. Should it load (the bug this
  * case once found), it runs on `on`, as a host would. */
@@ -505,7 +505,7 @@ static void hostile_decoder(const char *path, const sam2_embedding *on) {
 static const char *real_hostile_dir(void) {
     const char *hostile = getenv("SAM2_REAL_HOSTILE");
     if (!test_under_valgrind() && (hostile == NULL || hostile[0] == '\0')) {
-        fprintf(stderr, "SAM2_REAL_HOSTILE is not set: run `. tools/setup-real.sh` (the README's "
+        fprintf(stderr, "SAM2_REAL_HOSTILE is not set: run `. tools/setup/setup-real.sh` (the README's "
                         "test command does) before configuring the C tests\n");
         exit(1);
     }
@@ -522,7 +522,7 @@ static void real_models(const char *hostile) {
     CHECK(snprintf(list, sizeof list, "%s/cases.tsv", hostile) < (int)sizeof list);
     FILE *f = fopen(list, "r");
     if (f == NULL) {
-        fprintf(stderr, "%s cannot be read: run `. tools/setup-real.sh`, which writes it\n", list);
+        fprintf(stderr, "%s cannot be read: run `. tools/setup/setup-real.sh`, which writes it\n", list);
         exit(1);
     }
     CHECK(fgets(line, sizeof line, f) != NULL);

@@ -1,7 +1,7 @@
 /*
  * Lifecycle: versions, runtime initialisation, options defaults, _free(NULL), and every order in
  * which a host may create, use and free encoders, embeddings, predictors and results. Run under
- * valgrind (tools/test-valgrind.sh) this is also the leak and use-after-free check.
+ * valgrind (tools/ci/test-valgrind.sh) this is also the leak and use-after-free check.
  */
 #define _POSIX_C_SOURCE 200809L
 

@@ -1,12 +1,12 @@
 /*
  * The real SAM2 architecture through the C ABI: SAM2.1 hiera-tiny exported by
  * samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (single- and multi-mask decoders),
- * from $SAM2_REAL_MODELS (tools/setup-real.sh), and EdgeTAM's image pairs (tools/export_edgetam.py,
- * ONNX Runtime's SAM2 tools run on EdgeTAM) from $SAM2_EDGETAM_MODELS (tools/setup-edgetam.sh),
- * through the same entry points. Default options throughout, as a new user would
- * call the library: encode, click, a batch mixing clicks, a box and a refinement (each object as
- * a single call gives it), multimask, and a save/load round trip. The masks are compared with the
- * reference pipelines by tests/real_models.rs.
+ * from $SAM2_REAL_MODELS (tools/setup/setup-real.sh), and EdgeTAM's image pairs
+ * (tools/models/export_edgetam.py, ONNX Runtime's SAM2 tools run on EdgeTAM) from
+ * $SAM2_EDGETAM_MODELS (tools/setup/setup-edgetam.sh), through the same entry points. Default
+ * options throughout, as a new user would call the library: encode, click, a batch mixing clicks, a
+ * box and a refinement (each object as a single call gives it), multimask, and a save/load round
+ * trip. The masks are compared with the reference pipelines by tests/real_models.rs.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -148,15 +148,15 @@ int main(void) {
         test_image_free(&image);
         return 0;
     }
-    /* SAM2_TEST_REAL_FIRST_PAIRS=1: the first pair of each family only (tools/test-windows.sh
+    /* SAM2_TEST_REAL_FIRST_PAIRS=1: the first pair of each family only (tools/ci/test-windows.sh
      * under Wine, where what is Windows' own, paths and mapping the files, is the same for every
      * pair; ctest runs them all natively). */
     const char *first = getenv("SAM2_TEST_REAL_FIRST_PAIRS");
     int first_only = first != NULL && strcmp(first, "1") == 0;
-    const char *real = models_dir("SAM2_REAL_MODELS", "tools/setup-real.sh");
+    const char *real = models_dir("SAM2_REAL_MODELS", "tools/setup/setup-real.sh");
     for (size_t i = 0; i < (first_only ? 1 : sizeof PAIRS / sizeof PAIRS[0]); i++)
         run_pair(real, PAIRS[i][0], PAIRS[i][1], &image);
-    const char *edgetam = models_dir("SAM2_EDGETAM_MODELS", "tools/setup-edgetam.sh");
+    const char *edgetam = models_dir("SAM2_EDGETAM_MODELS", "tools/setup/setup-edgetam.sh");
     for (size_t i = 0; i < (first_only ? 1 : sizeof EDGETAM_PAIRS / sizeof EDGETAM_PAIRS[0]); i++)
         run_pair(edgetam, EDGETAM_PAIRS[i][0], EDGETAM_PAIRS[i][1], &image);
     if (first_only) printf("test_real_models: the first pair of each family only\n");

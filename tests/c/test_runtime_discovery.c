@@ -8,7 +8,7 @@
  *   test_runtime_discovery missing  nothing is beside it: SAM2_ERR_RUNTIME_NOT_FOUND, and the
  *                                   message names what was tried and how to fix it.
  *
- * On Windows (tools/test-windows.sh, under Wine) the directories hold sam2.dll, found before any
+ * On Windows (tools/ci/test-windows.sh, under Wine) the directories hold sam2.dll, found before any
  * other because this program runs from there, with onnxruntime.dll beside it or not; what is
  * checked is the same, except that Windows has no system search to try (docs/platforms.md): the
  * message must not claim one.

@@ -1,6 +1,6 @@
 /*
  * Video tracking through the C ABI, on the generated four-module tracker ($SAM2_MODELS/track/)
- * and the clip of tools/track_clip.py ($SAM2_MODELS/track/clip.bin, read by
+ * and the clip of tools/models/track_clip.py ($SAM2_MODELS/track/clip.bin, read by
  * examples/c/track_clip.c): a red disc moves right, passes behind a bar (hidden on frames 11-14)
  * and comes out; a blue square moves left.
  *
@@ -15,8 +15,8 @@
  *     direction, an index past the objects, memory_frames out of range, an image encoder given
  *     as a video module: each its status and a message naming the culprit, out-params untouched.
  *
- * Under valgrind (tools/test-valgrind.sh) the same paths run on fewer frames: forward to frame 11
- * (the first hidden one), backward from 23 to 21.
+ * Under valgrind (tools/ci/test-valgrind.sh) the same paths run on fewer frames: forward to frame
+ * 11 (the first hidden one), backward from 23 to 21.
  */
 #include <math.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 /*
  * The device path through the C ABI on a real device: ONNX Runtime's WebGPU provider (on Mesa's
- * llvmpipe in the test command; tools/setup-webgpu.sh), loaded from SAM2_WEBGPU_ONNXRUNTIME:
+ * llvmpipe in the test command; tools/setup/setup-webgpu.sh), loaded from SAM2_WEBGPU_ONNXRUNTIME:
  *   - an encoder asked for WebGPU under FAIL runs there, and its embedding stays in device memory:
  *     not serializable, named by ONNX Runtime's allocator ("WebGPU_Buf");
  *   - saving it is refused with SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE and writes nothing;

@@ -32,21 +32,22 @@ pub fn model(name: &str) -> PathBuf {
     let p = models_dir().join(name);
     assert!(
         p.exists(),
-        "{} is missing: run tools/setup.sh (the README's test command does) to generate the models",
+        "{} is missing: run tools/setup/setup.sh (the README's test command does) to generate the models",
         p.display()
     );
     p
 }
 
-/// Initialises ONNX Runtime the way a host would: from SAM2_ONNXRUNTIME_PATH (set by tools/setup.sh).
-/// Without the variable (a bare `cargo test`), the set-up's venv copy is used.
+/// Initialises ONNX Runtime the way a host would: from SAM2_ONNXRUNTIME_PATH (set by
+/// tools/setup/setup.sh). Without the variable (a bare `cargo test`), the set-up's venv copy is
+/// used.
 pub fn init_runtime() {
     let explicit = std::env::var_os("SAM2_ONNXRUNTIME_PATH")
         .is_none()
         .then(venv_onnxruntime)
         .flatten();
     sam2::runtime::init(explicit.as_deref())
-        .expect("ONNX Runtime should load (run tools/setup.sh first)");
+        .expect("ONNX Runtime should load (run tools/setup/setup.sh first)");
 }
 
 fn venv_onnxruntime() -> Option<PathBuf> {
@@ -215,23 +216,22 @@ pub fn shape_clicks() -> Vec<sam2::Prompt> {
         .collect()
 }
 
-/// EdgeTAM's export directory, `$SAM2_EDGETAM_MODELS` (tools/setup-edgetam.sh, which
+/// EdgeTAM's export directory, `$SAM2_EDGETAM_MODELS` (tools/setup/setup-edgetam.sh, which
 /// scripts/test.sh sources). Unset, it fails, as `$SAM2_REAL_MODELS` does: a missing set-up must
 /// not pass as "nothing to check".
 pub fn edgetam_dir() -> PathBuf {
     PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS").expect(
-        "SAM2_EDGETAM_MODELS is not set: run tools/setup-edgetam.sh (scripts/test.sh does)",
+        "SAM2_EDGETAM_MODELS is not set: run tools/setup/setup-edgetam.sh (scripts/test.sh does)",
     ))
 }
 
 /// The real SAM2.1 hiera-tiny export of one exporter (`samexporter`, `onnxruntime`; for the latter
 /// its single-mask decoder): (encoder, decoder), from `$SAM2_REAL_MODELS/manifest.json`
-/// (tools/setup-real.sh, which scripts/test.sh runs).
+/// (tools/setup/setup-real.sh, which scripts/test.sh runs).
 pub fn real_pair(family: &str) -> (PathBuf, PathBuf) {
-    let dir = PathBuf::from(
-        std::env::var_os("SAM2_REAL_MODELS")
-            .expect("SAM2_REAL_MODELS is not set: run tools/setup-real.sh (scripts/test.sh does)"),
-    );
+    let dir = PathBuf::from(std::env::var_os("SAM2_REAL_MODELS").expect(
+        "SAM2_REAL_MODELS is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
+    ));
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     let entry = manifest["pairs"]
@@ -292,8 +292,8 @@ pub fn confident_iou(got: &[f32], reference: &[f32]) -> f64 {
     }
 }
 
-/// The prompt of a parity case of the real reference (tools/real_reference.py's `cases`: points
-/// as `[x, y, positive]`, an optional box).
+/// The prompt of a parity case of the real reference (tools/references/real_reference.py's `cases`:
+/// points as `[x, y, positive]`, an optional box).
 pub fn prompt_of(case: &serde_json::Value) -> sam2::Prompt {
     let points = case["points"]
         .as_array()

@@ -1,7 +1,8 @@
-//! The tracking clip, read from the file tools/track_clip.py writes (`$SAM2_MODELS/track/clip.bin`,
-//! made by tools/setup.sh; its layout is in track_clip.py's doc string): a red disc moving right
-//! behind a bar (hidden on frames 11–14) and a blue square moving left, 320 × 240, 24 frames.
-//! Used by tests/video.rs, tests/video_soak.rs, cli/tests/cli.rs and the video benchmark.
+//! The tracking clip, read from the file tools/models/track_clip.py writes
+//! (`$SAM2_MODELS/track/clip.bin`, made by tools/setup/setup.sh; its layout is in track_clip.py's
+//! doc string): a red disc moving right behind a bar (hidden on frames 11–14) and a blue square
+//! moving left, 320 × 240, 24 frames. Used by tests/video.rs, tests/video_soak.rs, cli/tests/cli.rs
+//! and the video benchmark.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -37,7 +38,7 @@ fn bytes() -> &'static [u8] {
         let p = path();
         let b = std::fs::read(&p).unwrap_or_else(|e| {
             panic!(
-                "{}: {e} (run tools/setup.sh: it writes the clip)",
+                "{}: {e} (run tools/setup/setup.sh: it writes the clip)",
                 p.display()
             )
         });
@@ -47,7 +48,7 @@ fn bytes() -> &'static [u8] {
                 && &b[..8] == b"SAM2CLIP"
                 && [word(0), word(1), word(2), word(3), word(4)]
                     == [1, WIDTH as u32, HEIGHT as u32, FRAMES, OBJECTS as u32],
-            "{} is not the clip of tools/track_clip.py (run tools/setup.sh)",
+            "{} is not the clip of tools/models/track_clip.py (run tools/setup/setup.sh)",
             p.display()
         );
         b

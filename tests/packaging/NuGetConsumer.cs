@@ -1,6 +1,6 @@
 // A .NET host that uses sam2 from its NuGet package the way an application's output does: Sam2.dll
 // from lib/netstandard2.0, libsam2.so from runtimes/linux-x64/native and ONNX Runtime's native
-// library (from the Microsoft.ML.OnnxRuntime package) side by side. tools/test-packaging.sh
+// library (from the Microsoft.ML.OnnxRuntime package) side by side. tools/ci/test-packaging.sh
 // compiles it (with csharp/Shared/, the test-image reader) with mcs against the packaged Sam2.dll
 // and runs it with mono, with neither SAM2_ONNXRUNTIME_PATH nor ORT_DYLIB_PATH set: the library
 // must find ONNX Runtime beside itself.

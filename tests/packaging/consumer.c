@@ -1,6 +1,6 @@
 /*
  * A host program built against an installed sam2 with `pkg-config --cflags --libs sam2` (see
- * tools/test-packaging.sh). It checks that the header's SAM2_VERSION_* macros, sam2_version()
+ * tools/ci/test-packaging.sh). It checks that the header's SAM2_VERSION_* macros, sam2_version()
  * and the expected version agree, lets the library find ONNX Runtime on its own, and segments
  * the red disc of testdata/shapes.ppm from one click.
  *

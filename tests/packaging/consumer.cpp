@@ -1,6 +1,6 @@
 // A C++ host program built against an installed sam2 with CMake's find_package(sam2 CONFIG
 // REQUIRED) and the imported target sam2::sam2 (see CMakeLists.txt here and
-// tools/test-packaging.sh). Same checks as consumer.c: the versions agree, ONNX Runtime is
+// tools/ci/test-packaging.sh). Same checks as consumer.c: the versions agree, ONNX Runtime is
 // found by the library, and one click segments the red disc of testdata/shapes.ppm.
 //
 //   sam2_consumer_cpp ENCODER DECODER TESTDATA_DIR VERSION

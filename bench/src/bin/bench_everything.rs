@@ -9,15 +9,15 @@
 //! - one `predict` per point (measured on the first `--single` points, scaled to the grid);
 //! - the library from the image (encode + grid) against Meta's PyTorch
 //!   `SAM2AutomaticMaskGenerator` with its defaults on the same checkpoint and CPU
-//!   (tools/everything_reference.py --bench, one run after a warm-up: it takes minutes; its
-//!   `generate` encodes the image too).
+//!   (tools/references/everything_reference.py --bench, one run after a warm-up: it takes minutes;
+//!   its `generate` encodes the image too).
 //!
 //! Run alone:
 //!
 //!     cargo run --release -p sam2-bench --bin bench_everything --
 //!         [--out DIR] [--repeat N] [--single N]
 //!
-//! Needs SAM2_REAL_MODELS (and SAM2_REAL_PYTHON for the PyTorch figure): tools/setup-real.sh.
+//! Needs SAM2_REAL_MODELS (and SAM2_REAL_PYTHON for the PyTorch figure): tools/setup/setup-real.sh.
 
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
@@ -124,7 +124,7 @@ fn main() -> Res<()> {
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
     let root = sam2_bench::root();
     let real = PathBuf::from(std::env::var("SAM2_REAL_MODELS").map_err(|_| {
-        "SAM2_REAL_MODELS is not set: source tools/setup-real.sh (scripts/bench.sh does)"
+        "SAM2_REAL_MODELS is not set: source tools/setup/setup-real.sh (scripts/bench.sh does)"
     })?);
     let image_path = root.join("testdata/demo.ppm");
 
@@ -202,7 +202,7 @@ fn main() -> Res<()> {
     let from_image = median(&from_image);
     let pytorch = std::env::var_os("SAM2_REAL_PYTHON").and_then(|python| {
         let out = Command::new(python)
-            .arg(root.join("tools/everything_reference.py"))
+            .arg(root.join("tools/references/everything_reference.py"))
             .args(["--bench", "--repeat", "1", "--models"])
             .arg(&real)
             .arg("--image")

@@ -154,7 +154,7 @@ fn session(
 fn main() -> Res<()> {
     let args = args();
     sam2::runtime::init(None)?;
-    // The real SAM2.1 hiera-tiny export (tools/setup-real.sh) when there is one, else the
+    // The real SAM2.1 hiera-tiny export (tools/setup/setup-real.sh) when there is one, else the
     // generated bench pair.
     let (enc_path, dec_path) = match std::env::var("SAM2_REAL_MODELS") {
         Ok(real) => (

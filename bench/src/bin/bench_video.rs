@@ -33,10 +33,10 @@
 //! The two are interleaved frame by frame (the machine's other load hits both alike); the
 //! figures are medians. Two model sets: the generated four-module tracker (models/track/, on
 //! 320×240 frames) and, when SAM2_VIDEO_MODELS names them, the real SAM2.1 hiera-tiny export
-//! (tools/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
-//! (tools/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python); and, when
-//! SAM2_EDGETAM_MODELS names them, EdgeTAM's four modules (tools/export_edgetam.py) on the same
-//! frames, against ONNX Runtime alone and against SAM2.1 tiny's frame in the library.
+//! (tools/models/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
+//! (tools/bench/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python); and,
+//! when SAM2_EDGETAM_MODELS names them, EdgeTAM's four modules (tools/models/export_edgetam.py) on
+//! the same frames, against ONNX Runtime alone and against SAM2.1 tiny's frame in the library.
 //!
 //!     cargo run --release -p sam2-bench --bin bench_video -- [--out DIR] [--frames N]
 //!         [--real-frames N] [--torch-frames N] [--attention-runs N] [--attention-only]
@@ -666,10 +666,9 @@ fn main() -> Res<()> {
     let attention_runs: u32 = arg("--attention-runs").map_or(Ok(3), |v| v.parse())?;
     let out_dir = PathBuf::from(arg("--out").unwrap_or_else(|| "out".into()));
     let root = sam2_bench::root();
-    let models =
-        PathBuf::from(std::env::var("SAM2_MODELS").map_err(|_| {
-            "SAM2_MODELS is not set: source tools/setup.sh (scripts/bench.sh does)"
-        })?);
+    let models = PathBuf::from(std::env::var("SAM2_MODELS").map_err(|_| {
+        "SAM2_MODELS is not set: source tools/setup/setup.sh (scripts/bench.sh does)"
+    })?);
     let info = sam2::runtime::init(None)?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let load_average = || {
@@ -723,7 +722,7 @@ fn main() -> Res<()> {
         }
         None => None,
     };
-    // EdgeTAM: its four modules (tools/export_edgetam.py) on the same frames.
+    // EdgeTAM: its four modules (tools/models/export_edgetam.py) on the same frames.
     let edgetam = match std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) {
         Some(dir) => {
             Some(compare(&VideoModelPaths::find(&dir)?, real_size, real_frames)?.summary())
@@ -764,7 +763,7 @@ fn main() -> Res<()> {
             e.print("EdgeTAM, 1280×720", &vs_sam2);
         }
         None => println!(
-            "| EdgeTAM | not run (SAM2_EDGETAM_MODELS unset: tools/setup-edgetam.sh) | | | |"
+            "| EdgeTAM | not run (SAM2_EDGETAM_MODELS unset: tools/setup/setup-edgetam.sh) | | | |"
         ),
     }
     match (torch, real) {
@@ -801,11 +800,11 @@ fn main() -> Res<()> {
             "frame": [gen_size.0, gen_size.1], "frames": frames,
         })),
         "real": real.map(|r| r.json(serde_json::json!({
-            "model": "sam2.1_hiera_tiny (tools/export_video.py)",
+            "model": "sam2.1_hiera_tiny (tools/models/export_video.py)",
             "frame": [real_size.0, real_size.1], "frames": real_frames,
         }))),
         "edgetam": edgetam.map(|e| e.json(serde_json::json!({
-            "model": "edgetam (tools/export_edgetam.py)",
+            "model": "edgetam (tools/models/export_edgetam.py)",
             "frame": [real_size.0, real_size.1], "frames": real_frames,
             "vs_sam2_1_tiny_library": real.map(|r| e.library / r.library),
         }))),
@@ -825,8 +824,8 @@ fn main() -> Res<()> {
 }
 
 /// The median seconds a frame of the PyTorch video predictor of the export in `models` takes
-/// (tools/bench_video_torch.py, run by `python`: Meta's for SAM2.1 tiny, EdgeTAM's for EdgeTAM),
-/// and its threads; `None` when the script fails (its error is printed).
+/// (tools/bench/bench_video_torch.py, run by `python`: Meta's for SAM2.1 tiny, EdgeTAM's for
+/// EdgeTAM), and its threads; `None` when the script fails (its error is printed).
 fn torch_frame(
     root: &Path,
     python: &std::ffi::OsStr,
@@ -834,7 +833,7 @@ fn torch_frame(
     frames: u32,
 ) -> Result<Option<(f64, u64)>, Box<dyn std::error::Error>> {
     let out = Command::new(python)
-        .arg(root.join("tools/bench_video_torch.py"))
+        .arg(root.join("tools/bench/bench_video_torch.py"))
         .arg("--models")
         .arg(models)
         .args(["--width", "1280", "--height", "720", "--timed"])

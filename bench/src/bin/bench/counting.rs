@@ -1,5 +1,5 @@
 //! Allocation counting: a counting global allocator (Rust side), a process-wide malloc counter
-//! when tools/bench_alloc_count.c is preloaded, and page faults.
+//! when tools/bench/bench_alloc_count.c is preloaded, and page faults.
 
 use super::*;
 
@@ -32,7 +32,7 @@ unsafe impl GlobalAlloc for CountingAlloc {
 #[global_allocator]
 pub(crate) static GLOBAL: CountingAlloc = CountingAlloc;
 
-/// The process-wide counter of tools/bench_alloc_count.c, when it is preloaded.
+/// The process-wide counter of tools/bench/bench_alloc_count.c, when it is preloaded.
 pub(crate) struct ProcessCounter {
     pub(crate) bytes: unsafe extern "C" fn() -> u64,
     pub(crate) calls: unsafe extern "C" fn() -> u64,

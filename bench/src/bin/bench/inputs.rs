@@ -75,7 +75,7 @@ pub(crate) fn write_f32(path: &Path, v: &[f32]) -> Res<()> {
 }
 
 /// The pair to measure: `SAM2_BENCH_ENCODER`/`SAM2_BENCH_DECODER` when set, else the real SAM2.1
-/// hiera-tiny export by samexporter (tools/setup-real.sh), else the generated bench pair.
+/// hiera-tiny export by samexporter (tools/setup/setup-real.sh), else the generated bench pair.
 pub(crate) fn bench_models() -> (PathBuf, PathBuf) {
     if let (Ok(e), Ok(d)) = (
         std::env::var("SAM2_BENCH_ENCODER"),
@@ -98,14 +98,14 @@ pub(crate) fn bench_models() -> (PathBuf, PathBuf) {
 }
 
 /// The int8 variant of the benchmark's encoder, when the set-up made one
-/// (`$SAM2_REAL_VARIANTS/samexporter/`, tools/setup-real.sh) and the encoder is the real one.
+/// (`$SAM2_REAL_VARIANTS/samexporter/`, tools/setup/setup-real.sh) and the encoder is the real one.
 pub(crate) fn int8_variant(encoder: &Path) -> Option<PathBuf> {
     let dir = PathBuf::from(std::env::var_os("SAM2_REAL_VARIANTS")?);
     let path = dir.join("samexporter").join(encoder.file_name()?);
     path.is_file().then_some(path)
 }
 
-/// EdgeTAM's image encoder, when tools/setup-edgetam.sh has made it (`$SAM2_EDGETAM_MODELS`).
+/// EdgeTAM's image encoder, when tools/setup/setup-edgetam.sh has made it (`$SAM2_EDGETAM_MODELS`).
 pub(crate) fn edgetam_encoder() -> Option<PathBuf> {
     let path =
         PathBuf::from(std::env::var_os("SAM2_EDGETAM_MODELS")?).join("edgetam_image_encoder.onnx");

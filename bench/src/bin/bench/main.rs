@@ -3,7 +3,7 @@
 //! Runtime alone, plain file I/O), in one run on the bench models and a deterministic 1920×1080
 //! photo-like image (written to out/bench_image.ppm, so both sides use the same bytes). Prints a
 //! table and writes it as JSON (out/bench.json) and as a PNG chart (out/bench.png, drawn by
-//! tools/bench_chart.py).
+//! tools/bench/bench_chart.py).
 //!
 //!     scripts/bench.sh [--quick]            # the documented command (set-up, build, run)
 //!     cargo run --release -p sam2-bench --bin bench [-- --quick] [-- --out DIR]
@@ -12,14 +12,14 @@
 //! Every figure is the median of repeated runs after warm-up, with min and max. The library, the
 //! peer and the floor run interleaved, round by round (the order rotated every round), so that
 //! load from other processes hits all of them alike, and ratios are computed pair by pair in the
-//! same run. The peer is a Python co-process (tools/bench_peer.py) driven one command per line;
-//! it times its own pipeline code. Each timed call is preceded by a pause (40 ms where ONNX
+//! same run. The peer is a Python co-process (tools/bench/bench_peer.py) driven one command per
+//! line; it times its own pipeline code. Each timed call is preceded by a pause (40 ms where ONNX
 //! Runtime sessions run: their intra-op threads spin after a run and would otherwise steal the
 //! next contestant's cores). The CPU used by other processes during each section is printed.
 //!
 //! Zero copies of the embedding per predict are shown, not assumed: bytes requested from the heap
 //! during one predict are counted by a counting #[global_allocator] (Rust side) and, when
-//! scripts/bench.sh preloads tools/bench_alloc_count.c, by a process-wide malloc counter that
+//! scripts/bench.sh preloads tools/bench/bench_alloc_count.c, by a process-wide malloc counter that
 //! also sees ONNX Runtime's C++ allocations; a control (an explicit copy of the embedding through
 //! ONNX Runtime, `Embedding::copy_to_host`) shows that the counter does see a 16 MiB copy when
 //! one is made.
@@ -179,7 +179,7 @@ fn main() -> Res<()> {
     println!(
         "allocation counter: {}",
         if pc.is_some() {
-            "process-wide (tools/bench_alloc_count.c preloaded) + Rust global allocator"
+            "process-wide (tools/bench/bench_alloc_count.c preloaded) + Rust global allocator"
         } else {
             "Rust global allocator only (run scripts/bench.sh to preload the process-wide counter)"
         }
@@ -249,14 +249,14 @@ fn main() -> Res<()> {
     let mut enc_plain = plain_session(&enc_path, Optimization::All, None)?;
     let enc_plain_create_ms = t.elapsed().as_secs_f64() * 1e3;
     let prepared = Tensor::from_array(([1usize, 3, SIZE, SIZE], pre_out.clone()))?.into_dyn();
-    // The int8 variant of the same encoder (tools/make_variant.py, made by tools/setup-real.sh),
-    // against ONNX Runtime alone on the float32 file.
+    // The int8 variant of the same encoder (tools/models/make_variant.py, made by
+    // tools/setup/setup-real.sh), against ONNX Runtime alone on the float32 file.
     let int8_encoder = match int8_variant(&enc_path) {
         Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),
         None => None,
     };
-    // EdgeTAM's image encoder (tools/export_edgetam.py, made by tools/setup-edgetam.sh) on the
-    // same image, against SAM2.1 tiny's in the library.
+    // EdgeTAM's image encoder (tools/models/export_edgetam.py, made by
+    // tools/setup/setup-edgetam.sh) on the same image, against SAM2.1 tiny's in the library.
     let edgetam_encoder = match edgetam_encoder() {
         Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),
         None => None,
@@ -720,7 +720,7 @@ fn main() -> Res<()> {
         r.goal = "≤0.6× ORT alone on the fp32 file".into();
         r.met = r.lib_over_floor().map(|x| x <= 0.6);
         r.note = format!(
-            "the library on tools/make_variant.py's int8 encoder (weights int8 per channel, 7-bit range; activations per run) against the same floor, ONNX Runtime alone on the float32 file; CPU: {}",
+            "the library on tools/models/make_variant.py's int8 encoder (weights int8 per channel, 7-bit range; activations per run) against the same floor, ONNX Runtime alone on the float32 file; CPU: {}",
             cpu_description()
         );
         rows.push(r);
@@ -732,7 +732,7 @@ fn main() -> Res<()> {
         r.floor = enc[0].clone();
         r.goal = "≤0.25× SAM2.1 tiny's encode in the library".into();
         r.met = r.lib_over_floor().map(|x| x <= 0.25);
-        r.note = "the library on EdgeTAM's image encoder (tools/export_edgetam.py: RepViT-M1, random weights) on the same image; floor = SAM2.1 tiny's encode e2e in the library (the row above), not ONNX Runtime alone".into();
+        r.note = "the library on EdgeTAM's image encoder (tools/models/export_edgetam.py: RepViT-M1, random weights) on the same image; floor = SAM2.1 tiny's encode e2e in the library (the row above), not ONNX Runtime alone".into();
         rows.push(r);
     }
 
@@ -1025,7 +1025,7 @@ fn main() -> Res<()> {
     std::fs::write(&json_path, serde_json::to_string_pretty(&doc)? + "\n")?;
     println!("wrote {}", json_path.display());
     let png_path = out_dir.join("bench.png");
-    let chart = sam2_bench::root().join("tools/bench_chart.py");
+    let chart = sam2_bench::root().join("tools/bench/bench_chart.py");
     match Command::new(&python)
         .arg(&chart)
         .arg(&json_path)

@@ -1,4 +1,4 @@
-//! The peer co-process (tools/bench_peer.py) and the load of other processes.
+//! The peer co-process (tools/bench/bench_peer.py) and the load of other processes.
 
 use super::*;
 
@@ -16,7 +16,7 @@ impl Peer {
         encoder: &Path,
         decoder: &Path,
     ) -> Option<Peer> {
-        let script = sam2_bench::root().join("tools/bench_peer.py");
+        let script = sam2_bench::root().join("tools/bench/bench_peer.py");
         let child = Command::new(python)
             .arg(&script)
             .arg("--image")

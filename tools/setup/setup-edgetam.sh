@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# EdgeTAM (issue 31): our ONNX export of EdgeTAM (tools/models/export_edgetam.py: seeded random
+# weights, built as EdgeTAM's build_sam2_video_predictor builds it; an image pair by ONNX Runtime's
+# SAM2 tools and the four video modules) and the reference run of EdgeTAM's own PyTorch predictors
+# on the same weights (tools/references/edgetam_reference.py: image cases, and the generated
+# 12-frame clip of tools/references/video_reference.py with two objects and a correction).
+#
+# EdgeTAM's code (PyPI edgetam-dimos) is a fork of Meta's `sam2` package under the same top-level
+# name, so it cannot be installed into setup-real.sh's venv beside sam-2-uni; it gets a small venv
+# of its own that reuses that one's torch and the rest (sourcing setup-real.sh first when that
+# venv is missing). Idempotent and cached outside the repository, in three parts, so that a change
+# to one never redoes the ones before it:
+#   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/edgetam/
+#     venv/                 edgetam-dimos 1.0.1 alone (tools/setup/edgetam-requirements.txt,
+#     --no-deps,
+#                           about 1 MB), then a .pth line adding setup-real.sh's venv
+#                           (real-venv/: torch 2.10, timm, onnxruntime 1.31.1, OpenCV, ...) after
+#                           it: `import sam2` is EdgeTAM's, everything else the real venv's. Keyed
+#                           by both requirement files.
+#     export-<hash>/        keyed by the export scripts and both pins: the image pair, the four
+#                           video modules, the checkpoint, manifest.json; `reference` links to
+#     reference-<hash>/     keyed by the reference scripts, the pins and the weights' own hash
+#                           (manifest.json's weights_sha256): clip, prompts, arrays, reference.json
+# Measured 2026-12-02 on 2 cores shared with a load of 5-8: the venv 20 s (one 1 MB wheel; before,
+# a second 7 GB venv took 6 minutes), the export 86 s, the reference 423 s. A second run
+# recomputes nothing. Source it
+# (`. tools/setup/setup-edgetam.sh`) to get SAM2_EDGETAM_MODELS (the export directory) and
+# SAM2_EDGETAM_PYTHON exported.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
+EDGETAM_VENV="$CACHE/edgetam/venv"
+say() { printf '[setup-edgetam] %s\n' "$*" >&2; }
+. "$ROOT/tools/setup/setup-times.sh"
+# Runs a step with its (chatty) output in a log, showing only its progress lines; on failure,
+# the end of the log.
+logged() {
+    local log="$1"
+    shift
+    if ! "$@" >"$log" 2>&1; then
+        say "failed: $*; the end of $log:"
+        tail -n 40 "$log" >&2
+        return 1
+    fi
+    grep -h '^\[' "$log" >&2 || true
+}
+export ORT_DISABLE_TELEMETRY=1
+
+# 1. EdgeTAM's venv: edgetam-dimos over setup-real.sh's venv.
+REAL_VENV="$CACHE/real-venv"
+real_req_hash="$(sha256sum "$ROOT/tools/setup/real-requirements.txt" | cut -c1-16)"
+if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
+    say "setup-real.sh's venv is missing: making it first"
+    . "$ROOT/tools/setup/setup-real.sh"
+    say() { printf '[setup-edgetam] %s\n' "$*" >&2; }
+fi
+setup_begin "EdgeTAM's venv (edgetam-dimos over the real exporters' venv)"
+edgetam_req_hash="$(cat "$ROOT/tools/setup/edgetam-requirements.txt" "$ROOT/tools/setup/real-requirements.txt" \
+    | sha256sum | cut -c1-16)"
+if [ ! -f "$EDGETAM_VENV/.sam2-req-$edgetam_req_hash" ]; then
+    say "creating $EDGETAM_VENV: edgetam-dimos 1.0.1 over $REAL_VENV"
+    rm -rf "$EDGETAM_VENV"
+    mkdir -p "$CACHE/edgetam"
+    # the real venv's interpreter makes a venv of the same base Python
+    "$REAL_VENV/bin/python" -m venv "$EDGETAM_VENV"
+    "$EDGETAM_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off --no-deps \
+        -r "$ROOT/tools/setup/edgetam-requirements.txt"
+    own_site="$("$EDGETAM_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    real_site="$("$REAL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    # after the venv's own site-packages (addsitedir appends, and reads the real venv's .pth files)
+    printf 'import site; site.addsitedir(%s)\n' "'$real_site'" >"$own_site/zz-sam2-real-venv.pth"
+    "$EDGETAM_VENV/bin/python" - <<'PY'
+import os, torch, timm, onnxruntime, sam2
+assert os.path.exists(os.path.join(os.path.dirname(sam2.__file__), "configs", "edgetam.yaml")), \
+    f"`import sam2` is not EdgeTAM's: {sam2.__file__}"
+import sam2.modeling.perceiver  # noqa: F401
+print(f"[setup-edgetam] sam2 from {os.path.dirname(sam2.__file__)}, torch {torch.__version__}, "
+      f"timm {timm.__version__}, onnxruntime {onnxruntime.__version__}")
+PY
+    touch "$EDGETAM_VENV/.sam2-req-$edgetam_req_hash"
+    setup_end ran
+else
+    setup_end cached
+fi
+
+# 2. The export (a few minutes), then the reference (minutes), each redone only when its inputs
+# change.
+setup_begin "EdgeTAM export (tools/models/export_edgetam.py)"
+export_hash="$(cat "$ROOT/tools/models/export_edgetam.py" "$ROOT/tools/models/edgetam_model.py" \
+    "$ROOT/tools/models/export_video.py" "$ROOT/tools/setup/edgetam-requirements.txt" \
+    "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
+EDGETAM_MODELS="$CACHE/edgetam/export-$export_hash"
+if [ ! -f "$EDGETAM_MODELS/.sam2-edgetam-export-done" ]; then
+    say "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (minutes)"
+    rm -rf "$EDGETAM_MODELS"
+    mkdir -p "$EDGETAM_MODELS"
+    logged "$EDGETAM_MODELS/export.log" "$EDGETAM_VENV/bin/python" "$ROOT/tools/models/export_edgetam.py" \
+        --out "$EDGETAM_MODELS"
+    touch "$EDGETAM_MODELS/.sam2-edgetam-export-done"
+    setup_end ran
+else
+    setup_end cached
+fi
+setup_begin "EdgeTAM reference (tools/references/edgetam_reference.py)"
+weights="$("$EDGETAM_VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' \
+    "$EDGETAM_MODELS/manifest.json")"
+reference_hash="$( (cat "$ROOT/tools/references/edgetam_reference.py" "$ROOT/tools/models/edgetam_model.py" \
+    "$ROOT/tools/references/video_reference.py" "$ROOT/tools/references/real_reference.py" "$ROOT/tools/references/reference_check.py" \
+    "$ROOT/testdata/demo.ppm" "$ROOT/tools/setup/edgetam-requirements.txt" \
+    "$ROOT/tools/setup/real-requirements.txt"; echo "$weights") \
+    | sha256sum | cut -c1-16)"
+EDGETAM_REFERENCE="$CACHE/edgetam/reference-$reference_hash"
+if [ ! -f "$EDGETAM_REFERENCE/.sam2-edgetam-reference-done" ]; then
+    say "running EdgeTAM's PyTorch predictors (image cases, the generated clip) into $EDGETAM_REFERENCE"
+    rm -rf "$EDGETAM_REFERENCE"
+    mkdir -p "$EDGETAM_REFERENCE"
+    logged "$EDGETAM_REFERENCE/reference.log" "$EDGETAM_VENV/bin/python" "$ROOT/tools/references/edgetam_reference.py" \
+        --models "$EDGETAM_MODELS" --image "$ROOT/testdata/demo.ppm" --out "$EDGETAM_REFERENCE"
+    touch "$EDGETAM_REFERENCE/.sam2-edgetam-reference-done"
+    setup_end ran
+else
+    setup_end cached
+fi
+ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
+# Outputs of other versions of the scripts go once unused for a week (setup-real.sh's
+# prune_unused: another clone sharing the cache may still need them), when that script was sourced.
+if declare -F prune_unused >/dev/null; then
+    prune_unused "$CACHE/edgetam" venv "export-$export_hash" "reference-$reference_hash"
+fi
+export SAM2_EDGETAM_MODELS="$EDGETAM_MODELS"
+export SAM2_EDGETAM_PYTHON="$EDGETAM_VENV/bin/python"
+# The reference this checkout's scripts made, by its own path (the export's `reference` link names
+# the one made last, by whichever clone ran last).
+export SAM2_EDGETAM_REFERENCE="$EDGETAM_REFERENCE"
