@@ -11,8 +11,9 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use common::*;
 use sam2::cache::EmbeddingCache;
@@ -126,6 +127,43 @@ fn open(pair: &Pair) -> (Encoder, Predictor) {
     (encoder, predictor)
 }
 
+/// An encoder session and its embedding of the demo image.
+struct Encoded {
+    encoder: Encoder,
+    embedding: sam2::Embedding,
+}
+
+/// The encoder of `pair` and its embedding of the demo image, made once per encoder file for every
+/// test of this binary, and the pair's decoder. Pairs share encoders (ONNX Runtime's single- and
+/// multimask decoders read one encoder's outputs) and tests share the image, and an encoder gives
+/// the same embedding of the same pixels whichever test asks: a run makes 5 sessions and encodes
+/// of the real encoders instead of 23 sessions and 21 encodes. The tests that are about sessions
+/// themselves (shared weights, optimisation levels, the cache) open their own.
+fn open_encoded(pair: &Pair) -> (Arc<Encoded>, Predictor) {
+    type Slot = Arc<OnceLock<Arc<Encoded>>>;
+    static ENCODED: OnceLock<Mutex<HashMap<PathBuf, Slot>>> = OnceLock::new();
+    let slot = ENCODED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(pair.encoder.clone())
+        .or_default()
+        .clone();
+    // Outside the map's lock: a test that wants another encoder does not wait for this one.
+    let encoded = slot
+        .get_or_init(|| {
+            let encoder = Encoder::new(&pair.encoder, &EncoderOptions::default())
+                .unwrap_or_else(|e| panic!("{}: {e}", pair.encoder.display()));
+            let embedding = encoder.encode(&rgb(&demo())).unwrap();
+            Arc::new(Encoded { encoder, embedding })
+        })
+        .clone();
+    let predictor = Predictor::new(&pair.decoder, &PredictorOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", pair.decoder.display()));
+    predictor.check_encoder(&encoded.encoder).unwrap();
+    (encoded, predictor)
+}
+
 fn single(predictor: &Predictor, embedding: &sam2::Embedding, prompt: Prompt) -> Prediction {
     predictor
         .predict(embedding, &[prompt], PredictOptions::default())
@@ -135,9 +173,9 @@ fn single(predictor: &Predictor, embedding: &sam2::Embedding, prompt: Prompt) ->
 /// The reference's cases (tools/references/real_reference.py) on one pair, in order, with default
 /// options: a case with `mask_from` gets the low-res logits of that earlier case as its mask
 /// prompt.
-fn run_cases(pair: &Pair, image: &Image, cases: &[Value]) -> Vec<(String, Prediction)> {
-    let (encoder, predictor) = open(pair);
-    let embedding = encoder.encode(&rgb(image)).unwrap();
+fn run_cases(pair: &Pair, cases: &[Value]) -> Vec<(String, Prediction)> {
+    let (encoded, predictor) = open_encoded(pair);
+    let embedding = &encoded.embedding;
     let mut out: Vec<(String, Prediction)> = Vec::new();
     for case in cases {
         let name = case["name"].as_str().unwrap();
@@ -146,7 +184,7 @@ fn run_cases(pair: &Pair, image: &Image, cases: &[Value]) -> Vec<(String, Predic
             let (_, earlier) = out.iter().find(|(n, _)| n == from).unwrap();
             prompt.mask_input = Some(earlier.low_res_logits(0).to_vec());
         }
-        let got = single(&predictor, &embedding, prompt);
+        let got = single(&predictor, embedding, prompt);
         out.push((name.to_string(), got));
     }
     out
@@ -173,7 +211,7 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
             .iter()
             .find(|r| pair.decoder.ends_with(r["decoder"].as_str().unwrap()))
             .unwrap_or_else(|| panic!("no reference for {}", pair.decoder.display()));
-        for (name, got) in run_cases(&pair, &image, cases) {
+        for (name, got) in run_cases(&pair, cases) {
             let name = name.as_str();
             let result = &refs["results"][name];
             let python = decode_rle(&result["python"]["rle"], plane);
@@ -232,7 +270,7 @@ fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
             .iter()
             .find(|r| pair.decoder.ends_with(r["decoder"].as_str().unwrap()))
             .unwrap_or_else(|| panic!("no reference for {}", pair.decoder.display()));
-        for (name, got) in run_cases(&pair, &image, cases) {
+        for (name, got) in run_cases(&pair, cases) {
             let result = &refs["results"][name.as_str()];
             let meta = decode_rle(&result["meta"]["rle"], plane);
             let onnx = decode_rle(&result["onnx"]["rle"], plane);
@@ -318,11 +356,11 @@ fn a_batch_of_eight_equals_eight_single_calls() {
     init_runtime();
     let image = demo();
     for pair in tiny_pairs() {
-        let (encoder, predictor) = open(&pair);
-        let embedding = encoder.encode(&rgb(&image)).unwrap();
+        let (encoded, predictor) = open_encoded(&pair);
+        let embedding = &encoded.embedding;
         let first = predictor
             .predict(
-                &embedding,
+                embedding,
                 &prompts_for_batch(&image, None),
                 PredictOptions::default(),
             )
@@ -331,7 +369,7 @@ fn a_batch_of_eight_equals_eight_single_calls() {
             let prompts = prompts_for_batch(&image, with_masks.then_some(&first));
             for multimask in [false, true] {
                 let options = PredictOptions { multimask };
-                let batch = predictor.predict(&embedding, &prompts, options).unwrap();
+                let batch = predictor.predict(embedding, &prompts, options).unwrap();
                 assert_eq!(batch.objects, 8);
                 let m = batch.candidates;
                 let expect_m = if multimask && pair.multimask_decoder {
@@ -342,7 +380,7 @@ fn a_batch_of_eight_equals_eight_single_calls() {
                 assert_eq!(m, expect_m, "{}", pair.decoder.display());
                 for (l, prompt) in prompts.iter().enumerate() {
                     let one = predictor
-                        .predict(&embedding, std::slice::from_ref(prompt), options)
+                        .predict(embedding, std::slice::from_ref(prompt), options)
                         .unwrap();
                     for k in 0..m {
                         let what = format!(
@@ -368,19 +406,18 @@ fn a_batch_of_eight_equals_eight_single_calls() {
 #[test]
 fn multimask_returns_the_candidates_and_the_best_is_the_single_answer() {
     init_runtime();
-    let image = demo();
     for pair in tiny_pairs() {
-        let (encoder, predictor) = open(&pair);
-        let embedding = encoder.encode(&rgb(&image)).unwrap();
+        let (encoded, predictor) = open_encoded(&pair);
+        let embedding = &encoded.embedding;
         let prompt = click(580.0, 190.0);
         let multi = predictor
             .predict(
-                &embedding,
+                embedding,
                 std::slice::from_ref(&prompt),
                 PredictOptions { multimask: true },
             )
             .unwrap();
-        let one = single(&predictor, &embedding, prompt);
+        let one = single(&predictor, embedding, prompt);
         if pair.multimask_decoder {
             assert_eq!(multi.candidates, 3);
             let best = (0..3)
@@ -407,8 +444,8 @@ fn every_pixel_format_encodes() {
         .into_iter()
         .filter(|p| !p.multimask_decoder || p.family == "samexporter")
     {
-        let (encoder, predictor) = open(&pair);
-        let reference = encoder.encode(&rgb(&image)).unwrap();
+        let (encoded, predictor) = open_encoded(&pair);
+        let (encoder, reference) = (&encoded.encoder, &encoded.embedding);
         let px = image.width * image.height;
         let mut bgr = Vec::with_capacity(px * 3);
         let mut rgba = Vec::with_capacity(px * 4);
@@ -449,16 +486,16 @@ fn save_and_load_round_trip() {
     let image = demo();
     let dir = std::env::temp_dir().join(format!("sam2-real-files-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let sam2_encoder = open(&tiny_pairs()[0]).0;
+    let sam2_encoder = open_encoded(&tiny_pairs()[0]).0;
     for pair in tiny_pairs().into_iter().chain(edgetam_pairs()) {
-        let (encoder, predictor) = open(&pair);
-        let embedding = encoder.encode(&rgb(&image)).unwrap();
+        let (encoded, predictor) = open_encoded(&pair);
+        let (encoder, embedding) = (&encoded.encoder, &encoded.embedding);
         let path = dir.join("e.sam2");
-        sam2::embedding_file::save(&embedding, &path).unwrap();
+        sam2::embedding_file::save(embedding, &path).unwrap();
         let loaded = sam2::embedding_file::load(&path, Some(encoder.fingerprint())).unwrap();
         let prompts = prompts_for_batch(&image, None);
         let a = predictor
-            .predict(&embedding, &prompts, PredictOptions::default())
+            .predict(embedding, &prompts, PredictOptions::default())
             .unwrap();
         let b = predictor
             .predict(&loaded, &prompts, PredictOptions::default())
@@ -466,7 +503,7 @@ fn save_and_load_round_trip() {
         assert_eq!(a.masks, b.masks);
         assert_eq!(a.scores, b.scores);
         if pair.model != "sam2.1_hiera_tiny" {
-            let err = sam2::embedding_file::load(&path, Some(sam2_encoder.fingerprint()))
+            let err = sam2::embedding_file::load(&path, Some(sam2_encoder.encoder.fingerprint()))
                 .expect_err("another model's embedding file is refused");
             assert!(
                 matches!(err, sam2::Error::ModelMismatch(_)),
@@ -512,9 +549,9 @@ fn every_optimization_level_and_weight_policy_works() {
     init_runtime();
     let image = demo();
     let pair = &tiny_pairs()[0];
-    let (encoder, predictor) = open(pair);
-    let embedding = encoder.encode(&rgb(&image)).unwrap();
-    let baseline = single(&predictor, &embedding, click(580.0, 190.0));
+    let (encoded, predictor) = open_encoded(pair);
+    let encoder = &encoded.encoder;
+    let baseline = single(&predictor, &encoded.embedding, click(580.0, 190.0));
     for level in [
         sam2::device::Optimization::None,
         sam2::device::Optimization::Basic,
@@ -596,7 +633,8 @@ fn large_images_are_resized_as_sam2_image_predictor_resizes_them() {
         .into_iter()
         .find(|p| p.family == "samexporter")
         .expect("the samexporter export of SAM2.1 tiny");
-    let (encoder, predictor) = open(&pair);
+    let (encoded, predictor) = open_encoded(&pair);
+    let encoder = &encoded.encoder;
     let mut lines = vec![format!(
         "{:<10} {:>9} {:>12} {:>12} {:<6} {:>8} {:>10}",
         "image", "size", "input diff", "embed diff", "case", "IoU", "score diff"
