@@ -13,8 +13,8 @@
 # built into build/windows/ for Wine only. Windows itself has the real one; nothing shipped
 # contains the stand-in.
 #
-# Normally called by scripts/test.sh after `. tools/setup/setup.sh` and `.
-# tools/setup/setup-real.sh`; run alone it sets up itself.
+# Normally called by scripts/test.sh after `. tools/setup/setup.sh` and
+# `. tools/setup/setup-real.sh`; run alone it sets up itself.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
