@@ -119,12 +119,22 @@ fn report(name: &str, text: &str) {
 }
 
 fn open(pair: &Pair) -> (Encoder, Predictor) {
-    let encoder = Encoder::new(&pair.encoder, &EncoderOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", pair.encoder.display()));
+    let encoder = new_encoder(pair);
+    let predictor = new_predictor(pair, &encoder);
+    (encoder, predictor)
+}
+
+fn new_encoder(pair: &Pair) -> Encoder {
+    Encoder::new(&pair.encoder, &EncoderOptions::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", pair.encoder.display()))
+}
+
+/// The pair's decoder, checked against `encoder`.
+fn new_predictor(pair: &Pair, encoder: &Encoder) -> Predictor {
     let predictor = Predictor::new(&pair.decoder, &PredictorOptions::default())
         .unwrap_or_else(|e| panic!("{}: {e}", pair.decoder.display()));
-    predictor.check_encoder(&encoder).unwrap();
-    (encoder, predictor)
+    predictor.check_encoder(encoder).unwrap();
+    predictor
 }
 
 /// An encoder session and its embedding of the demo image.
@@ -152,15 +162,12 @@ fn open_encoded(pair: &Pair) -> (Arc<Encoded>, Predictor) {
     // Outside the map's lock: a test that wants another encoder does not wait for this one.
     let encoded = slot
         .get_or_init(|| {
-            let encoder = Encoder::new(&pair.encoder, &EncoderOptions::default())
-                .unwrap_or_else(|e| panic!("{}: {e}", pair.encoder.display()));
+            let encoder = new_encoder(pair);
             let embedding = encoder.encode(&rgb(&demo())).unwrap();
             Arc::new(Encoded { encoder, embedding })
         })
         .clone();
-    let predictor = Predictor::new(&pair.decoder, &PredictorOptions::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", pair.decoder.display()));
-    predictor.check_encoder(&encoded.encoder).unwrap();
+    let predictor = new_predictor(pair, &encoded.encoder);
     (encoded, predictor)
 }
 

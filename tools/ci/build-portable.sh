@@ -5,8 +5,7 @@
 # Rust compiles as usual. Prints the directory that holds the library.
 #
 #   tools/ci/build-portable.sh [cargo build options, e.g. --features test-support]
-#   SAM2_LIB_DIR="$(tools/ci/build-portable.sh)" scripts/pack-nuget.sh   # a NuGet package for glibc
-#   ≥ 2.28
+#   SAM2_LIB_DIR="$(tools/ci/build-portable.sh)" scripts/pack-nuget.sh   # NuGet, glibc ≥ 2.28
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"

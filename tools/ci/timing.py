@@ -27,8 +27,8 @@ DOCTESTS = re.compile(r"^\s+Doc-tests (\S+)")
 RESULT = re.compile(r"^test result: (\w+)\..*finished in ([\d.]+)s")
 CTEST = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*+)?\s*(\w[\w ]*?)\s+([\d.]+) sec")
 VALGRIND = re.compile(r"^valgrind (\S+)\s+(clean|FAILED[^(]*?)\s*\((\d+) s\)")
-# tools/ci/test-windows.sh: "[windows] ok: test_x under Wine (12 s)", "[windows] built: sam2.dll (40
-# s)"
+# tools/ci/test-windows.sh: "[windows] ok: test_x under Wine (12 s)",
+# "[windows] built: sam2.dll (40 s)"
 WINDOWS = re.compile(r"^\[windows\] (ok|built): (.+?)(?: under Wine)? \((\d+) s\)")
 
 

@@ -18,8 +18,8 @@ tools/references/edgetam_reference.py runs EdgeTAM's own predictors on exactly t
   exports, tensor for tensor (`edgetam_image_encoder.onnx`, `edgetam_image_decoder.onnx`,
   `edgetam_image_decoder_multi.onnx`).
 * The video modules: SAM2's four-module contract (docs/video.md), with
-* tools/models/export_video.py's
-  wrappers for the image encoder and the decoder (the same SAM2 code paths), and EdgeTAM's own
+  tools/models/export_video.py's wrappers for the image encoder and the decoder (the same SAM2
+  code paths), and EdgeTAM's own
   memory attention and memory encoder below. The perceiver is folded into the memory encoder,
   so a memory frame is 512 tokens of 64 channels (`maskmem_features` [1,512,64], its position
   encoding `maskmem_pos_enc` [512,1,64]) where SAM2's is a 64x64 map of 4096; memory attention

@@ -7,9 +7,8 @@ developer's check, as tools/references/video_track_check.py is for SAM2; the Rus
   tensor against EdgeTAM's SAM2ImagePredictor: IoU of the masks (goal >= 0.99), score
   difference (goal <= 1e-3), correlation of the low-res logits; and tools/references/real_reference.py's
   Python pipeline (OpenCV's resize) against it, reported.
-* video: tools/references/video_track_check.py's tracker (SAM2's rules in numpy on the four modules)
-* with
-  the rules in which EdgeTAM's video predictor (SAM2's first one) differs, E1-E3 below, replaying
+* video: tools/references/video_track_check.py's tracker (SAM2's rules in numpy on the four
+  modules) with the rules in which EdgeTAM's video predictor (SAM2's first one) differs, E1-E3 below, replaying
   the reference's session forward (the prompts, pass 1, the correction in both scenarios and the
   forward passes after it; backward passes are left to the Rust tests, as video_track_check.py
   leaves them), per frame and object: correlation of the low-res logits (>= 0.999), IoU over

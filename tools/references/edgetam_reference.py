@@ -3,17 +3,15 @@
 tools/models/export_edgetam.py exported (`--models`: its manifest.json and checkpoint).
 
 * Image cases, as tools/references/real_reference.py runs them for SAM2 (its cases, on
-* testdata/demo.ppm),
-  for each image pair of the export: EdgeTAM's `SAM2ImagePredictor` (built by EdgeTAM's
+  testdata/demo.ppm), for each image pair of the export: EdgeTAM's `SAM2ImagePredictor` (built by EdgeTAM's
   `build_sam2`) and real_reference.py's Python pipeline on the ONNX pair. Written as
   `image_reference.json` in real_reference.py's format (masks run-length encoded, scores, areas)
   with each case's low-res logits beside it (`image_<pair>_<case>_<source>.npy`); a third
   source, `onnx`, is the ONNX pair on the predictor's own input tensor (its float resize, as the
   library resizes), so that it differs from `meta` by the export alone (real_reference.py's
   Python pipeline rounds the resized image to uint8 first, as OpenCV does).
-* The video clip of tools/references/video_reference.py (12 generated frames, two objects prompted
-* on frame
-  0, a correction click on frame 8 where the shapes cross), through EdgeTAM's
+* The video clip of tools/references/video_reference.py (12 generated frames, two objects
+  prompted on frame 0, a correction click on frame 8 where the shapes cross), through EdgeTAM's
   `SAM2VideoPredictor` (built by EdgeTAM's `build_sam2_video_predictor`): pass 1 forward 0-8;
   then, from one copy of the state each, `correct_as_cond` (the corrected frame a conditioning
   frame: pass 2 forward 8-11, pass 3 backward 8-4, as video_reference.py's) and `default`

@@ -12,8 +12,7 @@
 # to one never redoes the ones before it:
 #   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/edgetam/
 #     venv/                 edgetam-dimos 1.0.1 alone (tools/setup/edgetam-requirements.txt,
-#     --no-deps,
-#                           about 1 MB), then a .pth line adding setup-real.sh's venv
+#                           --no-deps, about 1 MB), then a .pth line adding setup-real.sh's venv
 #                           (real-venv/: torch 2.10, timm, onnxruntime 1.31.1, OpenCV, ...) after
 #                           it: `import sam2` is EdgeTAM's, everything else the real venv's. Keyed
 #                           by both requirement files.

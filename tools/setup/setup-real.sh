@@ -137,8 +137,8 @@ else
 fi
 # Hostile copies of the real SAM2.1 tiny pairs and of the generated tiny_a encoder (truncated,
 # bit-flipped, external data outside the directory, huge declared dimensions;
-# tools/models/hostile_models.py,
-# 1.6 GB in 15 s), listed in cases.tsv, for tests/hostile_models.rs and test_bad_input.c.
+# tools/models/hostile_models.py, 1.6 GB in 15 s), listed in cases.tsv, for tests/hostile_models.rs
+# and test_bad_input.c.
 setup_begin "hostile copies of the real SAM2.1 tiny pairs (tools/models/hostile_models.py)"
 GENERATED_MODELS="${SAM2_MODELS:-$ROOT/models}"
 if [ ! -f "$GENERATED_MODELS/tiny_a_encoder.onnx" ]; then
