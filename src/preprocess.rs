@@ -20,11 +20,13 @@
 //! size ([`Axis`]); each source row a band of output rows needs is resampled horizontally once
 //! (all three channels, one pass over the interleaved pixels) into a small cache of rows, and
 //! output rows blend cached rows over contiguous memory and are normalised as they are written.
-//! Output rows are split into one band per worker thread. The inner loops are in [`kernels`]
+//! Output rows are split into bands of [`BAND_ROWS`], which the calling thread and the pool's
+//! workers take in turn until none is left (see [`resize_into`]). The inner loops are in [`kernels`]
 //! (SIMD, the same bits as plain loops); the previous implementation stays in the tests
 //! (`old.rs`) as the oracle they are held to, bit for bit.
 
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::image::ImageView;
 
@@ -419,6 +421,12 @@ pub fn preprocess_video_frame_into(image: &ImageView<'_>, size: usize, out: &mut
     resize_into(image, &PilResize::new(image, size), size, out);
 }
 
+/// Output rows per band. The calling thread starts on the first band at once, and a worker that
+/// wakes later (after an idle spell a parked worker can take as long to wake as the whole image
+/// takes one thread) still finds bands to take; a band's first `taps − 1` source rows are
+/// resampled again by the band that follows, a few percent of the horizontal work at 64 rows.
+const BAND_ROWS: usize = 64;
+
 fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &mut [f32]) {
     assert_eq!(
         out.len(),
@@ -428,17 +436,67 @@ fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &
     let plane = size * size;
     let (r_plane, rest) = out.split_at_mut(plane);
     let (g_plane, b_plane) = rest.split_at_mut(plane);
+    let chunk = BAND_ROWS * size;
+    // Each band's rows of the three planes, taken once by whichever thread reaches it first.
+    let bands: Vec<Mutex<Option<[&mut [f32]; 3]>>> = r_plane
+        .chunks_mut(chunk)
+        .zip(g_plane.chunks_mut(chunk))
+        .zip(b_plane.chunks_mut(chunk))
+        .map(|((r, g), b)| Mutex::new(Some([r, g, b])))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        let mut scratch = None;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(band) = bands.get(i) else { break };
+            let planes = band
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("each band is taken once");
+            let scratch = scratch.get_or_insert_with(|| Scratch::new(image, resize, size));
+            resize_band(image, resize, size, i * BAND_ROWS, planes, scratch);
+        }
+    };
+    // The helpers are the persistent pool's workers (no thread is started per call); the calling
+    // thread works too rather than waiting for one to wake.
+    let helpers = worker_threads().min(bands.len()) - 1;
+    if helpers == 0 {
+        work();
+        return;
+    }
+    rayon::in_place_scope(|s| {
+        for _ in 0..helpers {
+            s.spawn(|_| work());
+        }
+        work();
+    });
+}
 
-    // Bands of output rows, one per worker of the persistent pool (no thread is started per call).
-    let threads = worker_threads().min(size);
-    let band = size.div_ceil(threads);
-    let chunk = band * size;
-    r_plane
-        .par_chunks_mut(chunk)
-        .zip(g_plane.par_chunks_mut(chunk))
-        .zip(b_plane.par_chunks_mut(chunk))
-        .enumerate()
-        .for_each(|(i, ((r, g), b))| resize_band(image, resize, size, i * band, [r, g, b]));
+/// One thread's working rows for [`resize_band`], kept from band to band.
+struct Scratch<R: Resize> {
+    /// Horizontally resampled source rows, one slot per tap, and which source row each holds.
+    cache: Vec<Vec<R::Cached>>,
+    held: Vec<usize>,
+    slot_of: Vec<usize>,
+    wanted: Vec<usize>,
+    /// The source row being resampled, widened to the kernels' type.
+    wide: Vec<R::Wide>,
+}
+
+impl<R: Resize> Scratch<R> {
+    fn new(image: &ImageView<'_>, resize: &R, size: usize) -> Self {
+        let taps = resize.y_taps();
+        let wide_len = resize.wide_len(image.format.channels());
+        Scratch {
+            cache: vec![vec![R::Cached::default(); kernels::LANES * size]; taps],
+            held: vec![usize::MAX; taps],
+            slot_of: vec![0; taps],
+            wanted: vec![0; taps],
+            wide: Vec::with_capacity(wide_len.max(image.width * image.format.channels())),
+        }
+    }
 }
 
 /// Output rows `first_row..` (as many as `planes` hold) of the three planes.
@@ -448,19 +506,23 @@ fn resize_band<R: Resize>(
     size: usize,
     first_row: usize,
     planes: [&mut [f32]; 3],
+    scratch: &mut Scratch<R>,
 ) {
     let rows = planes[0].len() / size;
     let taps = resize.y_taps();
     let channels = image.format.channels();
-    // Horizontally resampled source rows, one slot per tap, and which source row each holds. A
-    // row already held is never resampled again; the source rows of successive output rows never
-    // go back, so a slot whose row the current output does not read is free.
-    let mut cache = vec![vec![R::Cached::default(); kernels::LANES * size]; taps];
-    let mut held = vec![usize::MAX; taps];
-    let mut slot_of = vec![0usize; taps];
-    let mut wanted = vec![0usize; taps];
+    // A row already held is never resampled again; the source rows of successive output rows
+    // never go back, so a slot whose row the current output does not read is free. What the
+    // slots hold from another band is not reused (bands need not be taken in order).
+    let Scratch {
+        cache,
+        held,
+        slot_of,
+        wanted,
+        wide,
+    } = scratch;
+    held.fill(usize::MAX);
     let wide_len = resize.wide_len(channels);
-    let mut wide = Vec::with_capacity(wide_len.max(image.width * channels));
     let [pr, pg, pb] = planes;
     for row in 0..rows {
         let y = first_row + row;
@@ -477,8 +539,8 @@ fn resize_band<R: Resize>(
                         .iter()
                         .position(|h| !wanted.contains(h))
                         .expect("one slot per tap: one is free");
-                    widen_row(image, src_row, wide_len, &mut wide);
-                    resize.horizontal(&wide, channels, &mut cache[slot]);
+                    widen_row(image, src_row, wide_len, wide);
+                    resize.horizontal(wide, channels, &mut cache[slot]);
                     held[slot] = src_row;
                     slot
                 }
@@ -489,7 +551,7 @@ fn resize_band<R: Resize>(
         let spill: Vec<&[R::Cached]>;
         let tap_rows: &[&[R::Cached]] = if taps <= 32 {
             fixed = [&[]; 32];
-            for (t, &s) in fixed.iter_mut().zip(&slot_of) {
+            for (t, &s) in fixed.iter_mut().zip(slot_of.iter()) {
                 *t = &cache[s];
             }
             &fixed[..taps]

@@ -64,17 +64,32 @@ impl<W> Horizontal<W> {
     }
 }
 
-/// The float path's table: each weight broadcast to the four lanes (one load per tap).
+/// Where output `x`'s weight for tap `j` lies in the float path's table (`taps` per output):
+/// outputs go by twos, tap by tap, `w(2k, j), w(2k + 1, j)` side by side, so that AVX2 reads both
+/// outputs' weights of a tap in one load.
+#[inline(always)]
+fn float_entry(x: usize, j: usize, taps: usize) -> usize {
+    ((x / 2) * taps + j) * 2 + x % 2
+}
+
+/// The float path's table: each weight broadcast to the four lanes (one load per tap), laid out
+/// as [`float_entry`] says (an odd number of outputs padded with one of zero weights).
 pub(super) fn float_horizontal_table(
     taps: usize,
     first: &[usize],
     weights: &[f32],
 ) -> Horizontal<[f32; 4]> {
     assert_eq!(weights.len(), taps * first.len());
+    let mut table = vec![[0.0f32; 4]; first.len().next_multiple_of(2) * taps];
+    for (x, w) in weights.chunks_exact(taps).enumerate() {
+        for (j, &w) in w.iter().enumerate() {
+            table[float_entry(x, j, taps)] = [w; 4];
+        }
+    }
     Horizontal {
         taps,
         first: first.to_vec(),
-        weights: weights.iter().map(|&w| [w; 4]).collect(),
+        weights: table,
         reach: first.iter().max().map_or(0, |&f| f + taps),
     }
 }
@@ -118,32 +133,84 @@ pub(super) fn float_horizontal(
 
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-#[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
 fn float_horizontal_n<const N: usize>(
     table: &Horizontal<[f32; 4]>,
     wide: &[f32],
     channels: usize,
     out: &mut [f32],
 ) {
+    let done = if avx2() {
+        // SAFETY: AVX2 is present (checked just now); the bounds were asserted by the caller.
+        unsafe { float_horizontal_avx2::<N>(table, wide, channels, out) }
+    } else {
+        0
+    };
+    float_horizontal_sse2::<N>(table, wide, channels, out, done);
+}
+
+/// The float horizontal pass from output `start` on, one output per SSE2 register.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[allow(unused_unsafe)] // the arithmetic intrinsics are safe from Rust 1.87 on, unsafe before
+fn float_horizontal_sse2<const N: usize>(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+    start: usize,
+) {
     use std::arch::x86_64::*;
     let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
-    let weights = table.weights.as_ptr() as *const f32;
-    for (x, &first) in table.first.iter().enumerate() {
+    let weights = table.weights.as_ptr();
+    for (x, &first) in table.first.iter().enumerate().skip(start) {
         // SAFETY: SSE2 is part of x86_64. The window's reads, `first + j` for j < N = taps, end
         // below `reach` pixels, and `wide` holds `reach · channels + 4` floats (asserted by the
-        // caller), so each four-float load stays inside it; weight `x · N + j` is one of the
-        // table's `N · first.len()`; the store writes out[4x..4x + 4], inside (asserted).
+        // caller), so each four-float load stays inside it; entry `float_entry(x, j)` is one of
+        // the table's; the store writes out[4x..4x + 4], inside (asserted).
         unsafe {
             let p = src.add(first * channels);
-            let w = weights.add(x * N * LANES);
             let mut acc = _mm_set1_ps(-0.0);
             for j in 0..N {
                 let v = _mm_loadu_ps(p.add(j * channels));
-                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_loadu_ps(w.add(j * LANES)), v));
+                let w = weights.add(float_entry(x, j, N)) as *const f32;
+                acc = _mm_add_ps(acc, _mm_mul_ps(_mm_loadu_ps(w), v));
             }
             _mm_storeu_ps(dst.add(x * LANES), acc);
         }
     }
+}
+
+/// The float horizontal pass two outputs per AVX2 register (the first in the low half), over the
+/// whole pairs of outputs, with the SSE2 kernel's operations lane by lane; returns how many
+/// outputs it wrote.
+///
+/// # Safety
+/// AVX2 must be present, and the bounds [`float_horizontal`] asserts must hold.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn float_horizontal_avx2<const N: usize>(
+    table: &Horizontal<[f32; 4]>,
+    wide: &[f32],
+    channels: usize,
+    out: &mut [f32],
+) -> usize {
+    use std::arch::x86_64::*;
+    let (src, dst) = (wide.as_ptr(), out.as_mut_ptr());
+    let weights = table.weights.as_ptr() as *const f32;
+    let outputs = table.first.len() / 2 * 2;
+    for (k, first) in table.first[..outputs].chunks_exact(2).enumerate() {
+        // The reads and writes of `float_horizontal_sse2` for outputs 2k and 2k + 1; the weight
+        // load reads entries float_entry(2k, j) and float_entry(2k + 1, j), side by side.
+        let (p0, p1) = (src.add(first[0] * channels), src.add(first[1] * channels));
+        let w = weights.add(k * N * 2 * LANES);
+        let mut acc = _mm256_set1_ps(-0.0);
+        for j in 0..N {
+            let v = _mm256_loadu2_m128(p1.add(j * channels), p0.add(j * channels));
+            acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(w.add(j * 8)), v));
+        }
+        _mm256_storeu_ps(dst.add(2 * k * LANES), acc);
+    }
+    outputs
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -166,14 +233,15 @@ fn float_horizontal_portable(
     channels: usize,
     out: &mut [f32],
 ) {
-    for ((&first, w), o) in table
+    for (x, (&first, o)) in table
         .first
         .iter()
-        .zip(table.weights.chunks_exact(taps))
         .zip(out.chunks_exact_mut(LANES))
+        .enumerate()
     {
         let mut acc = [-0.0f32; LANES];
-        for (j, w) in w.iter().enumerate() {
+        for j in 0..taps {
+            let w = &table.weights[float_entry(x, j, taps)];
             let p = &wide[(first + j) * channels..][..LANES];
             for k in 0..LANES {
                 acc[k] += w[k] * p[k];
@@ -301,34 +369,136 @@ unsafe fn float_vertical_avx2(
     planes: [*mut f32; 3],
     n: usize,
 ) -> usize {
-    use std::arch::x86_64::*;
-    let groups = n / 8;
-    let mut scale = [_mm256_setzero_ps(); 3];
-    let mut bias = [_mm256_setzero_ps(); 3];
-    for c in 0..3 {
-        scale[c] = _mm256_set1_ps(output.scale[c]);
-        bias[c] = _mm256_set1_ps(output.bias[c]);
+    match rows.len() {
+        1 => float_vertical_avx2_n::<1>(rows, weights, output, planes, n),
+        2 => float_vertical_avx2_n::<2>(rows, weights, output, planes, n),
+        3 => float_vertical_avx2_n::<3>(rows, weights, output, planes, n),
+        4 => float_vertical_avx2_n::<4>(rows, weights, output, planes, n),
+        5 => float_vertical_avx2_n::<5>(rows, weights, output, planes, n),
+        6 => float_vertical_avx2_n::<6>(rows, weights, output, planes, n),
+        7 => float_vertical_avx2_n::<7>(rows, weights, output, planes, n),
+        8 => float_vertical_avx2_n::<8>(rows, weights, output, planes, n),
+        _ => float_vertical_avx2_any(rows, weights, output, planes, n),
     }
-    // After the in-lane transpose below a channel's vector holds pixels 0 2 4 6 | 1 3 5 7.
-    let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-    for g in 0..groups {
+}
+
+/// [`float_vertical_avx2`] for `N` taps: the weights broadcast and the rows' addresses taken once
+/// per row, the tap loop unrolled.
+///
+/// # Safety
+/// As [`float_vertical_avx2`]; `rows` and `weights` hold `N` entries.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn float_vertical_avx2_n<const N: usize>(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [*mut f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let mut w = [_mm256_setzero_ps(); N];
+    let mut r = [std::ptr::null::<f32>(); N];
+    for i in 0..N {
+        w[i] = _mm256_set1_ps(weights[i]);
+        r[i] = rows[i].as_ptr();
+    }
+    let out = AvxPlanes::new(output, planes);
+    for g in 0..n / 8 {
+        // Floats 32g..32g + 32 ≤ 4n of each row; 8g..8g + 8 ≤ n of each plane.
+        let at = g * 32;
+        let mut a = [_mm256_setzero_ps(); 4];
+        for (k, a) in a.iter_mut().enumerate() {
+            *a = _mm256_mul_ps(w[0], _mm256_loadu_ps(r[0].add(at + 8 * k)));
+        }
+        for i in 1..N {
+            for (k, a) in a.iter_mut().enumerate() {
+                let v = _mm256_loadu_ps(r[i].add(at + 8 * k));
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(w[i], v));
+            }
+        }
+        out.store(a, g);
+    }
+    n / 8 * 8
+}
+
+/// [`float_vertical_avx2`] for any number of taps.
+///
+/// # Safety
+/// As [`float_vertical_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn float_vertical_avx2_any(
+    rows: &[&[f32]],
+    weights: &[f32],
+    output: &FloatOutput,
+    planes: [*mut f32; 3],
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    let out = AvxPlanes::new(output, planes);
+    for g in 0..n / 8 {
         // Floats 32g..32g + 32 ≤ 4n of each row; 8g..8g + 8 ≤ n of each plane.
         let at = g * 32;
         let w0 = _mm256_set1_ps(weights[0]);
         let r0 = rows[0].as_ptr().add(at);
-        let mut a = [
-            _mm256_mul_ps(w0, _mm256_loadu_ps(r0)),
-            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(8))),
-            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(16))),
-            _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(24))),
-        ];
-        for (r, &w) in rows.iter().zip(weights).skip(1) {
-            let (w, r) = (_mm256_set1_ps(w), r.as_ptr().add(at));
-            for (i, a) in a.iter_mut().enumerate() {
-                *a = _mm256_add_ps(*a, _mm256_mul_ps(w, _mm256_loadu_ps(r.add(8 * i))));
+        let mut a = [_mm256_setzero_ps(); 4];
+        for (k, a) in a.iter_mut().enumerate() {
+            *a = _mm256_mul_ps(w0, _mm256_loadu_ps(r0.add(8 * k)));
+        }
+        for i in 1..rows.len() {
+            let (w, r) = (_mm256_set1_ps(weights[i]), rows[i].as_ptr().add(at));
+            for (k, a) in a.iter_mut().enumerate() {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(w, _mm256_loadu_ps(r.add(8 * k))));
             }
         }
-        // a[i] holds pixels 2i (low half) and 2i + 1, four lanes each.
+        out.store(a, g);
+    }
+    n / 8 * 8
+}
+
+/// The float vertical pass's last step on AVX2: eight pixels of four lanes each, normalised
+/// channel by channel into the three planes.
+#[cfg(target_arch = "x86_64")]
+struct AvxPlanes {
+    planes: [*mut f32; 3],
+    offsets: [usize; 3],
+    scale: [std::arch::x86_64::__m256; 3],
+    bias: [std::arch::x86_64::__m256; 3],
+    order: std::arch::x86_64::__m256i,
+}
+
+#[cfg(target_arch = "x86_64")]
+impl AvxPlanes {
+    /// # Safety
+    /// AVX2 must be present.
+    #[target_feature(enable = "avx2")]
+    unsafe fn new(output: &FloatOutput, planes: [*mut f32; 3]) -> AvxPlanes {
+        use std::arch::x86_64::*;
+        let mut scale = [_mm256_setzero_ps(); 3];
+        let mut bias = [_mm256_setzero_ps(); 3];
+        for c in 0..3 {
+            scale[c] = _mm256_set1_ps(output.scale[c]);
+            bias[c] = _mm256_set1_ps(output.bias[c]);
+        }
+        AvxPlanes {
+            planes,
+            offsets: output.offsets,
+            scale,
+            bias,
+            // After the in-lane transpose below a channel's vector holds pixels 0 2 4 6 | 1 3 5 7.
+            order: _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7),
+        }
+    }
+
+    /// Writes pixels 8g..8g + 8 from `a` (`a[i]` holds pixels 2i, low half, and 2i + 1).
+    ///
+    /// # Safety
+    /// AVX2 must be present, and each plane must hold 8g + 8 floats.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    unsafe fn store(&self, a: [std::arch::x86_64::__m256; 4], g: usize) {
+        use std::arch::x86_64::*;
         let t0 = _mm256_unpacklo_ps(a[0], a[1]);
         let t1 = _mm256_unpacklo_ps(a[2], a[3]);
         let t2 = _mm256_unpackhi_ps(a[0], a[1]);
@@ -339,12 +509,11 @@ unsafe fn float_vertical_avx2(
             _mm256_shuffle_ps::<0b01_00_01_00>(t2, t3),
         ];
         for c in 0..3 {
-            let v = _mm256_permutevar8x32_ps(lanes[output.offsets[c]], order);
-            let v = _mm256_add_ps(_mm256_mul_ps(v, scale[c]), bias[c]);
-            _mm256_storeu_ps(planes[c].add(8 * g), v);
+            let v = _mm256_permutevar8x32_ps(lanes[self.offsets[c]], self.order);
+            let v = _mm256_add_ps(_mm256_mul_ps(v, self.scale[c]), self.bias[c]);
+            _mm256_storeu_ps(self.planes[c].add(8 * g), v);
         }
     }
-    groups * 8
 }
 
 #[cfg(not(target_arch = "x86_64"))]
@@ -724,54 +893,160 @@ unsafe fn pil_vertical_avx2(
     planes: [*mut f32; 3],
     n: usize,
 ) -> usize {
+    let out = PilPlanes {
+        planes,
+        offsets,
+        normalised,
+    };
+    match pairs.len() {
+        1 => pil_vertical_avx2_n::<1>(rows, pairs, &out, n),
+        2 => pil_vertical_avx2_n::<2>(rows, pairs, &out, n),
+        3 => pil_vertical_avx2_n::<3>(rows, pairs, &out, n),
+        4 => pil_vertical_avx2_n::<4>(rows, pairs, &out, n),
+        5 => pil_vertical_avx2_n::<5>(rows, pairs, &out, n),
+        6 => pil_vertical_avx2_n::<6>(rows, pairs, &out, n),
+        _ => pil_vertical_avx2_any(rows, pairs, &out, n),
+    }
+}
+
+/// Where [`pil_vertical_avx2`] writes: lane `offsets[c]` of each pixel, looked up in
+/// `normalised[c]`, into `planes[c]`.
+#[cfg(target_arch = "x86_64")]
+struct PilPlanes<'a> {
+    planes: [*mut f32; 3],
+    offsets: [usize; 3],
+    normalised: &'a [[f32; 256]; 3],
+}
+
+/// [`pil_vertical_avx2`] for `PAIRS` tap pairs: the weights broadcast and the rows' addresses
+/// taken once per row, the pair loop unrolled.
+///
+/// # Safety
+/// As [`pil_vertical_avx2`]; `rows` holds `2 · PAIRS` rows and `pairs` `PAIRS` pairs.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    out: &PilPlanes<'_>,
+    n: usize,
+) -> usize {
     use std::arch::x86_64::*;
-    let groups = n / 8;
-    let zero = _mm256_setzero_si256();
-    for g in 0..groups {
+    let mut w = [[_mm256_setzero_si256(); 2]; PAIRS];
+    let mut r = [[std::ptr::null::<u8>(); 2]; PAIRS];
+    for q in 0..PAIRS {
+        for h in 0..2 {
+            let half = _mm_loadu_si128(pairs[q][h].as_ptr() as *const __m128i);
+            w[q][h] = _mm256_broadcastsi128_si256(half);
+            r[q][h] = rows[2 * q + h].as_ptr();
+        }
+    }
+    for g in 0..n / 8 {
         // Bytes 32g..32g + 32 ≤ 4n of each row; floats 8g..8g + 8 ≤ n of each plane.
         let at = g * 32;
         let mut lo = [_mm256_set1_epi32(PIL_HALF); 4];
-        let mut hi = [zero; 4];
+        let mut hi = [_mm256_setzero_si256(); 4];
+        for q in 0..PAIRS {
+            let a = _mm256_loadu_si256(r[q][0].add(at) as *const __m256i);
+            let b = _mm256_loadu_si256(r[q][1].add(at) as *const __m256i);
+            pil_vertical_pair(a, b, w[q], &mut lo, &mut hi);
+        }
+        pil_store(lo, hi, out, g);
+    }
+    n / 8 * 8
+}
+
+/// [`pil_vertical_avx2`] for any number of tap pairs.
+///
+/// # Safety
+/// As [`pil_vertical_avx2`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_vertical_avx2_any(
+    rows: &[&[u8]],
+    pairs: &[[[i16; 8]; 2]],
+    out: &PilPlanes<'_>,
+    n: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    for g in 0..n / 8 {
+        // Bytes 32g..32g + 32 ≤ 4n of each row; floats 8g..8g + 8 ≤ n of each plane.
+        let at = g * 32;
+        let mut lo = [_mm256_set1_epi32(PIL_HALF); 4];
+        let mut hi = [_mm256_setzero_si256(); 4];
         for (q, [wl, wh]) in pairs.iter().enumerate() {
             let wl = _mm256_broadcastsi128_si256(_mm_loadu_si128(wl.as_ptr() as *const __m128i));
             let wh = _mm256_broadcastsi128_si256(_mm_loadu_si128(wh.as_ptr() as *const __m128i));
             let a = _mm256_loadu_si256(rows[2 * q].as_ptr().add(at) as *const __m256i);
             let b = _mm256_loadu_si256(rows[2 * q + 1].as_ptr().add(at) as *const __m256i);
-            let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
-            let v = [
-                _mm256_unpacklo_epi8(l, zero),
-                _mm256_unpackhi_epi8(l, zero),
-                _mm256_unpacklo_epi8(h, zero),
-                _mm256_unpackhi_epi8(h, zero),
-            ];
-            for i in 0..4 {
-                lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(v[i], wl));
-                hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(v[i], wh));
-            }
+            pil_vertical_pair(a, b, [wl, wh], &mut lo, &mut hi);
         }
-        // (Loops rather than closures here: a closure does not take the function's target
-        // features on every supported compiler.)
-        let mut r = [zero; 4];
-        for i in 0..4 {
-            let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi[i]), lo[i]);
-            r[i] = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
-        }
-        let bytes = _mm256_packus_epi16(
-            _mm256_packs_epi32(r[0], r[1]),
-            _mm256_packs_epi32(r[2], r[3]),
-        );
-        let mut b = [0u8; 32];
-        _mm256_storeu_si256(b.as_mut_ptr() as *mut __m256i, bytes);
-        for c in 0..3 {
-            let (lut, o) = (&normalised[c], offsets[c]);
-            let mut v = [0.0f32; 8];
-            for (px, v) in v.iter_mut().enumerate() {
-                *v = lut[b[4 * px + o] as usize];
-            }
-            _mm256_storeu_ps(planes[c].add(8 * g), _mm256_loadu_ps(v.as_ptr()));
-        }
+        pil_store(lo, hi, out, g);
     }
-    groups * 8
+    n / 8 * 8
+}
+
+/// One tap pair of PIL's vertical pass: the 32 bytes of rows `a` and `b` times the pair's split
+/// weights, added to the four registers of low and of high sums.
+///
+/// # Safety
+/// AVX2 must be present.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_vertical_pair(
+    a: std::arch::x86_64::__m256i,
+    b: std::arch::x86_64::__m256i,
+    [wl, wh]: [std::arch::x86_64::__m256i; 2],
+    lo: &mut [std::arch::x86_64::__m256i; 4],
+    hi: &mut [std::arch::x86_64::__m256i; 4],
+) {
+    use std::arch::x86_64::*;
+    let zero = _mm256_setzero_si256();
+    let (l, h) = (_mm256_unpacklo_epi8(a, b), _mm256_unpackhi_epi8(a, b));
+    let v = [
+        _mm256_unpacklo_epi8(l, zero),
+        _mm256_unpackhi_epi8(l, zero),
+        _mm256_unpacklo_epi8(h, zero),
+        _mm256_unpackhi_epi8(h, zero),
+    ];
+    for i in 0..4 {
+        lo[i] = _mm256_add_epi32(lo[i], _mm256_madd_epi16(v[i], wl));
+        hi[i] = _mm256_add_epi32(hi[i], _mm256_madd_epi16(v[i], wh));
+    }
+}
+
+/// PIL's vertical sums of pixels 8g..8g + 8 back to bytes, then normalised into the planes.
+///
+/// # Safety
+/// AVX2 must be present, and each plane must hold 8g + 8 floats.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn pil_store(
+    lo: [std::arch::x86_64::__m256i; 4],
+    hi: [std::arch::x86_64::__m256i; 4],
+    out: &PilPlanes<'_>,
+    g: usize,
+) {
+    use std::arch::x86_64::*;
+    let mut r = [_mm256_setzero_si256(); 4];
+    for i in 0..4 {
+        let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi[i]), lo[i]);
+        r[i] = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
+    }
+    let bytes = _mm256_packus_epi16(
+        _mm256_packs_epi32(r[0], r[1]),
+        _mm256_packs_epi32(r[2], r[3]),
+    );
+    // Each 32-bit element is one pixel's four lanes, in pixel order: lane `o` of each indexes its
+    // channel's table (1 KiB, in the L1 cache), which a gather reads.
+    for c in 0..3 {
+        let shift = _mm256_set1_epi32(8 * out.offsets[c] as i32);
+        let index = _mm256_and_si256(_mm256_srlv_epi32(bytes, shift), _mm256_set1_epi32(0xff));
+        let v = _mm256_i32gather_ps::<4>(out.normalised[c].as_ptr(), index);
+        _mm256_storeu_ps(out.planes[c].add(8 * g), v);
+    }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
