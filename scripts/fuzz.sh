@@ -40,25 +40,49 @@ fi
 # nightly (thiserror, zerocopy, half) rebuild there, and again on the next ordinary build.
 export RUSTC_BOOTSTRAP=1
 (cd fuzz && cargo fuzz build -O 2>&1 | tail -1)
+# Each target is one libFuzzer process on one core: as many run side by side as there are cores,
+# each writing its own log, read back in the targets' order once the group is done.
+parallel="$(nproc 2>/dev/null || echo 1)"
 total=0
 report=""
+logs=()
+pids=()
+flush() {
+    local i crashed=""
+    for i in "${!pids[@]}"; do
+        if ! wait "${pids[$i]}"; then crashed="${crashed:-$i}"; fi
+    done
+    for i in "${!pids[@]}"; do
+        local target="${running[$i]}" log="${logs[$i]}"
+        if [ "$crashed" = "$i" ]; then
+            tail -40 "$log"
+            echo "fuzz target $target crashed: copy its input from fuzz/artifacts/$target/ to fuzz/regressions/$target/"
+            rm -f "${logs[@]}"
+            exit 1
+        fi
+        runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+        rm -f "$log"
+        echo "    $target: ${runs:-0} executions, no crash"
+        total=$((total + ${runs:-0}))
+        report+="$target	$SECONDS_EACH	${runs:-0}
+"
+    done
+    logs=()
+    pids=()
+    running=()
+}
+running=()
 for target in "${TARGETS[@]}"; do
     log="$(mktemp)"
     echo "==> fuzzing $target for ${SECONDS_EACH}s"
-    if ! (cd fuzz && cargo fuzz run -O "$target" "corpus/$target" -- -max_total_time="$SECONDS_EACH" \
-            -rss_limit_mb=2048 -max_len=17000000 -print_final_stats=1) >"$log" 2>&1; then
-        tail -40 "$log"
-        echo "fuzz target $target crashed: copy its input from fuzz/artifacts/$target/ to fuzz/regressions/$target/"
-        rm -f "$log"
-        exit 1
-    fi
-    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
-    rm -f "$log"
-    echo "    $target: ${runs:-0} executions, no crash"
-    total=$((total + ${runs:-0}))
-    report+="$target	$SECONDS_EACH	${runs:-0}
-"
+    (cd fuzz && exec cargo fuzz run -O "$target" "corpus/$target" -- -max_total_time="$SECONDS_EACH" \
+        -rss_limit_mb=2048 -max_len=17000000 -print_final_stats=1) >"$log" 2>&1 &
+    pids+=("$!")
+    logs+=("$log")
+    running+=("$target")
+    [ "${#pids[@]}" -lt "$parallel" ] || flush
 done
+flush
 echo "fuzz: $total executions over ${#TARGETS[@]} targets, no crash"
 if [ -n "${SAM2_REPORT_DIR:-}" ]; then
     printf 'target\tseconds\texecutions\n%s' "$report" > "$SAM2_REPORT_DIR/fuzz.tsv"
