@@ -3,8 +3,8 @@
 # knows (read from `ctest --show-only=json-v1`, with its arguments and environment) but those
 # labelled real_models (tests/c/CMakeLists.txt: the real exports alone, minutes a load under
 # valgrind), two at a time, the longest first. No invalid access, no use of uninitialised memory,
-# and no definite or indirect leak may be reported; each program's seconds are printed (the test
-# command's timing table lists those over 30 s).
+# and no definite or indirect leak may be reported; each program's CPU seconds are printed (the
+# test command's timing table lists those over 30 s), and its wall seconds where it mostly waited.
 #
 # Under valgrind the programs see SAM2_TEST_UNDER_VALGRIND=1: every code path still runs, with
 # fewer repetitions (valgrind runs ONNX Runtime ~50x slower), the parts on the real exports are
@@ -44,18 +44,23 @@ for t in tests:
     jobs.append((t["name"], command, env))
 
 def run(job):
+    """Runs one program under valgrind: its exit status, its CPU seconds (valgrind runs a program's
+    threads one at a time, so alone on a core that is its wall time; beside the Rust suites, at
+    the lowest priority, its wall time is mostly waiting), its wall seconds and its log."""
     name, command, env = job
     start = time.time()
     log = f"valgrind-{name}.log"
     with open(log, "w") as out:
-        rc = subprocess.call(
+        child = subprocess.Popen(
             ["valgrind", "-q", f"--suppressions={root}/tests/c/valgrind.supp",
              "--leak-check=full", "--show-leak-kinds=definite,indirect",
              "--errors-for-leak-kinds=definite,indirect", "--error-exitcode=99"] + command,
             env=env, stdout=out, stderr=subprocess.STDOUT)
-    return name, rc, time.time() - start, log
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    return name, child.returncode, usage.ru_utime + usage.ru_stime, time.time() - start, log
 
-# The longest programs first (their seconds in the last run, kept beside the logs), so that two
+# The longest programs first (their CPU seconds in the last run, kept beside the logs), so that two
 # workers finish together instead of one running the slowest program alone at the end. Before a
 # first run here, the seconds of the slowest ones on 2 idle cores (2026-12-03) order them.
 times_file = "valgrind-seconds.json"
@@ -67,14 +72,15 @@ except (OSError, ValueError):
 jobs.sort(key=lambda job: -last.get(job[0], 0))
 failed = []
 with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
-    for name, rc, seconds, log in pool.map(run, jobs):
+    for name, rc, seconds, wall, log in pool.map(run, jobs):
         last[name] = round(seconds, 1)
+        took = f"({seconds:.0f} s of CPU)" + (f" in {wall:.0f} s" if wall > 1.5 * seconds + 5 else "")
         if rc == 0:
-            print(f"valgrind {name:<34} clean ({seconds:.0f} s)", flush=True)
+            print(f"valgrind {name:<34} clean {took}", flush=True)
         else:
             failed.append(name)
             what = "memcheck errors" if rc == 99 else f"exit status {rc}"
-            print(f"valgrind {name:<34} FAILED: {what} ({seconds:.0f} s); build/c/{log}:")
+            print(f"valgrind {name:<34} FAILED: {what} {took}; build/c/{log}:")
             sys.stdout.write(open(log).read()[-6000:])
 json.dump(last, open(times_file, "w"))
 print(f"valgrind: {len(jobs) - len(failed)} of {len(jobs)} programs clean")

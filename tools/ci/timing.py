@@ -26,7 +26,7 @@ RUNNING = re.compile(r"^\s+Running (\S+)(?: \((\S+)\))?")
 DOCTESTS = re.compile(r"^\s+Doc-tests (\S+)")
 RESULT = re.compile(r"^test result: (\w+)\..*finished in ([\d.]+)s")
 CTEST = re.compile(r"Test\s+#\d+: (\S+) \.*\s*(?:\*+)?\s*(\w[\w ]*?)\s+([\d.]+) sec")
-VALGRIND = re.compile(r"^valgrind (\S+)\s+(clean|FAILED[^(]*?)\s*\((\d+) s\)")
+VALGRIND = re.compile(r"^valgrind (\S+)\s+(clean|FAILED[^(]*?)\s*\((\d+) s(?: of CPU)?\)")
 # tools/ci/test-windows.sh: "[windows] ok: test_x under Wine (12 s)",
 # "[windows] built: sam2.dll (40 s)"
 WINDOWS = re.compile(r"^\[windows\] (ok|built): (.+?)(?: under Wine)? \((\d+) s\)")
