@@ -8,9 +8,9 @@ Reads what scripts/test.sh and the set-up scripts leave in DIR (target/reliabili
                `ran` or `cached`, seconds
   load.txt     /proc/loadavg when the run started
   *.log        the output of the suites that run many programs: cargo test (libtest's
-               `finished in` line of each test binary), ctest (its seconds a test) and
-               tools/ci/test-valgrind.sh (its CPU seconds a program), tools/ci/test-windows.sh (its seconds
-               a build and a program under Wine)
+               `finished in` line of each test binary), ctest (its seconds a test),
+               tools/ci/test-valgrind.sh (its CPU seconds a program) and
+               tools/ci/test-windows.sh (its seconds a build and a program under Wine)
 and lists every stage, every set-up step, and every test binary or program that took over
 --over seconds (30) or failed.
 
