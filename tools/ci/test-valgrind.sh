@@ -74,7 +74,9 @@ failed = []
 with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
     for name, rc, seconds, wall, log in pool.map(run, jobs):
         last[name] = round(seconds, 1)
-        took = f"({seconds:.0f} s of CPU)" + (f" in {wall:.0f} s" if wall > 1.5 * seconds + 5 else "")
+        took = f"({seconds:.0f} s of CPU)"
+        if wall > 1.5 * seconds + 5:
+            took += f" in {wall:.0f} s"
         if rc == 0:
             print(f"valgrind {name:<34} clean {took}", flush=True)
         else:
