@@ -107,9 +107,10 @@ cmake -S tests/c -B build/c -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/bui
 cmake --build build/c -j 2 >/dev/null
 
 # Valgrind (about 5 minutes of both cores) goes through the C programs at the lowest priority
-# beside every later stage, on the time they leave idle (single-threaded stretches, loading,
-# Python, Mono): they run about as fast as alone, and what valgrind has left is waited for at the
-# end. Its output goes to its log, printed when it is waited for; its outcome fails the run there.
+# beside the Rust suites, on the time they leave idle (single-threaded stretches, loading,
+# Python): they run about as fast as alone, and what valgrind has left is waited for after ctest
+# (waiting at the very end gained nothing and slowed the stages in between). Its output goes to
+# its log, printed when it is waited for; its outcome fails the run there.
 nice -n 19 bash tools/ci/test-valgrind.sh >"$TIMING/valgrind.log" 2>&1 &
 valgrind_lane=$!
 valgrind_start="${EPOCHREALTIME/[.,]/}"
@@ -149,6 +150,15 @@ step "mask formats against pycocotools (RLE strings and counts, polygons rasteri
 step "C tests under ctest"
 (cd build/c && logged_suite ctest ctest --output-on-failure -j 2)
 
+step "C tests under valgrind (what was left of it; it started beside cargo test)"
+valgrind_status=0
+wait "$valgrind_lane" || valgrind_status=$?
+valgrind_lane=""
+cat "$TIMING/valgrind.log"
+us=$((${EPOCHREALTIME/[.,]/} - valgrind_start))
+printf 'valgrind: %d s from its start beside cargo test to its end\n' $((us / 1000000))
+[ "$valgrind_status" -eq 0 ] || exit "$valgrind_status"
+
 step "fuzzing, 10 s a target (scripts/fuzz.sh; longer: scripts/reliability.sh)"
 bash scripts/fuzz.sh 10
 
@@ -163,15 +173,6 @@ logged_suite wine bash tools/ci/test-windows.sh
 
 step "packaging: install, pkg-config and CMake consumers, ONNX Runtime layouts, NuGet package"
 bash tools/ci/test-packaging.sh
-
-step "C tests under valgrind (what was left of it; it started beside cargo test)"
-valgrind_status=0
-wait "$valgrind_lane" || valgrind_status=$?
-valgrind_lane=""
-cat "$TIMING/valgrind.log"
-us=$((${EPOCHREALTIME/[.,]/} - valgrind_start))
-printf 'valgrind: %d s from its start beside cargo test to its end\n' $((us / 1000000))
-[ "$valgrind_status" -eq 0 ] || exit "$valgrind_status"
 
 step "reliability report"
 bash scripts/reliability.sh --print
