@@ -739,7 +739,8 @@ typedef struct sam2_predictor_options {
    * Sessions in the predictor's pool, i.e. predicts that run at once; 0 = one per core (at
    * most 8). The sessions share the weights. A predict takes the first session when it is
    * free, so a lone click runs on every core; concurrent ones take the others (one thread
-   * each, unless `intra_threads` says otherwise).
+   * each, unless `intra_threads` says otherwise), each built when predicts first run at once
+   * (`sam2_predictor_new` builds the first only).
    */
   uint32_t pool_size;
   /**

@@ -224,6 +224,8 @@ fn external_data_outside_the_model_directory_is_refused() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A predictor's pool serves predicts from many threads with the masks of single calls. Its
+/// one-thread sessions are built when predicts first run at once, not with the predictor.
 #[test]
 fn a_predictor_pool_serves_many_threads_on_one_embedding() {
     init_runtime();
@@ -272,15 +274,20 @@ fn a_predictor_pool_serves_many_threads_on_one_embedding() {
                 .unwrap()
         })
         .collect();
+    // Predicts one at a time never needed a second session: none was built.
+    assert_eq!(predictor.sessions_built(), 1);
+    let start = Arc::new(std::sync::Barrier::new(8));
     let threads: Vec<_> = (0..8)
         .map(|t| {
-            let (predictor, embedding, prompts, expected) = (
+            let (predictor, embedding, prompts, expected, start) = (
                 Arc::clone(&predictor),
                 Arc::clone(&embedding),
                 prompts.clone(),
                 expected.clone(),
+                Arc::clone(&start),
             );
             std::thread::spawn(move || {
+                start.wait();
                 for i in 0..40 {
                     let k = (t + i) % prompts.len();
                     let r = predictor
@@ -299,4 +306,8 @@ fn a_predictor_pool_serves_many_threads_on_one_embedding() {
     for t in threads {
         t.join().unwrap();
     }
+    // Predicts that ran at once had the pool's one-thread sessions built for them: at most the
+    // four asked for, beside the session on every core.
+    let built = predictor.sessions_built();
+    assert!((2..=5).contains(&built), "{built} sessions built");
 }

@@ -64,7 +64,8 @@ pub struct sam2_predictor_options {
     /// Sessions in the predictor's pool, i.e. predicts that run at once; 0 = one per core (at
     /// most 8). The sessions share the weights. A predict takes the first session when it is
     /// free, so a lone click runs on every core; concurrent ones take the others (one thread
-    /// each, unless `intra_threads` says otherwise).
+    /// each, unless `intra_threads` says otherwise), each built when predicts first run at once
+    /// (`sam2_predictor_new` builds the first only).
     pub pool_size: u32,
     /// `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
     pub weight_sharing: u32,

@@ -5,7 +5,7 @@
 //! pool's sessions serves a predict; `batch.rs` how a predict's prompts are grouped and run.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex};
 
 use ort::memory::MemoryInfo;
@@ -42,7 +42,7 @@ pub struct PredictorOptions {
     pub session: SessionOptions,
     /// Sessions in the pool (concurrent predicts); `None` = one per core, at most 8. The first
     /// uses every core and serves a lone predict; the others one thread each (unless
-    /// `session.intra_threads` is set).
+    /// `session.intra_threads` is set), built when predicts first run at once.
     pub pool_size: Option<usize>,
     /// Accept an embedding held on another device by copying it to the host for each predict.
     /// Off by default: such an embedding is refused with a clear error instead.
@@ -104,8 +104,15 @@ impl Prediction {
 #[derive(Debug)]
 pub struct Predictor {
     /// A pool of sessions on the same shared weights: running a session needs exclusive access,
-    /// so concurrent predicts use different sessions.
-    sessions: Vec<Mutex<Session>>,
+    /// so concurrent predicts use different sessions. The first is built with the predictor;
+    /// the others when a predict first needs one (`pool.rs`), so a predictor that never serves
+    /// two predicts at once holds one session.
+    sessions: Vec<Mutex<Option<Session>>>,
+    /// Options of the sessions built on demand.
+    pool_options: SessionOptions,
+    /// Set when building a session on demand failed: the pool stops growing and predicts wait
+    /// for the sessions it has.
+    pool_full: AtomicBool,
     /// `sessions[0]` runs on every core and serves predicts that run alone; the others run one
     /// thread each and serve predicts that run at once.
     lone_session: bool,
@@ -154,20 +161,18 @@ impl Predictor {
         let input_shape =
             |name: &str| export::tensor_info(session.inputs(), name).map(|(_, shape)| shape);
         let feature_shapes = names.map(|name| input_shape(name).unwrap_or_default());
-        // The model is recognised; the rest of the pool shares its weights.
-        let mut sessions = vec![Mutex::new(session)];
-        for _ in 0..pool_size - usize::from(!split) {
-            // The device was resolved (and any fallback reported) by the first session.
-            let mut quiet = others.clone();
-            if device.fell_back {
-                quiet.device = crate::device::DeviceOptions::default();
-            }
-            sessions.push(Mutex::new(
-                session::build(&weights, path, &quiet, "predictor")?.0,
-            ));
+        // The model is recognised; the rest of the pool shares its weights and is built when
+        // first needed. The device was resolved (and any fallback reported) by the first session.
+        let mut pool_options = others;
+        if device.fell_back {
+            pool_options.device = crate::device::DeviceOptions::default();
         }
+        let mut sessions = vec![Mutex::new(Some(session))];
+        sessions.extend((0..pool_size - usize::from(!split)).map(|_| Mutex::new(None)));
         Ok(Predictor {
             sessions,
+            pool_options,
+            pool_full: AtomicBool::new(false),
             lone_session: split,
             in_flight: AtomicUsize::new(0),
             next: AtomicUsize::new(0),

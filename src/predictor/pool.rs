@@ -1,46 +1,99 @@
-//! The pool of sessions a predictor runs on: which session serves a predict, held for its run.
+//! The pool of sessions a predictor runs on: which session serves a predict, held for its run,
+//! and the sessions built when a predict first needs them.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{MutexGuard, TryLockError};
 
 use ort::session::Session;
 
 use super::Predictor;
+use crate::session;
 
 impl Predictor {
     /// A session for one predict: the one on every core when no other predict runs, else a free
-    /// one-thread session (any free one when all of those are busy), else, all busy, the next
-    /// one in turn. The caller holds the returned guard for the whole run.
+    /// one-thread session (built now if it is the first time the pool needs it), else, all busy,
+    /// the next built one in turn. The caller holds the returned guard for the whole run.
     pub(super) fn session(&self) -> PoolGuard<'_> {
         let running = self.in_flight.fetch_add(1, Ordering::AcqRel);
         let counted = InFlight(&self.in_flight);
         // Alone: from the session on every core; beside others: from the one-thread sessions,
         // that one last.
         let first = usize::from(self.lone_session && running > 0);
-        for i in (first..self.sessions.len()).chain(0..first) {
-            if let Ok(guard) = self.sessions[i].try_lock() {
+        let n = self.sessions.len();
+        for i in (first..n).chain(0..first) {
+            if let Ok(mut slot) = self.sessions[i].try_lock() {
+                if slot.is_some() || self.grow(&mut slot) {
+                    return PoolGuard {
+                        session: slot,
+                        _counted: counted,
+                    };
+                }
+            }
+        }
+        // Every built session is busy (or the pool could not grow): wait for one, in turn. The
+        // first session is always built, so this ends.
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        for k in 0..=n {
+            let i = if k == n { 0 } else { (start + k) % n };
+            let slot = self.sessions[i].lock().unwrap_or_else(|p| p.into_inner());
+            if slot.is_some() {
                 return PoolGuard {
-                    session: guard,
+                    session: slot,
                     _counted: counted,
                 };
             }
         }
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.sessions.len();
-        PoolGuard {
-            session: self.sessions[start % n]
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()),
-            _counted: counted,
+        unreachable!("the predictor's first session is built with it")
+    }
+
+    /// Builds the session of an empty slot on the shared weights. A failure (memory, most
+    /// likely) is not the predict's: the pool stops growing and the predict takes a session
+    /// already built.
+    fn grow(&self, slot: &mut Option<Session>) -> bool {
+        if self.pool_full.load(Ordering::Relaxed) {
+            return false;
         }
+        match session::build(&self.weights, &self.path, &self.pool_options, "predictor") {
+            Ok((built, _)) => {
+                *slot = Some(built);
+                true
+            }
+            Err(e) => {
+                self.pool_full.store(true, Ordering::Relaxed);
+                crate::log::emit(
+                    crate::log::LogLevel::Warning,
+                    &format!(
+                    "{}: the predictor's pool stays at its sessions so far: another could not be \
+                     built ({e})",
+                        self.path.display()
+                    ),
+                );
+                false
+            }
+        }
+    }
+
+    /// Sessions of the pool built so far (the first is built with the predictor, the others
+    /// when predicts first run at once).
+    pub fn sessions_built(&self) -> usize {
+        self.sessions
+            .iter()
+            .filter(|s| match s.try_lock() {
+                Ok(slot) => slot.is_some(),
+                // In use: built, or being built for the predict that holds it.
+                Err(TryLockError::WouldBlock) => true,
+                Err(TryLockError::Poisoned(p)) => p.into_inner().is_some(),
+            })
+            .count()
     }
 }
 
 /// Counts a predict as running until dropped.
 struct InFlight<'a>(&'a AtomicUsize);
 
-/// A session of the pool, held for one predict.
+/// A built session of the pool, held for one predict.
 pub(super) struct PoolGuard<'a> {
-    session: std::sync::MutexGuard<'a, Session>,
+    session: MutexGuard<'a, Option<Session>>,
     _counted: InFlight<'a>,
 }
 
@@ -53,12 +106,16 @@ impl Drop for InFlight<'_> {
 impl std::ops::Deref for PoolGuard<'_> {
     type Target = Session;
     fn deref(&self) -> &Session {
-        &self.session
+        self.session
+            .as_ref()
+            .expect("a pool guard holds a built session")
     }
 }
 
 impl std::ops::DerefMut for PoolGuard<'_> {
     fn deref_mut(&mut self) -> &mut Session {
-        &mut self.session
+        self.session
+            .as_mut()
+            .expect("a pool guard holds a built session")
     }
 }
