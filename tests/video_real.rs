@@ -1,10 +1,10 @@
 //! Parity of the tracker with Meta's PyTorch `SAM2VideoPredictor` on the real SAM2.1 tiny
 //! architecture (random weights) exported as four modules by tools/models/export_video.py, over the
-//! generated 12-frame clip of tools/references/video_reference.py: two objects prompted on frame 0
+//! generated 11-frame clip of tools/references/video_reference.py: two objects prompted on frame 0
 //! (clicks for one, a box for the other), tracked to frame 8 (the memory bank full from frame 7), a
 //! correction click on frame 8 where the shapes cross (kept as a conditioning frame, the library's
 //! default and the reference's `correct_as_cond` run), then tracked forward from the correction
-//! to the last frame and backward from it to frame 4.
+//! to the last frame and backward from it to frame 5.
 //!
 //! Random-weight networks are chaotic, so the test judges on what is not noise, per frame and
 //! object: the low-res logits' correlation with the reference ≥ 0.999, the IoU of the masks over
@@ -472,7 +472,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
     assert_eq!(scenario["pass3"]["direction"], "backward");
     let start = std::time::Instant::now();
     // The prompts on frame 0, pass 1, the correction kept as a conditioning frame, then forward
-    // from it and backward from it to frame 4.
+    // from it and backward from it to frame 5.
     let mut run = Run::new();
     run.session(&reference, &tracker, "correct_as_cond");
     run.finish(
@@ -484,7 +484,7 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
 
 /// EdgeTAM's session in one of the reference's scenarios: `correct_as_cond` (the correction a
 /// conditioning frame of every object, E2: object 2's memory on frame 8 encoded again; forward
-/// to the end, backward to frame 4) or `default` (a tracked frame, kept when the next pass
+/// to the end, backward to frame 5) or `default` (a tracked frame, kept when the next pass
 /// crosses it, E3). Every frame within the parity tolerances and within a tenth of what
 /// dropping frame 7's memory does to frame 8 (the reference's `memory_matters`): the mean logit
 /// difference, and the loss of IoU over every pixel.

@@ -10,11 +10,11 @@ tools/models/export_edgetam.py exported (`--models`: its manifest.json and check
   source, `onnx`, is the ONNX pair on the predictor's own input tensor (its float resize, as the
   library resizes), so that it differs from `meta` by the export alone (real_reference.py's
   Python pipeline rounds the resized image to uint8 first, as OpenCV does).
-* The video clip of tools/references/video_reference.py (12 generated frames, two objects
+* The video clip of tools/references/video_reference.py (11 generated frames, two objects
   prompted on frame 0, a correction click on frame 8 where the shapes cross), through EdgeTAM's
   `SAM2VideoPredictor` (built by EdgeTAM's `build_sam2_video_predictor`): pass 1 forward 0-8;
   then, from one copy of the state each, `correct_as_cond` (the corrected frame a conditioning
-  frame: pass 2 forward 8-11, pass 3 backward 8-4, as video_reference.py's) and `default`
+  frame: pass 2 forward 8-10, pass 3 backward 8-5, as video_reference.py's) and `default`
   (pass 2 forward 8-9). The same
   arrays and `reference.json` index as video_reference.py's.
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference run of Meta's PyTorch SAM2VideoPredictor for the video tracker (issue 19).
 
-Generates a deterministic 12-frame clip (1024x1024, so that the predictor's own PIL resize is an
+Generates a deterministic 11-frame clip (1024x1024, so that the predictor's own PIL resize is an
 identity: two coloured shapes moving across a textured background and crossing, a distractor),
 writes it as the folder of JPEGs `init_state` reads, and stores the exact RGB PIL decoded from
 those JPEGs (what the predictor saw) as raw uint8. Then, on the checkpoint written by
@@ -17,11 +17,11 @@ tools/models/export_video.py (`--models`), built by `build_sam2_video_predictor`
 Every frame costs seconds of memory attention on a CPU, so no frame is tracked that would add
 nothing: pass 2 starts at the correction (from frame 0 it would first recompute pass 1's frames
 identically), the clip is as short as the full memory bank allows, and the backward pass stops
-at frame BACKWARD_TO (its frames attend to the tracked frames after them, five at frame 4, and
+at frame BACKWARD_TO (its frames attend to the tracked frames after them, four at frame 5, and
 to both conditioning frames; the full bank is pass 1's and pass 2's, and frames 3-1 would add more
 of the same kind at seconds each). Steps 3 and 4 run with add_all_frames_to_correct_as_cond=True (`correct_as_cond`, the library's default): the
-corrected frame becomes a conditioning frame; pass 2 runs forward over frames 8-11 (attending to
-both conditioning frames), pass 3 backward over 8-4 (`reverse=True`: each frame attends to the
+corrected frame becomes a conditioning frame; pass 2 runs forward over frames 8-10 (attending to
+both conditioning frames), pass 3 backward over 8-5 (`reverse=True`: each frame attends to the
 frames after it, computed in passes 2 and 3, and to both conditioning frames, the future one
 included). The predictor's own default (the correction stored as a tracked frame) is the
 `default` scenario of tools/references/edgetam_reference.py, where the tests compare it; here it would be
@@ -32,7 +32,7 @@ predictor stores them), the object score logit and the object pointer (256 f32);
 outputs of the prompt calls themselves. SAM2's fill-holes post-processing needs its CUDA
 extension (`sam2._C`); the reference records whether it was skipped (it is, on a CPU) and the
 tracker then skips it too. Writes into `--out`: `frames/NNNNN.jpg`, `frames_rgb.u8`
-([12,1024,1024,3] raw), `*.npy` arrays (a pass's arrays are [frame of the pass, object, ...], objects in the order
+([11,1024,1024,3] raw), `*.npy` arrays (a pass's arrays are [frame of the pass, object, ...], objects in the order
 they were first prompted) and `reference.json` (prompts, passes, index of every array).
 
     python tools/references/video_reference.py --models DIR --out DIR
@@ -50,7 +50,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-NUM_FRAMES = 12
+NUM_FRAMES = 11
 # The motion of the shapes is sampled at this many of the original clip's time steps a frame,
 # so that frame 8, the correction, is where the shapes cross.
 TIME_SCALE = 15.0 / 8.0
@@ -64,7 +64,7 @@ PROMPTS = [
 ]
 CORRECTION = {"frame": 8, "obj_id": 1, "points": [[420, 520]], "labels": [1]}
 # Where the backward pass from the correction stops.
-BACKWARD_TO = 4
+BACKWARD_TO = 5
 # The runs from the state after pass 1: (name, add_all_frames_to_correct_as_cond, the passes
 # after the correction as (start, last) frames).
 SCENARIOS = [("correct_as_cond", True, [(CORRECTION["frame"], NUM_FRAMES - 1),
@@ -84,7 +84,7 @@ def square_centre(t):
 
 
 def make_clip():
-    """[12,1024,1024,3] uint8: textured background (smooth colour waves + seeded noise), a
+    """[11,1024,1024,3] uint8: textured background (smooth colour waves + seeded noise), a
     green triangle drifting down, the red disc (r 110) moving right along a sine, the blue square
     (side 200) moving left, drawn over the disc where they cross (frames ~6-11)."""
     rng = np.random.default_rng(20261201)

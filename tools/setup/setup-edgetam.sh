@@ -3,7 +3,7 @@
 # weights, built as EdgeTAM's build_sam2_video_predictor builds it; an image pair by ONNX Runtime's
 # SAM2 tools and the four video modules) and the reference run of EdgeTAM's own PyTorch predictors
 # on the same weights (tools/references/edgetam_reference.py: image cases, and the generated
-# 12-frame clip of tools/references/video_reference.py with two objects and a correction).
+# 11-frame clip of tools/references/video_reference.py with two objects and a correction).
 #
 # EdgeTAM's code (PyPI edgetam-dimos) is a fork of Meta's `sam2` package under the same top-level
 # name, so it cannot be installed into setup-real.sh's venv beside sam-2-uni; it gets a small venv

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Video tracking (issue 19): our four-module ONNX export of SAM2.1 tiny
 # (tools/models/export_video.py, seeded random weights, built as build_sam2_video_predictor builds
-# it) and the reference run of Meta's SAM2VideoPredictor on a generated 12-frame clip
+# it) and the reference run of Meta's SAM2VideoPredictor on a generated 11-frame clip
 # (tools/references/video_reference.py).
 #
 # Sourced by tools/setup/setup-real.sh after the real exports (it needs that script's venv, $CACHE,
@@ -35,7 +35,7 @@ weights="$("$REAL_VENV/bin/python" -c 'import json, sys; print(json.load(open(sy
     "$VIDEO_MODELS/manifest.json")"
 reference_hash="$( (cat "$ROOT/tools/references/video_reference.py" "$ROOT/tools/setup/real-requirements.txt"; echo "$weights") | sha256sum | cut -c1-16)"
 VIDEO_REFERENCE="$CACHE/video/reference-$reference_hash"
-setup_begin "Meta's SAM2VideoPredictor on the 12-frame clip (tools/references/video_reference.py)"
+setup_begin "Meta's SAM2VideoPredictor on the 11-frame clip (tools/references/video_reference.py)"
 if [ ! -f "$VIDEO_REFERENCE/.sam2-video-reference-done" ]; then
     say "running Meta's SAM2VideoPredictor on the generated clip into $VIDEO_REFERENCE (minutes: memory attention costs seconds a frame)"
     rm -rf "$VIDEO_REFERENCE"
