@@ -60,14 +60,12 @@ impl Predictor {
             }
             Err(e) => {
                 self.pool_full.store(true, Ordering::Relaxed);
-                crate::log::emit(
-                    crate::log::LogLevel::Warning,
-                    &format!(
-                    "{}: the predictor's pool stays at its sessions so far: another could not be \
-                     built ({e})",
-                        self.path.display()
-                    ),
+                let path = self.path.display();
+                let message = format!(
+                    "{path}: the predictor's pool stays at the sessions it has: another could \
+                     not be built ({e})"
                 );
+                crate::log::emit(crate::log::LogLevel::Warning, &message);
                 false
             }
         }
