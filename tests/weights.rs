@@ -311,3 +311,90 @@ fn a_predictor_pool_serves_many_threads_on_one_embedding() {
     let built = predictor.sessions_built();
     assert!((2..=5).contains(&built), "{built} sessions built");
 }
+
+/// When the pool cannot build a session on demand (memory, most likely), predicts that run at
+/// once still succeed with the same masks, on the sessions already built; the host is told once
+/// in the log, and the pool stops trying.
+#[test]
+fn a_pool_that_cannot_grow_serves_concurrent_predicts_on_what_it_has() {
+    init_runtime();
+    let encoder = Encoder::new(model("tiny_a_encoder.onnx"), &EncoderOptions::default()).unwrap();
+    let embedding = Arc::new(embed(&encoder));
+    let mut predictor = Predictor::new(
+        model("tiny_a_decoder.onnx"),
+        &PredictorOptions {
+            pool_size: Some(2),
+            encoder_fingerprint: Some(encoder.fingerprint()),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    sam2::test_support::fail_pool_growth(&mut predictor);
+    let predictor = Arc::new(predictor);
+    let warnings = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = Arc::clone(&warnings);
+    sam2::log::set_sink(
+        Some(Arc::new(move |_, message: &str| {
+            if message.contains("the predictor's pool stays") {
+                seen.lock().unwrap().push(message.to_string());
+            }
+        })),
+        sam2::log::LogLevel::Warning,
+    );
+    let prompt = {
+        let s = &shapes()[0];
+        Prompt {
+            points: vec![Point {
+                x: s.click.0,
+                y: s.click.1,
+                positive: true,
+            }],
+            ..Default::default()
+        }
+    };
+    let expected = predictor
+        .predict(
+            &embedding,
+            std::slice::from_ref(&prompt),
+            PredictOptions::default(),
+        )
+        .unwrap();
+    let start = Arc::new(std::sync::Barrier::new(4));
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (predictor, embedding, prompt, expected, start) = (
+                Arc::clone(&predictor),
+                Arc::clone(&embedding),
+                prompt.clone(),
+                expected.clone(),
+                Arc::clone(&start),
+            );
+            std::thread::spawn(move || {
+                start.wait();
+                for _ in 0..20 {
+                    let r = predictor
+                        .predict(
+                            &embedding,
+                            std::slice::from_ref(&prompt),
+                            PredictOptions::default(),
+                        )
+                        .unwrap();
+                    assert_eq!(r.masks, expected.masks);
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    sam2::log::set_sink(None, sam2::log::LogLevel::Warning);
+    assert_eq!(predictor.sessions_built(), 1, "no session could be built");
+    let warnings = warnings.lock().unwrap();
+    // Two threads may each try a slot before the first failure stops the pool.
+    assert!((1..=2).contains(&warnings.len()), "warnings: {warnings:?}");
+    assert!(
+        warnings[0].contains("tiny_a_decoder.onnx"),
+        "{}",
+        warnings[0]
+    );
+}

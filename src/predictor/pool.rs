@@ -71,6 +71,20 @@ impl Predictor {
         }
     }
 
+    /// `test_support::fail_pool_growth`: the sessions built on demand from now on are asked
+    /// for on a provider this system lacks, with no fallback, so that their build fails.
+    #[cfg(feature = "test-support")]
+    pub(crate) fn fail_pool_growth(&mut self) {
+        use crate::device::{DeviceOptions, MismatchPolicy, Provider, ProviderRequest};
+        self.pool_options.device = DeviceOptions {
+            providers: vec![ProviderRequest {
+                provider: Provider::DirectMl,
+                ..ProviderRequest::cpu()
+            }],
+            on_mismatch: MismatchPolicy::Fail,
+        };
+    }
+
     /// Sessions of the pool built so far (the first is built with the predictor, the others
     /// when predicts first run at once).
     pub fn sessions_built(&self) -> usize {

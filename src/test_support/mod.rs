@@ -23,6 +23,13 @@ pub use crate::preprocess::{
     preprocess_video_frame_into,
 };
 
+/// Makes every session `predictor`'s pool would build from now on fail, as a build fails when
+/// memory runs out: they are asked for on DirectML with no fallback, which no build of the
+/// library on this system has. The predictor keeps the sessions it built.
+pub fn fail_pool_growth(predictor: &mut crate::Predictor) {
+    predictor.fail_pool_growth();
+}
+
 /// Segment everything's point grid: `n × n` cell centres in [0, 1]², rows first.
 pub fn point_grid(n: usize) -> Vec<[f64; 2]> {
     crate::everything::point_grid(n)
