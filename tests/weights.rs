@@ -8,20 +8,14 @@ use std::sync::Arc;
 use common::*;
 use sam2::device::WeightSharing;
 use sam2::{
-    Encoder, EncoderOptions, ImageView, PixelFormat, Point, PredictOptions, Predictor,
-    PredictorOptions, Prompt,
+    Embedding, Encoder, EncoderOptions, PredictOptions, Prediction, Predictor, PredictorOptions,
+    Prompt,
 };
 
 fn options(sharing: WeightSharing) -> EncoderOptions {
     let mut o = EncoderOptions::default();
     o.session.weights = sharing;
     o
-}
-
-fn embed(encoder: &Encoder) -> sam2::Embedding {
-    let img = read_pnm(&testdata("shapes.ppm"));
-    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
-    encoder.encode(&view).unwrap()
 }
 
 #[test]
@@ -45,7 +39,7 @@ fn sessions_of_one_model_share_one_buffer_and_copies_really_copy() {
     );
     assert_eq!(a.fingerprint(), c.fingerprint());
     // Same results from shared and copied weights.
-    let (ea, ec) = (embed(&a), embed(&c));
+    let (ea, ec) = (encode_shapes(&a), encode_shapes(&c));
     for (x, y) in ea.tensors().iter().zip(ec.tensors()) {
         assert_eq!(x.host_bytes().unwrap(), y.host_bytes().unwrap());
     }
@@ -122,8 +116,8 @@ fn a_link_to_a_model_computes_that_model_whatever_lies_beside_the_link() {
         let mut o = EncoderOptions::default();
         o.session.optimization = level;
         o.session.weights = WeightSharing::Copy;
-        let direct = embed(&Encoder::new(real.join("tiny_a_encoder.onnx"), &o).unwrap());
-        let linked = embed(&Encoder::new(elsewhere.join("my_encoder.onnx"), &o).unwrap());
+        let direct = encode_shapes(&Encoder::new(real.join("tiny_a_encoder.onnx"), &o).unwrap());
+        let linked = encode_shapes(&Encoder::new(elsewhere.join("my_encoder.onnx"), &o).unwrap());
         assert!(
             same_embedding(&direct, &linked),
             "{level:?}: the link computed something else than its target"
@@ -143,7 +137,7 @@ fn a_model_replaced_with_the_same_size_and_time_is_loaded_again() {
     let original = std::fs::read(model("tiny_a_encoder.onnx")).unwrap();
     std::fs::write(&path, &original).unwrap();
     let first = Encoder::new(&path, &EncoderOptions::default()).unwrap();
-    let before = embed(&first);
+    let before = encode_shapes(&first);
     // The same model with other weights: the largest initializer's bytes reversed.
     let split = sam2::test_support::split(&original, 1024).unwrap();
     let init = split.initializers.iter().max_by_key(|i| i.len).unwrap();
@@ -164,7 +158,7 @@ fn a_model_replaced_with_the_same_size_and_time_is_loaded_again() {
     let second = Encoder::new(&path, &EncoderOptions::default()).unwrap();
     assert_ne!(second.fingerprint(), first.fingerprint());
     assert_ne!(second.weights_address(), first.weights_address());
-    assert!(!same_embedding(&before, &embed(&second)));
+    assert!(!same_embedding(&before, &encode_shapes(&second)));
     drop((first, second));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -188,8 +182,8 @@ fn a_model_with_its_weights_in_a_file_beside_it_loads() {
     ] {
         let mut o = EncoderOptions::default();
         o.session.optimization = level;
-        let inline = embed(&Encoder::new(model("tiny_a_encoder.onnx"), &o).unwrap());
-        let external = embed(&Encoder::new(dir.join("external.onnx"), &o).unwrap());
+        let inline = encode_shapes(&Encoder::new(model("tiny_a_encoder.onnx"), &o).unwrap());
+        let external = encode_shapes(&Encoder::new(dir.join("external.onnx"), &o).unwrap());
         assert!(same_embedding(&inline, &external), "{level:?}");
     }
     std::fs::remove_dir_all(&dir).unwrap();
@@ -230,7 +224,7 @@ fn external_data_outside_the_model_directory_is_refused() {
 fn a_predictor_pool_serves_many_threads_on_one_embedding() {
     init_runtime();
     let encoder = Encoder::new(model("tiny_a_encoder.onnx"), &EncoderOptions::default()).unwrap();
-    let embedding = Arc::new(embed(&encoder));
+    let embedding = Arc::new(encode_shapes(&encoder));
     let predictor = Arc::new(
         Predictor::new(
             model("tiny_a_decoder.onnx"),
@@ -250,62 +244,11 @@ fn a_predictor_pool_serves_many_threads_on_one_embedding() {
         "pool and other predictors share weights"
     );
 
-    let all = shapes();
-    let prompts: Vec<Prompt> = all
-        .iter()
-        .map(|s| Prompt {
-            points: vec![Point {
-                x: s.click.0,
-                y: s.click.1,
-                positive: true,
-            }],
-            ..Default::default()
-        })
-        .collect();
-    let expected: Vec<_> = prompts
-        .iter()
-        .map(|p| {
-            predictor
-                .predict(
-                    &embedding,
-                    std::slice::from_ref(p),
-                    PredictOptions::default(),
-                )
-                .unwrap()
-        })
-        .collect();
+    let prompts = shape_clicks();
+    let expected = single_calls(&predictor, &embedding, &prompts);
     // Predicts one at a time never needed a second session: none was built.
     assert_eq!(predictor.sessions_built(), 1);
-    let start = Arc::new(std::sync::Barrier::new(8));
-    let threads: Vec<_> = (0..8)
-        .map(|t| {
-            let (predictor, embedding, prompts, expected, start) = (
-                Arc::clone(&predictor),
-                Arc::clone(&embedding),
-                prompts.clone(),
-                expected.clone(),
-                Arc::clone(&start),
-            );
-            std::thread::spawn(move || {
-                start.wait();
-                for i in 0..40 {
-                    let k = (t + i) % prompts.len();
-                    let r = predictor
-                        .predict(
-                            &embedding,
-                            std::slice::from_ref(&prompts[k]),
-                            PredictOptions::default(),
-                        )
-                        .unwrap();
-                    assert_eq!(r.masks, expected[k].masks, "thread {t} iteration {i}");
-                    assert_eq!(r.scores, expected[k].scores);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    predict_at_once(&predictor, &embedding, &prompts, &expected, 8, 40);
     // Predicts that ran at once had the pool's one-thread sessions built for them: at most the
     // four asked for, beside the session on every core.
     let built = predictor.sessions_built();
@@ -319,7 +262,7 @@ fn a_predictor_pool_serves_many_threads_on_one_embedding() {
 fn a_pool_that_cannot_grow_serves_concurrent_predicts_on_what_it_has() {
     init_runtime();
     let encoder = Encoder::new(model("tiny_a_encoder.onnx"), &EncoderOptions::default()).unwrap();
-    let embedding = Arc::new(embed(&encoder));
+    let embedding = Arc::new(encode_shapes(&encoder));
     let mut predictor = Predictor::new(
         model("tiny_a_decoder.onnx"),
         &PredictorOptions {
@@ -341,52 +284,9 @@ fn a_pool_that_cannot_grow_serves_concurrent_predicts_on_what_it_has() {
         })),
         sam2::log::LogLevel::Warning,
     );
-    let prompt = {
-        let s = &shapes()[0];
-        Prompt {
-            points: vec![Point {
-                x: s.click.0,
-                y: s.click.1,
-                positive: true,
-            }],
-            ..Default::default()
-        }
-    };
-    let expected = predictor
-        .predict(
-            &embedding,
-            std::slice::from_ref(&prompt),
-            PredictOptions::default(),
-        )
-        .unwrap();
-    let start = Arc::new(std::sync::Barrier::new(4));
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            let (predictor, embedding, prompt, expected, start) = (
-                Arc::clone(&predictor),
-                Arc::clone(&embedding),
-                prompt.clone(),
-                expected.clone(),
-                Arc::clone(&start),
-            );
-            std::thread::spawn(move || {
-                start.wait();
-                for _ in 0..20 {
-                    let r = predictor
-                        .predict(
-                            &embedding,
-                            std::slice::from_ref(&prompt),
-                            PredictOptions::default(),
-                        )
-                        .unwrap();
-                    assert_eq!(r.masks, expected.masks);
-                }
-            })
-        })
-        .collect();
-    for t in threads {
-        t.join().unwrap();
-    }
+    let prompts = &shape_clicks()[..1];
+    let expected = single_calls(&predictor, &embedding, prompts);
+    predict_at_once(&predictor, &embedding, prompts, &expected, 4, 20);
     sam2::log::set_sink(None, sam2::log::LogLevel::Warning);
     assert_eq!(predictor.sessions_built(), 1, "no session could be built");
     let warnings = warnings.lock().unwrap();
@@ -397,4 +297,66 @@ fn a_pool_that_cannot_grow_serves_concurrent_predicts_on_what_it_has() {
         "{}",
         warnings[0]
     );
+}
+
+/// Each prompt predicted alone, one after the other.
+fn single_calls(
+    predictor: &Predictor,
+    embedding: &Embedding,
+    prompts: &[Prompt],
+) -> Vec<Prediction> {
+    prompts
+        .iter()
+        .map(|p| {
+            predictor
+                .predict(
+                    embedding,
+                    std::slice::from_ref(p),
+                    PredictOptions::default(),
+                )
+                .unwrap()
+        })
+        .collect()
+}
+
+/// `threads` threads, started together, each predict `iterations` times, cycling through
+/// `prompts` from a different one each; every result has the masks and scores of `expected`.
+fn predict_at_once(
+    predictor: &Arc<Predictor>,
+    embedding: &Arc<Embedding>,
+    prompts: &[Prompt],
+    expected: &[Prediction],
+    threads: usize,
+    iterations: usize,
+) {
+    let start = Arc::new(std::sync::Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|t| {
+            let (predictor, embedding, prompts, expected, start) = (
+                Arc::clone(predictor),
+                Arc::clone(embedding),
+                prompts.to_vec(),
+                expected.to_vec(),
+                Arc::clone(&start),
+            );
+            std::thread::spawn(move || {
+                start.wait();
+                for i in 0..iterations {
+                    let k = (t + i) % prompts.len();
+                    let r = predictor
+                        .predict(
+                            &embedding,
+                            std::slice::from_ref(&prompts[k]),
+                            PredictOptions::default(),
+                        )
+                        .unwrap();
+                    assert_eq!(r.masks, expected[k].masks, "thread {t} iteration {i}");
+                    assert_eq!(r.scores, expected[k].scores);
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
 }

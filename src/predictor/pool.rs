@@ -31,10 +31,10 @@ impl Predictor {
             }
         }
         // Every built session is busy (or the pool could not grow): wait for one, in turn. The
-        // first session is always built, so this ends.
+        // first session is always built and the turn passes every slot, so this ends.
         let start = self.next.fetch_add(1, Ordering::Relaxed);
-        for k in 0..=n {
-            let i = if k == n { 0 } else { (start + k) % n };
+        for k in 0..n {
+            let i = (start % n + k) % n;
             let slot = self.sessions[i].lock().unwrap_or_else(|p| p.into_inner());
             if slot.is_some() {
                 return PoolGuard {
