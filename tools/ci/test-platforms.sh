@@ -49,12 +49,7 @@ cmake --build "$B" -j 2 --target sam2_demo "${PORTABLE_TESTS[@]}" >/dev/null
     { echo "[platforms] FAILED: C tests against the portable libsam2.so (see $B/Testing)" >&2; exit 1; }
 rm -rf "$B/demo-out" && mkdir -p "$B/demo-out" "$B/demo-native"
 "$B/sam2_demo" "$SAM2_MODELS/tiny_a_encoder.onnx" "$SAM2_MODELS/tiny_a_decoder.onnx" testdata/demo.ppm "$B/demo-out" >/dev/null
-# The native demo in a build directory of its own: build/c belongs to scripts/test.sh's C suite,
-# whose valgrind run may still be going on the library that directory names.
-N=build/c-native
-cmake -S tests/c -B "$N" -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
-cmake --build "$N" -j 2 --target sam2_demo >/dev/null
-"$N/sam2_demo" "$SAM2_MODELS/tiny_a_encoder.onnx" "$SAM2_MODELS/tiny_a_decoder.onnx" testdata/demo.ppm "$B/demo-native" >/dev/null
+bash tools/ci/native-demo.sh "$B/demo-native"
 for f in "$B"/demo-native/*.png; do
     cmp -s "$f" "$B/demo-out/$(basename "$f")" ||
         { echo "[platforms] FAILED: $(basename "$f") differs between the portable and the native build" >&2; exit 1; }

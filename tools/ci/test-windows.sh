@@ -169,11 +169,7 @@ rm -rf "$OUT/demo-out" && mkdir -p "$OUT/demo-out"
 say "ok: the demo under Wine: $(grep -c 'score' "$OUT/demo.log") masks"
 # The same masks as on Linux: run the Linux demo into a scratch folder and compare the files.
 mkdir -p "$OUT/demo-linux"
-# The Linux demo in a build directory of its own (as tools/ci/test-platforms.sh builds it): build/c
-# belongs to scripts/test.sh's C suite, whose valgrind run may still be going.
-cmake -S tests/c -B build/c-native -DCMAKE_BUILD_TYPE=Release -DSAM2_LIB_DIR="$ROOT/target/release" >/dev/null
-cmake --build build/c-native -j 2 --target sam2_demo >/dev/null
-build/c-native/sam2_demo "$SAM2_MODELS/tiny_a_encoder.onnx" "$SAM2_MODELS/tiny_a_decoder.onnx" testdata/demo.ppm "$OUT/demo-linux" >/dev/null
+bash tools/ci/native-demo.sh "$OUT/demo-linux"
 for f in "$OUT"/demo-linux/*.png; do
     cmp -s "$f" "$OUT/demo-out/$(basename "$f")" || fail "$(basename "$f") differs between Windows (Wine) and Linux"
 done
