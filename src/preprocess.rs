@@ -20,16 +20,18 @@
 //! size ([`Axis`]); each source row a band of output rows needs is resampled horizontally once
 //! (all three channels, one pass over the interleaved pixels) into a small cache of rows, and
 //! output rows blend cached rows over contiguous memory and are normalised as they are written.
-//! Output rows are split into bands of [`BAND_ROWS`], which the calling thread and the pool's
-//! workers take in turn until none is left (see [`resize_into`]). The inner loops are in [`kernels`]
-//! (SIMD, the same bits as plain loops); the previous implementation stays in the tests
-//! (`old.rs`) as the oracle they are held to, bit for bit.
+//! Output rows are split into bands of [`BAND_ROWS`], which the calling thread and the library's
+//! helper threads ([`helpers`], woken on the other CPUs) take in turn until none is left (see
+//! [`resize_into`]). The inner loops are in [`kernels`] (SIMD, the same bits as plain loops); the
+//! previous implementation stays in the tests (`old.rs`) as the oracle they are held to, bit for
+//! bit.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::image::ImageView;
 
+mod helpers;
 mod kernels;
 #[cfg(test)]
 mod old;
@@ -421,9 +423,8 @@ pub fn preprocess_video_frame_into(image: &ImageView<'_>, size: usize, out: &mut
     resize_into(image, &PilResize::new(image, size), size, out);
 }
 
-/// Output rows per band. The calling thread starts on the first band at once, and a worker that
-/// wakes later (after an idle spell a parked worker can take as long to wake as the whole image
-/// takes one thread) still finds bands to take; a band's first `taps − 1` source rows are
+/// Output rows per band. The calling thread starts on the first band at once, and a helper that
+/// wakes later still finds bands to take; a band's first `taps − 1` source rows are
 /// resampled again by the band that follows, a few percent of the horizontal work at 64 rows.
 const BAND_ROWS: usize = 64;
 
@@ -459,19 +460,9 @@ fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &
             resize_band(image, resize, size, i * BAND_ROWS, planes, scratch);
         }
     };
-    // The helpers are the persistent pool's workers (no thread is started per call); the calling
-    // thread works too rather than waiting for one to wake.
-    let helpers = worker_threads().min(bands.len()) - 1;
-    if helpers == 0 {
-        work();
-        return;
-    }
-    rayon::in_place_scope(|s| {
-        for _ in 0..helpers {
-            s.spawn(|_| work());
-        }
-        work();
-    });
+    // The helpers are persistent threads (none is started per call); the calling thread works too
+    // rather than waiting for one to wake.
+    helpers::run_beside(worker_threads().min(bands.len()) - 1, work);
 }
 
 /// One thread's working rows for [`resize_band`], kept from band to band.

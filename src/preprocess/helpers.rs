@@ -1,0 +1,177 @@
+//! The threads that resample bands of an image beside the calling thread: a pool of its own, so
+//! the library knows its threads and can tell the kernel where to run them.
+//!
+//! Why not rayon's global pool: on virtual machines (measured on 2-vCPU KVM guests) a thread
+//! woken after an idle spell is placed on the waker's own vCPU, every time. Linux counts a CPU as
+//! idle only when it is not marked preempted, and an idle vCPU the host has descheduled is marked
+//! so; the woken helper then shares the caller's vCPU, and after a pause (a user opening an image)
+//! the work ran on one thread. Before each call the helpers are allowed every CPU the caller may
+//! use except the one it runs on, so the kernel wakes them elsewhere: a probe measured the woken
+//! thread running on the other vCPU 0.06–0.09 ms after the wake, against sharing the caller's
+//! vCPU without it. Where the caller may use only one CPU, or the kernel refuses, nothing is
+//! changed and the helpers run where the kernel puts them, as before.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use super::worker_threads;
+
+struct Helpers {
+    pool: rayon::ThreadPool,
+    /// Each helper's kernel thread id (Linux), recorded by the helper as it starts.
+    tids: Arc<Mutex<Vec<i32>>>,
+}
+
+static HELPERS: OnceLock<Option<Helpers>> = OnceLock::new();
+
+/// The pool, built on first use with one thread fewer than [`worker_threads`] (the caller is
+/// the other); `None` where one thread is all there is or the threads cannot be started.
+fn helpers() -> Option<&'static Helpers> {
+    HELPERS
+        .get_or_init(|| {
+            let n = worker_threads().saturating_sub(1);
+            if n == 0 {
+                return None;
+            }
+            let tids = Arc::new(Mutex::new(Vec::with_capacity(n)));
+            let recorded = tids.clone();
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("sam2-resize-{i}"))
+                .start_handler(move |_| {
+                    #[cfg(target_os = "linux")]
+                    {
+                        // SYS_gettid rather than gettid(): the portable build targets glibc 2.28.
+                        // SAFETY: a system call without arguments.
+                        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+                        recorded.lock().unwrap_or_else(|e| e.into_inner()).push(tid);
+                    }
+                    #[cfg(not(target_os = "linux"))]
+                    let _ = &recorded;
+                })
+                .build()
+                .ok()?;
+            Some(Helpers { pool, tids })
+        })
+        .as_ref()
+}
+
+/// Runs `work` on the calling thread and on up to `helpers` pool threads at once, returning when
+/// every one has returned. Without a pool, on the calling thread alone.
+pub(super) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
+    let Some(h) = helpers().filter(|_| helpers_wanted > 0) else {
+        work();
+        return;
+    };
+    let _ = steer_away_from_caller(&h.tids);
+    let n = helpers_wanted.min(h.pool.current_num_threads());
+    h.pool.in_place_scope(|s| {
+        for _ in 0..n {
+            s.spawn(|_| work());
+        }
+        work();
+    });
+}
+
+/// Allows the helpers every CPU the calling thread may use except the one it is on now; returns
+/// that CPU, or `None` where nothing was changed.
+#[cfg(target_os = "linux")]
+fn steer_away_from_caller(tids: &Mutex<Vec<i32>>) -> Option<usize> {
+    // SAFETY: plain system calls on a zeroed cpu_set_t of the size passed.
+    unsafe {
+        let cpu = usize::try_from(libc::sched_getcpu()).ok()?;
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut set) != 0 {
+            return None;
+        }
+        libc::CPU_CLR(cpu, &mut set);
+        if libc::CPU_COUNT(&set) == 0 {
+            return None;
+        }
+        let tids = tids.lock().unwrap_or_else(|e| e.into_inner());
+        for &tid in tids.iter() {
+            // A refusal (a cpuset the host narrowed meanwhile) leaves that helper as it was.
+            libc::sched_setaffinity(tid, size, &set);
+        }
+        Some(cpu)
+    }
+}
+
+/// Elsewhere the helpers run where the kernel puts them.
+#[cfg(not(target_os = "linux"))]
+fn steer_away_from_caller(_: &Mutex<Vec<i32>>) -> Option<usize> {
+    None
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// The calling thread's CPUs, as a list.
+    fn allowed() -> Vec<usize> {
+        // SAFETY: a zeroed cpu_set_t of the size passed.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    #[test]
+    fn helpers_run_on_the_callers_cpus_except_its_own() {
+        let Some(h) = helpers() else {
+            eprintln!("one CPU: no helpers to steer");
+            return;
+        };
+        let mine = allowed();
+        // The helpers record their ids as they start; wait until every one has.
+        let threads = h.pool.current_num_threads();
+        while h.tids.lock().unwrap().len() < threads {
+            std::thread::yield_now();
+        }
+        let excluded = steer_away_from_caller(&h.tids).expect("two or more CPUs to choose from");
+        let seen = Mutex::new(Vec::new());
+        h.pool.in_place_scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|_| {
+                    if rayon::current_thread_index().is_some() {
+                        seen.lock().unwrap().push(allowed());
+                    }
+                });
+            }
+        });
+        // Other tests preprocess at the same time and steer the helpers from their own CPU, so a
+        // helper's CPUs are the test process's less one of them: the one `excluded` names unless
+        // another caller steered in between.
+        assert!(mine.contains(&excluded));
+        let seen = seen.into_inner().unwrap();
+        assert!(!seen.is_empty());
+        for helper in seen {
+            let missing: Vec<usize> = mine
+                .iter()
+                .copied()
+                .filter(|c| !helper.contains(c))
+                .collect();
+            assert!(
+                helper.iter().all(|c| mine.contains(c)),
+                "{helper:?} within {mine:?}"
+            );
+            assert_eq!(
+                missing.len(),
+                1,
+                "a helper may run on every CPU but its caller's"
+            );
+        }
+        // Work given to `run_beside` is done once by the caller and once by each helper asked for.
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        run_beside(threads, || {
+            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        });
+        assert_eq!(calls.into_inner(), threads + 1);
+    }
+}
