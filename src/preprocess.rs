@@ -344,15 +344,31 @@ fn meta_normalised() -> [[f32; 256]; 3] {
     })
 }
 
+/// [`meta_normalised`] for the kernels, computed rather than looked up where the kernels'
+/// arithmetic gives its bits for every byte and channel (it does; checked here, not assumed).
+fn meta_normalisation() -> kernels::Normalised {
+    let table = meta_normalised();
+    let divide = kernels::Division {
+        mean: MEAN.map(|m| m as f32),
+        std: STD.map(|s| s as f32),
+    };
+    let exact = (0..3)
+        .all(|c| (0..=255u8).all(|v| divide.of(c, v).to_bits() == table[c][v as usize].to_bits()));
+    kernels::Normalised {
+        table,
+        divide: exact.then_some(divide),
+    }
+}
+
 /// The video path: PIL's integer passes, then Meta's float32 normalisation of the 8-bit result,
-/// looked up per channel and value.
+/// per channel and value.
 struct PilResize {
     x: kernels::Horizontal<[i16; 8]>,
     y: Axis<f64>,
     /// Each output row's vertical weights, split in pairs for the kernel.
     y_pairs: Vec<Vec<[[i16; 8]; 2]>>,
     offsets: [usize; 3],
-    normalised: [[f32; 256]; 3],
+    normalised: kernels::Normalised,
 }
 
 impl PilResize {
@@ -369,7 +385,7 @@ impl PilResize {
                 .collect(),
             y: ya,
             offsets: image.format.rgb_offsets(),
-            normalised: meta_normalised(),
+            normalised: meta_normalisation(),
         }
     }
 }
@@ -1021,6 +1037,43 @@ mod tests {
             );
         }
         sse2_only.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[test]
+    fn the_video_normalisation_is_computed_as_the_table_gives_it() {
+        // The kernels compute Meta's normalisation with divisions where they give the table's
+        // bits (they do, for every byte and channel); the gather that would serve otherwise gives
+        // the same output. Every byte value reaches the normalisation: weights of a copy.
+        let normalisation = meta_normalisation();
+        assert!(normalisation.divide.is_some());
+        let lookup = kernels::Normalised {
+            table: normalisation.table,
+            divide: None,
+        };
+        let n = 256 + 5;
+        // Pixel x's lane k holds (x + 85k) mod 256: every byte in every lane.
+        let row: Vec<u8> = (0..kernels::LANES * n)
+            .map(|i| ((i / kernels::LANES + 85 * (i % kernels::LANES)) % 256) as u8)
+            .collect();
+        let pairs = kernels::pil_vertical_pairs(&[1 << kernels::PIL_BITS, 0]);
+        let out = |normalised: &kernels::Normalised| {
+            let mut planes = vec![vec![f32::NAN; n]; 3];
+            let [r, g, b] = &mut planes[..] else {
+                unreachable!()
+            };
+            let rows = [&row[..], &row[..]];
+            kernels::pil_vertical(&rows, &pairs, [2, 1, 0], normalised, [r, g, b]);
+            planes
+        };
+        let (computed, looked_up) = (out(&normalisation), out(&lookup));
+        for c in 0..3 {
+            for x in 0..n {
+                let v = row[x * kernels::LANES + [2, 1, 0][c]] as usize;
+                let want = normalisation.table[c][v].to_bits();
+                assert_eq!(computed[c][x].to_bits(), want, "channel {c} pixel {x}");
+                assert_eq!(looked_up[c][x].to_bits(), want, "channel {c} pixel {x}");
+            }
+        }
     }
 
     /// The reference client's four-tap bilinear formula, pixel by pixel.

@@ -530,15 +530,16 @@ fn float_vertical_simd(
 // ---------------------------------------------------------------------------------------------
 // The video path (PIL's integers).
 
-/// Whether the AVX2 kernels may run (checked once, then cached by the standard library). Tests
-/// can turn them off to hold the SSE2 kernels to the same results.
+/// Whether the AVX2 kernels may run: AVX2 and FMA (which every CPU with AVX2 has; PIL's vertical
+/// pass uses both), checked once, then cached by the standard library. Tests can turn them off
+/// to hold the SSE2 kernels to the same results.
 #[cfg(target_arch = "x86_64")]
 fn avx2() -> bool {
     #[cfg(test)]
     if tests::SSE2_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
         return false;
     }
-    std::arch::is_x86_feature_detected!("avx2")
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
 /// Where output `x`'s low halves for tap pair `q` lie in PIL's horizontal table (`pairs` pairs
@@ -764,6 +765,37 @@ fn pil_horizontal_portable(
     }
 }
 
+/// Meta's float32 normalisation of PIL's 8-bit values: per channel, the value of each byte, and
+/// where [`Division::of`] gives those values bit for bit, what lets SIMD compute them instead of
+/// looking them up (a gather of eight floats costs several times as much on the CPUs measured).
+pub(super) struct Normalised {
+    pub(super) table: [[f32; 256]; 3],
+    pub(super) divide: Option<Division>,
+}
+
+/// `(v / 255 − mean) / std` per channel, each quotient `n / d` computed from a reciprocal and one
+/// fused correction step (`q = n·(1/d)`, `q + (n − q·d)·(1/d)`), which rounds as a division does
+/// for all but rare operands; the 256 values of each channel are checked against the table
+/// before it is used.
+#[derive(Clone, Copy)]
+pub(super) struct Division {
+    pub(super) mean: [f32; 3],
+    pub(super) std: [f32; 3],
+}
+
+impl Division {
+    fn quotient(n: f32, d: f32) -> f32 {
+        let inv = 1.0 / d;
+        let q = n * inv;
+        (-q).mul_add(d, n).mul_add(inv, q)
+    }
+
+    /// Channel `c`'s value of byte `v`, as the AVX2 kernel computes it.
+    pub(super) fn of(&self, c: usize, v: u8) -> f32 {
+        Self::quotient(Self::quotient(v as f32, 255.0) - self.mean[c], self.std[c])
+    }
+}
+
 /// PIL's vertical pass for one output row: each value `clip8(½ + Σ w·r)` over the resampled rows
 /// (paired as [`pil_vertical_pairs`] pairs the weights; an odd last row pairs with any row, its
 /// weight zero), then lane `offsets[c]` looked up in `normalised[c]` into plane `c`.
@@ -771,7 +803,7 @@ pub(super) fn pil_vertical(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
     offsets: [usize; 3],
-    normalised: &[[f32; 256]; 3],
+    normalised: &Normalised,
     planes: [&mut [f32]; 3],
 ) {
     let n = planes[0].len();
@@ -801,7 +833,7 @@ pub(super) fn pil_vertical(
             *l = clip8(acc);
         }
         for (c, plane) in planes.iter_mut().enumerate() {
-            plane[x] = normalised[c][lanes[offsets[c]] as usize];
+            plane[x] = normalised.table[c][lanes[offsets[c]] as usize];
         }
     }
 }
@@ -813,7 +845,7 @@ fn pil_vertical_simd(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
     offsets: [usize; 3],
-    normalised: &[[f32; 256]; 3],
+    normalised: &Normalised,
     planes: [*const f32; 3],
     n: usize,
 ) -> usize {
@@ -821,7 +853,8 @@ fn pil_vertical_simd(
     let groups = n / 4;
     let planes = planes.map(|p| p as *mut f32);
     let start = if avx2() {
-        // SAFETY: AVX2 is present (checked just now); the bounds are the caller's, as below.
+        // SAFETY: AVX2 and FMA are present (checked just now); the bounds are the caller's, as
+        // below.
         unsafe { pil_vertical_avx2(rows, pairs, offsets, normalised, planes, n) / 4 }
     } else {
         0
@@ -863,7 +896,7 @@ fn pil_vertical_simd(
             let mut b = [0u8; 16];
             _mm_storeu_si128(b.as_mut_ptr() as *mut __m128i, bytes);
             for c in 0..3 {
-                let (lut, o) = (&normalised[c], offsets[c]);
+                let (lut, o) = (&normalised.table[c], offsets[c]);
                 let v = _mm_set_ps(
                     lut[b[12 + o] as usize],
                     lut[b[8 + o] as usize],
@@ -882,14 +915,15 @@ fn pil_vertical_simd(
 /// kernel's, so the bytes come out in order); returns how many pixels it wrote.
 ///
 /// # Safety
-/// AVX2 must be present, and the bounds [`pil_vertical`] asserts must hold (`planes` its planes).
+/// AVX2 and FMA must be present, and the bounds [`pil_vertical`] asserts must hold (`planes` its
+/// planes).
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn pil_vertical_avx2(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
     offsets: [usize; 3],
-    normalised: &[[f32; 256]; 3],
+    normalised: &Normalised,
     planes: [*mut f32; 3],
     n: usize,
 ) -> usize {
@@ -909,13 +943,13 @@ unsafe fn pil_vertical_avx2(
     }
 }
 
-/// Where [`pil_vertical_avx2`] writes: lane `offsets[c]` of each pixel, looked up in
-/// `normalised[c]`, into `planes[c]`.
+/// Where [`pil_vertical_avx2`] writes: lane `offsets[c]` of each pixel, normalised as channel
+/// `c`, into `planes[c]`.
 #[cfg(target_arch = "x86_64")]
 struct PilPlanes<'a> {
     planes: [*mut f32; 3],
     offsets: [usize; 3],
-    normalised: &'a [[f32; 256]; 3],
+    normalised: &'a Normalised,
 }
 
 /// [`pil_vertical_avx2`] for `PAIRS` tap pairs: the weights broadcast and the rows' addresses
@@ -924,7 +958,7 @@ struct PilPlanes<'a> {
 /// # Safety
 /// As [`pil_vertical_avx2`]; `rows` holds `2 · PAIRS` rows and `pairs` `PAIRS` pairs.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
@@ -961,7 +995,7 @@ unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
 /// # Safety
 /// As [`pil_vertical_avx2`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn pil_vertical_avx2_any(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
@@ -990,10 +1024,10 @@ unsafe fn pil_vertical_avx2_any(
 /// weights, added to the four registers of low and of high sums.
 ///
 /// # Safety
-/// AVX2 must be present.
+/// AVX2 and FMA must be present.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn pil_vertical_pair(
     a: std::arch::x86_64::__m256i,
     b: std::arch::x86_64::__m256i,
@@ -1019,10 +1053,10 @@ unsafe fn pil_vertical_pair(
 /// PIL's vertical sums of pixels 8g..8g + 8 back to bytes, then normalised into the planes.
 ///
 /// # Safety
-/// AVX2 must be present, and each plane must hold 8g + 8 floats.
+/// AVX2 and FMA must be present, and each plane must hold 8g + 8 floats.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-#[target_feature(enable = "avx2")]
+#[target_feature(enable = "avx2,fma")]
 unsafe fn pil_store(
     lo: [std::arch::x86_64::__m256i; 4],
     hi: [std::arch::x86_64::__m256i; 4],
@@ -1039,12 +1073,24 @@ unsafe fn pil_store(
         _mm256_packs_epi32(r[0], r[1]),
         _mm256_packs_epi32(r[2], r[3]),
     );
-    // Each 32-bit element is one pixel's four lanes, in pixel order: lane `o` of each indexes its
-    // channel's table (1 KiB, in the L1 cache), which a gather reads.
+    // Each 32-bit element is one pixel's four lanes, in pixel order: lane `o` of each is its
+    // channel's byte, normalised as `Division::of` computes it where that gives the table's
+    // values, else looked up in the table (1 KiB, in the L1 cache) by a gather.
     for c in 0..3 {
         let shift = _mm256_set1_epi32(8 * out.offsets[c] as i32);
         let index = _mm256_and_si256(_mm256_srlv_epi32(bytes, shift), _mm256_set1_epi32(0xff));
-        let v = _mm256_i32gather_ps::<4>(out.normalised[c].as_ptr(), index);
+        let v = match out.normalised.divide {
+            Some(d) => {
+                let quotient = |n: __m256, d: f32| {
+                    let (d, inv) = (_mm256_set1_ps(d), _mm256_set1_ps(1.0 / d));
+                    let q = _mm256_mul_ps(n, inv);
+                    _mm256_fmadd_ps(_mm256_fnmadd_ps(q, d, n), inv, q)
+                };
+                let x = quotient(_mm256_cvtepi32_ps(index), 255.0);
+                quotient(_mm256_sub_ps(x, _mm256_set1_ps(d.mean[c])), d.std[c])
+            }
+            None => _mm256_i32gather_ps::<4>(out.normalised.table[c].as_ptr(), index),
+        };
         _mm256_storeu_ps(out.planes[c].add(8 * g), v);
     }
 }
@@ -1054,7 +1100,7 @@ fn pil_vertical_simd(
     _: &[&[u8]],
     _: &[[[i16; 8]; 2]],
     _: [usize; 3],
-    _: &[[f32; 256]; 3],
+    _: &Normalised,
     _: [*const f32; 3],
     _: usize,
 ) -> usize {
