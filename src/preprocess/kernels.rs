@@ -770,6 +770,8 @@ fn pil_horizontal_portable(
 /// looking them up (a gather of eight floats costs several times as much on the CPUs measured).
 pub(super) struct Normalised {
     pub(super) table: [[f32; 256]; 3],
+    /// Read by the x86_64 kernels only.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) divide: Option<Division>,
 }
 
