@@ -11,6 +11,7 @@
 //! vCPU without it. Where the caller may use only one CPU, or the kernel refuses, nothing is
 //! changed and the helpers run where the kernel puts them, as before.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::worker_threads;
@@ -55,21 +56,107 @@ fn helpers() -> Option<&'static Helpers> {
         .as_ref()
 }
 
-/// Runs `work` on the calling thread and on up to `helpers` pool threads at once, returning when
-/// every one has returned. Without a pool, on the calling thread alone.
+/// Runs `work` on the calling thread and on up to `helpers_wanted` helpers, and returns once the
+/// caller's call has returned and so has every helper's call that had started by then. `work`
+/// must take what is left to do and return when nothing is: the caller's call alone finishes
+/// the job, and a helper that has not started when it returns never runs `work` at all.
+///
+/// That last rule is why this is not a rayon scope, which waits for every spawned job to run: a
+/// helper steered onto a CPU that another process's thread (or ONNX Runtime's spinning workers,
+/// right after a session run) keeps busy may not be scheduled for milliseconds, and the caller
+/// would wait for it with nothing left to do. A panic in a helper's call is raised again on the
+/// caller's thread.
 pub(super) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
     let Some(h) = helpers().filter(|_| helpers_wanted > 0) else {
         work();
         return;
     };
     let _ = steer_away_from_caller(&h.tids);
-    let n = helpers_wanted.min(h.pool.current_num_threads());
-    h.pool.in_place_scope(|s| {
-        for _ in 0..n {
-            s.spawn(|_| work());
-        }
-        work();
+    let shared = Arc::new(Shared {
+        state: AtomicUsize::new(0),
+        work: {
+            let work: &(dyn Fn() + Sync) = &work;
+            // SAFETY: the pointer is dereferenced only by a helper that registered itself in
+            // `state` before CLOSED was set, and this function does not return (so `work` lives)
+            // until every registered helper has deregistered (see `Shared`).
+            unsafe { std::mem::transmute::<&(dyn Fn() + Sync), *const (dyn Fn() + Sync)>(work) }
+        },
+        caller: std::thread::current(),
+        panic: Mutex::new(None),
     });
+    for _ in 0..helpers_wanted.min(h.pool.current_num_threads()) {
+        let shared = shared.clone();
+        h.pool.spawn(move || shared.help());
+    }
+    // The caller's own call; a panic here still closes the job before it unwinds further, so no
+    // helper starts on a `work` that is going away.
+    let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work));
+    shared.state.fetch_or(CLOSED, Ordering::SeqCst);
+    while shared.state.load(Ordering::SeqCst) != CLOSED {
+        std::thread::park();
+    }
+    if let Err(payload) = mine {
+        std::panic::resume_unwind(payload);
+    }
+    let theirs = shared
+        .panic
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take();
+    if let Some(payload) = theirs {
+        std::panic::resume_unwind(payload);
+    }
+}
+
+/// Set in [`Shared::state`] once the caller's call has returned: helpers that start later leave.
+const CLOSED: usize = 1;
+/// One running helper in [`Shared::state`].
+const RUNNING: usize = 2;
+
+/// One [`run_beside`] call, as its helper jobs hold it: `state` counts the helpers running
+/// `work` (in units of [`RUNNING`]) and holds [`CLOSED`]. A helper registers only while the job
+/// is open and dereferences `work` only while registered; the caller, after closing the job,
+/// waits until no helper is registered, so `work` outlives every use of the pointer.
+struct Shared {
+    state: AtomicUsize,
+    work: *const (dyn Fn() + Sync),
+    caller: std::thread::Thread,
+    panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+}
+
+// SAFETY: `work` points to a `Sync` closure, used from other threads only under the protocol
+// above; the other fields are Send and Sync.
+unsafe impl Send for Shared {}
+unsafe impl Sync for Shared {}
+
+impl Shared {
+    /// A helper's part: register unless the job is closed, run `work`, deregister.
+    fn help(&self) {
+        let mut state = self.state.load(Ordering::SeqCst);
+        loop {
+            if state & CLOSED != 0 {
+                return;
+            }
+            match self.state.compare_exchange_weak(
+                state,
+                state + RUNNING,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => break,
+                Err(now) => state = now,
+            }
+        }
+        // SAFETY: registered while open, so the caller is still inside `run_beside` and waits
+        // for this helper before `work` goes away.
+        let work = unsafe { &*self.work };
+        if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+            *self.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(payload);
+        }
+        if self.state.fetch_sub(RUNNING, Ordering::SeqCst) - RUNNING == CLOSED {
+            self.caller.unpark();
+        }
+    }
 }
 
 /// Allows the helpers every CPU the calling thread may use except the one it is on now; returns
@@ -167,11 +254,46 @@ mod tests {
                 "a helper may run on every CPU but its caller's"
             );
         }
-        // Work given to `run_beside` is done once by the caller and once by each helper asked for.
-        let calls = std::sync::atomic::AtomicUsize::new(0);
-        run_beside(threads, || {
-            calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[test]
+    fn the_caller_finishes_the_job_and_a_helpers_panic_reaches_it() {
+        if helpers().is_none() {
+            eprintln!("one CPU: no helpers");
+            return;
+        }
+        // Units taken in turn, as bands are: each done exactly once, whoever takes it.
+        let units: Vec<AtomicUsize> = (0..200).map(|_| AtomicUsize::new(0)).collect();
+        let next = AtomicUsize::new(0);
+        run_beside(4, || loop {
+            let Some(unit) = units.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                break;
+            };
+            unit.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(std::time::Duration::from_micros(50));
         });
-        assert_eq!(calls.into_inner(), threads + 1);
+        assert!(units.iter().all(|u| u.load(Ordering::Relaxed) == 1));
+        // A helper's panic, once a helper has started (the caller waits for one, up to 10 s).
+        let started = std::sync::atomic::AtomicBool::new(false);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            run_beside(1, || {
+                if rayon::current_thread_index().is_some() {
+                    started.store(true, Ordering::SeqCst);
+                    panic!("a helper's panic");
+                }
+                let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+                while !started.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+                    std::thread::yield_now();
+                }
+            })
+        }));
+        let payload = caught.expect_err("the helper's panic is raised on the caller");
+        assert_eq!(crate::panics::message(payload.as_ref()), "a helper's panic");
+        // And the pool still serves calls after it.
+        let calls = AtomicUsize::new(0);
+        run_beside(1, || {
+            calls.fetch_add(1, Ordering::Relaxed);
+        });
+        assert!(calls.into_inner() >= 1);
     }
 }
