@@ -12,7 +12,7 @@
 //! changed and the helpers run where the kernel puts them, as before.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 
 use super::worker_threads;
 
@@ -81,7 +81,7 @@ pub(super) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
             // until every registered helper has deregistered (see `Shared`).
             unsafe { std::mem::transmute::<&(dyn Fn() + Sync), *const (dyn Fn() + Sync)>(work) }
         },
-        caller: std::thread::current(),
+        finished: (Mutex::new(()), Condvar::new()),
         panic: Mutex::new(None),
     });
     for _ in 0..helpers_wanted.min(h.pool.current_num_threads()) {
@@ -92,9 +92,12 @@ pub(super) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
     // helper starts on a `work` that is going away.
     let mine = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&work));
     shared.state.fetch_or(CLOSED, Ordering::SeqCst);
+    let (lock, finished) = &shared.finished;
+    let mut guard = lock.lock().unwrap_or_else(|e| e.into_inner());
     while shared.state.load(Ordering::SeqCst) != CLOSED {
-        std::thread::park();
+        guard = finished.wait(guard).unwrap_or_else(|e| e.into_inner());
     }
+    drop(guard);
     if let Err(payload) = mine {
         std::panic::resume_unwind(payload);
     }
@@ -116,11 +119,12 @@ const RUNNING: usize = 2;
 /// One [`run_beside`] call, as its helper jobs hold it: `state` counts the helpers running
 /// `work` (in units of [`RUNNING`]) and holds [`CLOSED`]. A helper registers only while the job
 /// is open and dereferences `work` only while registered; the caller, after closing the job,
-/// waits until no helper is registered, so `work` outlives every use of the pointer.
+/// waits until no helper is registered, so `work` outlives every use of the pointer. The last
+/// helper to leave a closed job signals `finished` under its lock, so the caller cannot miss it.
 struct Shared {
     state: AtomicUsize,
     work: *const (dyn Fn() + Sync),
-    caller: std::thread::Thread,
+    finished: (Mutex<()>, Condvar),
     panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
 }
 
@@ -154,7 +158,8 @@ impl Shared {
             *self.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(payload);
         }
         if self.state.fetch_sub(RUNNING, Ordering::SeqCst) - RUNNING == CLOSED {
-            self.caller.unpark();
+            let _guard = self.finished.0.lock().unwrap_or_else(|e| e.into_inner());
+            self.finished.1.notify_all();
         }
     }
 }
@@ -265,12 +270,11 @@ mod tests {
         // Units taken in turn, as bands are: each done exactly once, whoever takes it.
         let units: Vec<AtomicUsize> = (0..200).map(|_| AtomicUsize::new(0)).collect();
         let next = AtomicUsize::new(0);
-        run_beside(4, || loop {
-            let Some(unit) = units.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                break;
-            };
-            unit.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(std::time::Duration::from_micros(50));
+        run_beside(4, || {
+            while let Some(unit) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
+                unit.fetch_add(1, Ordering::Relaxed);
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
         });
         assert!(units.iter().all(|u| u.load(Ordering::Relaxed) == 1));
         // A helper's panic, once a helper has started (the caller waits for one, up to 10 s).
