@@ -15,9 +15,9 @@ mod windows;
 use windows as os;
 
 pub(crate) use os::{
-    directory_open_options, empty_file, is_unsupported_sync, kind_of, kind_of_path,
-    nonblocking_read_options, own_binary_path, process_exists, FileIdentity, Library, ORT_LIBRARY,
-    ORT_SYSTEM_NAMES,
+    directory_open_options, empty_file, is_unsupported_sync, keep_off_this_cpu, kernel_thread_id,
+    kind_of, kind_of_path, nonblocking_read_options, own_binary_path, process_exists, FileIdentity,
+    Library, ORT_LIBRARY, ORT_SYSTEM_NAMES,
 };
 
 /// How ONNX Runtime's library files are named on this system: the plain names tried in a

@@ -130,6 +130,48 @@ pub(crate) fn process_exists(pid: i32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
+/// The calling thread's kernel id, which the scheduler calls below take (Linux; `None` elsewhere).
+/// `SYS_gettid` rather than `gettid()`: the portable build targets glibc 2.28.
+pub(crate) fn kernel_thread_id() -> Option<i32> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a system call without arguments.
+        i32::try_from(unsafe { libc::syscall(libc::SYS_gettid) }).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    None
+}
+
+/// Allows the threads `threads` (kernel ids) every CPU the calling thread may use except the one
+/// it is on now, so that the scheduler wakes them elsewhere; returns that CPU, or `None` where
+/// nothing was changed (the caller may use one CPU only, or the OS has no such call). A thread
+/// the kernel refuses (a cpuset the host narrowed meanwhile) is left as it was.
+pub(crate) fn keep_off_this_cpu(threads: &[i32]) -> Option<usize> {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls on a zeroed cpu_set_t of the size passed.
+    unsafe {
+        let cpu = usize::try_from(libc::sched_getcpu()).ok()?;
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        if libc::sched_getaffinity(0, size, &mut set) != 0 {
+            return None;
+        }
+        libc::CPU_CLR(cpu, &mut set);
+        if libc::CPU_COUNT(&set) == 0 {
+            return None;
+        }
+        for &tid in threads {
+            libc::sched_setaffinity(tid, size, &set);
+        }
+        Some(cpu)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = threads;
+        None
+    }
+}
+
 /// Options that open a directory for reading (to sync it), and nothing else: a FIFO put where
 /// the directory was expected fails instead of blocking.
 pub(crate) fn directory_open_options() -> std::fs::OpenOptions {

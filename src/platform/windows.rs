@@ -183,6 +183,17 @@ pub(crate) fn process_exists(pid: i32) -> bool {
     ok != 0 && code == STILL_ACTIVE as u32
 }
 
+/// The calling thread's id for [`keep_off_this_cpu`]: none on Windows, which has no such call
+/// here.
+pub(crate) fn kernel_thread_id() -> Option<i32> {
+    None
+}
+
+/// Leaves the threads where the scheduler puts them (Windows: not needed so far); `None`.
+pub(crate) fn keep_off_this_cpu(_threads: &[i32]) -> Option<usize> {
+    None
+}
+
 /// Options that open a directory (to sync it): Windows needs backup semantics for that.
 pub(crate) fn directory_open_options() -> std::fs::OpenOptions {
     use std::os::windows::fs::OpenOptionsExt;

@@ -18,7 +18,7 @@ use super::worker_threads;
 
 struct Helpers {
     pool: rayon::ThreadPool,
-    /// Each helper's kernel thread id (Linux), recorded by the helper as it starts.
+    /// Each helper's kernel thread id (where the OS has one: Linux), recorded as it starts.
     tids: Arc<Mutex<Vec<i32>>>,
 }
 
@@ -39,15 +39,9 @@ fn helpers() -> Option<&'static Helpers> {
                 .num_threads(n)
                 .thread_name(|i| format!("sam2-resize-{i}"))
                 .start_handler(move |_| {
-                    #[cfg(target_os = "linux")]
-                    {
-                        // SYS_gettid rather than gettid(): the portable build targets glibc 2.28.
-                        // SAFETY: a system call without arguments.
-                        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+                    if let Some(tid) = crate::platform::kernel_thread_id() {
                         recorded.lock().unwrap_or_else(|e| e.into_inner()).push(tid);
                     }
-                    #[cfg(not(target_os = "linux"))]
-                    let _ = &recorded;
                 })
                 .build()
                 .ok()?;
@@ -166,33 +160,8 @@ impl Shared {
 
 /// Allows the helpers every CPU the calling thread may use except the one it is on now; returns
 /// that CPU, or `None` where nothing was changed.
-#[cfg(target_os = "linux")]
 fn steer_away_from_caller(tids: &Mutex<Vec<i32>>) -> Option<usize> {
-    // SAFETY: plain system calls on a zeroed cpu_set_t of the size passed.
-    unsafe {
-        let cpu = usize::try_from(libc::sched_getcpu()).ok()?;
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        if libc::sched_getaffinity(0, size, &mut set) != 0 {
-            return None;
-        }
-        libc::CPU_CLR(cpu, &mut set);
-        if libc::CPU_COUNT(&set) == 0 {
-            return None;
-        }
-        let tids = tids.lock().unwrap_or_else(|e| e.into_inner());
-        for &tid in tids.iter() {
-            // A refusal (a cpuset the host narrowed meanwhile) leaves that helper as it was.
-            libc::sched_setaffinity(tid, size, &set);
-        }
-        Some(cpu)
-    }
-}
-
-/// Elsewhere the helpers run where the kernel puts them.
-#[cfg(not(target_os = "linux"))]
-fn steer_away_from_caller(_: &Mutex<Vec<i32>>) -> Option<usize> {
-    None
+    crate::platform::keep_off_this_cpu(&tids.lock().unwrap_or_else(|e| e.into_inner()))
 }
 
 #[cfg(all(test, target_os = "linux"))]
