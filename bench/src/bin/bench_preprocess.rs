@@ -5,8 +5,9 @@
 //! the `bench` binary measures its preprocessing row (each call after a 40 ms idle pause, as a
 //! user opens an image), then back to back (as a tracker reads frames). The two differ where
 //! waking an idle worker thread is slow: on a virtual machine whose idle vCPU reports itself
-//! preempted, Linux wakes the worker on the caller's own vCPU, where it waits milliseconds for a
-//! turn, so after a pause the work runs on about one thread (docs/performance.md).
+//! preempted, Linux wakes a worker on the caller's own vCPU, so after a pause the work ran on
+//! about one thread until the library steered its helpers off the caller's CPU
+//! (src/preprocess/helpers.rs, docs/performance.md).
 //!
 //!     cargo run --release -p sam2-bench --bin bench_preprocess [-- RUNS]
 
