@@ -1041,9 +1041,10 @@ mod tests {
 
     #[test]
     fn the_video_normalisation_is_computed_as_the_table_gives_it() {
-        // The kernels compute Meta's normalisation with divisions where they give the table's
-        // bits (they do, for every byte and channel); the gather that would serve otherwise gives
-        // the same output. Every byte value reaches the normalisation: weights of a copy.
+        // The kernels compute Meta's normalisation (a reciprocal and a fused correction per
+        // quotient) where that gives the table's bits (it does, for every byte and channel); the
+        // gather that would serve otherwise gives the same output. Weights of a copy, so every
+        // byte value reaches the normalisation.
         let normalisation = meta_normalisation();
         assert!(normalisation.divide.is_some());
         let lookup = kernels::Normalised {
