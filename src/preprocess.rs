@@ -344,19 +344,12 @@ fn meta_normalised() -> [[f32; 256]; 3] {
     })
 }
 
-/// [`meta_normalised`] for the kernels, computed rather than looked up where the kernels'
-/// arithmetic gives its bits for every byte and channel (it does; checked here, not assumed).
+/// [`meta_normalised`] for the kernels, with the mean and std its values come from.
 fn meta_normalisation() -> kernels::Normalised {
-    let table = meta_normalised();
-    let divide = kernels::Division {
+    kernels::Normalised {
+        table: meta_normalised(),
         mean: MEAN.map(|m| m as f32),
         std: STD.map(|s| s as f32),
-    };
-    let exact = (0..3)
-        .all(|c| (0..=255u8).all(|v| divide.of(c, v).to_bits() == table[c][v as usize].to_bits()));
-    kernels::Normalised {
-        table,
-        divide: exact.then_some(divide),
     }
 }
 
@@ -1041,38 +1034,30 @@ mod tests {
 
     #[test]
     fn the_video_normalisation_is_computed_as_the_table_gives_it() {
-        // The kernels compute Meta's normalisation (a reciprocal and a fused correction per
-        // quotient) where that gives the table's bits (it does, for every byte and channel); the
-        // gather that would serve otherwise gives the same output. Weights of a copy, so every
-        // byte value reaches the normalisation.
+        // The AVX2 kernel computes Meta's normalisation (a reciprocal and a fused correction per
+        // quotient) rather than looking it up: it must give the table's bits for every byte and
+        // channel. Weights of a copy, so every byte value reaches the normalisation.
         let normalisation = meta_normalisation();
-        assert!(normalisation.divide.is_some());
-        let lookup = kernels::Normalised {
-            table: normalisation.table,
-            divide: None,
-        };
         let n = 256 + 5;
         // Pixel x's lane k holds (x + 85k) mod 256: every byte in every lane.
         let row: Vec<u8> = (0..kernels::LANES * n)
             .map(|i| ((i / kernels::LANES + 85 * (i % kernels::LANES)) % 256) as u8)
             .collect();
         let pairs = kernels::pil_vertical_pairs(&[1 << kernels::PIL_BITS, 0]);
-        let out = |normalised: &kernels::Normalised| {
-            let mut planes = vec![vec![f32::NAN; n]; 3];
-            let [r, g, b] = &mut planes[..] else {
-                unreachable!()
-            };
-            let rows = [&row[..], &row[..]];
-            kernels::pil_vertical(&rows, &pairs, [2, 1, 0], normalised, [r, g, b]);
-            planes
+        let mut planes = vec![vec![f32::NAN; n]; 3];
+        let [r, g, b] = &mut planes[..] else {
+            unreachable!()
         };
-        let (computed, looked_up) = (out(&normalisation), out(&lookup));
+        let rows = [&row[..], &row[..]];
+        kernels::pil_vertical(&rows, &pairs, [2, 1, 0], &normalisation, [r, g, b]);
         for c in 0..3 {
             for x in 0..n {
                 let v = row[x * kernels::LANES + [2, 1, 0][c]] as usize;
-                let want = normalisation.table[c][v].to_bits();
-                assert_eq!(computed[c][x].to_bits(), want, "channel {c} pixel {x}");
-                assert_eq!(looked_up[c][x].to_bits(), want, "channel {c} pixel {x}");
+                assert_eq!(
+                    planes[c][x].to_bits(),
+                    normalisation.table[c][v].to_bits(),
+                    "channel {c} pixel {x}"
+                );
             }
         }
     }

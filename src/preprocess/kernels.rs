@@ -765,37 +765,16 @@ fn pil_horizontal_portable(
     }
 }
 
-/// Meta's float32 normalisation of PIL's 8-bit values: per channel, the value of each byte, and
-/// where [`Division::of`] gives those values bit for bit, what lets SIMD compute them instead of
-/// looking them up (a gather of eight floats costs several times as much on the CPUs measured).
+/// Meta's float32 normalisation of PIL's 8-bit values, per channel: the value of each byte,
+/// which the plain and SSE2 paths look up, and the mean and std from which the AVX2 path
+/// computes the same values (a gather of eight floats costs several times as much there).
 pub(super) struct Normalised {
     pub(super) table: [[f32; 256]; 3],
     /// Read by the x86_64 kernels only.
     #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    pub(super) divide: Option<Division>,
-}
-
-/// `(v / 255 − mean) / std` per channel, each quotient `n / d` computed from a reciprocal and one
-/// fused correction step (`q = n·(1/d)`, `q + (n − q·d)·(1/d)`), which rounds as a division does
-/// for all but rare operands; the 256 values of each channel are checked against the table
-/// before it is used.
-#[derive(Clone, Copy)]
-pub(super) struct Division {
     pub(super) mean: [f32; 3],
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub(super) std: [f32; 3],
-}
-
-impl Division {
-    fn quotient(n: f32, d: f32) -> f32 {
-        let inv = 1.0 / d;
-        let q = n * inv;
-        (-q).mul_add(d, n).mul_add(inv, q)
-    }
-
-    /// Channel `c`'s value of byte `v`, as the AVX2 kernel computes it.
-    pub(super) fn of(&self, c: usize, v: u8) -> f32 {
-        Self::quotient(Self::quotient(v as f32, 255.0) - self.mean[c], self.std[c])
-    }
 }
 
 /// PIL's vertical pass for one output row: each value `clip8(½ + Σ w·r)` over the resampled rows
@@ -929,10 +908,14 @@ unsafe fn pil_vertical_avx2(
     planes: [*mut f32; 3],
     n: usize,
 ) -> usize {
+    use std::arch::x86_64::*;
+    let divisor = |d: f32| [_mm256_set1_ps(d), _mm256_set1_ps(1.0 / d)];
     let out = PilPlanes {
         planes,
         offsets,
-        normalised,
+        mean: normalised.mean.map(|m| _mm256_set1_ps(m)),
+        byte: divisor(255.0),
+        std: normalised.std.map(divisor),
     };
     match pairs.len() {
         1 => pil_vertical_avx2_n::<1>(rows, pairs, &out, n),
@@ -946,12 +929,16 @@ unsafe fn pil_vertical_avx2(
 }
 
 /// Where [`pil_vertical_avx2`] writes: lane `offsets[c]` of each pixel, normalised as channel
-/// `c`, into `planes[c]`.
+/// `c`, into `planes[c]`; the normalisation's divisors and their reciprocals broadcast once per
+/// row (see [`pil_store`]).
 #[cfg(target_arch = "x86_64")]
-struct PilPlanes<'a> {
+struct PilPlanes {
     planes: [*mut f32; 3],
     offsets: [usize; 3],
-    normalised: &'a Normalised,
+    mean: [std::arch::x86_64::__m256; 3],
+    /// 255, then each channel's std: `[divisor, 1 / divisor]`.
+    byte: [std::arch::x86_64::__m256; 2],
+    std: [[std::arch::x86_64::__m256; 2]; 3],
 }
 
 /// [`pil_vertical_avx2`] for `PAIRS` tap pairs: the weights broadcast and the rows' addresses
@@ -964,7 +951,7 @@ struct PilPlanes<'a> {
 unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
-    out: &PilPlanes<'_>,
+    out: &PilPlanes,
     n: usize,
 ) -> usize {
     use std::arch::x86_64::*;
@@ -1001,7 +988,7 @@ unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
 unsafe fn pil_vertical_avx2_any(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
-    out: &PilPlanes<'_>,
+    out: &PilPlanes,
     n: usize,
 ) -> usize {
     use std::arch::x86_64::*;
@@ -1062,7 +1049,7 @@ unsafe fn pil_vertical_pair(
 unsafe fn pil_store(
     lo: [std::arch::x86_64::__m256i; 4],
     hi: [std::arch::x86_64::__m256i; 4],
-    out: &PilPlanes<'_>,
+    out: &PilPlanes,
     g: usize,
 ) {
     use std::arch::x86_64::*;
@@ -1076,23 +1063,19 @@ unsafe fn pil_store(
         _mm256_packs_epi32(r[2], r[3]),
     );
     // Each 32-bit element is one pixel's four lanes, in pixel order: lane `o` of each is its
-    // channel's byte, normalised as `Division::of` computes it where that gives the table's
-    // values, else looked up in the table (1 KiB, in the L1 cache) by a gather.
+    // channel's byte v, normalised as Meta does, (v / 255 − mean) / std in float32. Each quotient
+    // n / d is computed from the reciprocal and one fused correction step, q = n · (1/d), then
+    // q + (n − q·d) · (1/d), which rounds as the division does for every byte and channel here
+    // (the unit tests hold every value to Meta's table).
+    let quotient = |n: __m256, [d, inv]: [__m256; 2]| {
+        let q = _mm256_mul_ps(n, inv);
+        _mm256_fmadd_ps(_mm256_fnmadd_ps(q, d, n), inv, q)
+    };
     for c in 0..3 {
         let shift = _mm256_set1_epi32(8 * out.offsets[c] as i32);
         let index = _mm256_and_si256(_mm256_srlv_epi32(bytes, shift), _mm256_set1_epi32(0xff));
-        let v = match out.normalised.divide {
-            Some(d) => {
-                let quotient = |n: __m256, d: f32| {
-                    let (d, inv) = (_mm256_set1_ps(d), _mm256_set1_ps(1.0 / d));
-                    let q = _mm256_mul_ps(n, inv);
-                    _mm256_fmadd_ps(_mm256_fnmadd_ps(q, d, n), inv, q)
-                };
-                let x = quotient(_mm256_cvtepi32_ps(index), 255.0);
-                quotient(_mm256_sub_ps(x, _mm256_set1_ps(d.mean[c])), d.std[c])
-            }
-            None => _mm256_i32gather_ps::<4>(out.normalised.table[c].as_ptr(), index),
-        };
+        let x = quotient(_mm256_cvtepi32_ps(index), out.byte);
+        let v = quotient(_mm256_sub_ps(x, out.mean[c]), out.std[c]);
         _mm256_storeu_ps(out.planes[c].add(8 * g), v);
     }
 }
