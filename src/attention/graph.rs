@@ -72,6 +72,8 @@ pub(crate) struct Graph {
     pub nodes: Vec<Node>,
     /// Initializers small enough to read, by name (large ones are only named in `names`).
     pub constants: HashMap<String, Constant>,
+    /// Every initializer, large ones included: its element type and dimensions.
+    pub initializers: HashMap<String, (i32, Vec<i64>)>,
     pub inputs: HashSet<String>,
     pub outputs: HashSet<String>,
     /// Every tensor name the graph uses (to make new names that collide with none).
@@ -117,8 +119,19 @@ fn ints(model: &[u8], f: &Field, out: &mut Vec<i64>, what: &str) -> Result<(), S
     Ok(())
 }
 
-/// Parses a TensorProto; `None` values for types or sizes the rewriter does not read.
-fn tensor(model: &[u8], s: usize, e: usize) -> Result<(String, Option<Constant>, bool), String> {
+/// A parsed TensorProto: its name, element type and dimensions, its value when it is small
+/// ([`MAX_CONSTANT_ELEMENTS`]) and of a type the rewriter reads, and whether its data is in an
+/// external file.
+struct Parsed {
+    name: String,
+    data_type: i32,
+    dims: Vec<i64>,
+    constant: Option<Constant>,
+    external: bool,
+}
+
+/// Parses a TensorProto.
+fn tensor(model: &[u8], s: usize, e: usize) -> Result<Parsed, String> {
     let mut name = String::new();
     let mut dims = Vec::new();
     let mut data_type = 0;
@@ -197,13 +210,19 @@ fn tensor(model: &[u8], s: usize, e: usize) -> Result<(String, Option<Constant>,
             };
             values.filter(|v| v.len() == n).map(|values| Constant {
                 data_type,
-                dims,
+                dims: dims.clone(),
                 values,
             })
         }
         _ => None,
     };
-    Ok((name, constant, external))
+    Ok(Parsed {
+        name,
+        data_type,
+        dims,
+        constant,
+        external,
+    })
 }
 
 /// The names the nodes of a GraphProto read, recursively (a subgraph reads outer tensors by name).
@@ -240,7 +259,7 @@ fn attribute(model: &[u8], s: usize, e: usize) -> Result<(String, Attr), String>
             (2, Value::Fixed32) => float = Some(fixed32(model, &f)),
             (3, Value::Varint(v)) => int = Some(v as i64),
             (8, _) => ints(model, &f, &mut list, "AttributeProto.ints")?,
-            (5, Value::Bytes(a, b)) => tensor_value = tensor(model, a, b)?.1,
+            (5, Value::Bytes(a, b)) => tensor_value = tensor(model, a, b)?.constant,
             (6 | 11, Value::Bytes(a, b)) => {
                 has_graph = true;
                 subgraph_reads(model, a, b, &mut graphs)?;
@@ -327,6 +346,7 @@ impl Graph {
         let mut g = Graph {
             nodes: Vec::new(),
             constants: HashMap::new(),
+            initializers: HashMap::new(),
             inputs: HashSet::new(),
             outputs: HashSet::new(),
             names: HashSet::new(),
@@ -345,12 +365,13 @@ impl Graph {
                     g.nodes.push(n);
                 }
                 (5, Value::Bytes(s, e)) => {
-                    let (name, constant, external) = tensor(model, s, e)?;
-                    g.external_data |= external;
-                    if let Some(c) = constant {
-                        g.constants.insert(name.clone(), c);
+                    let t = tensor(model, s, e)?;
+                    g.external_data |= t.external;
+                    if let Some(c) = t.constant {
+                        g.constants.insert(t.name.clone(), c);
                     }
-                    g.names.insert(name);
+                    g.initializers.insert(t.name.clone(), (t.data_type, t.dims));
+                    g.names.insert(t.name);
                 }
                 (11, Value::Bytes(s, e)) => {
                     let name = value_info_name(model, s, e)?;
@@ -369,6 +390,7 @@ impl Graph {
         // constant.
         let inputs = &g.inputs;
         g.constants.retain(|name, _| !inputs.contains(name));
+        g.initializers.retain(|name, _| !inputs.contains(name));
         // `Constant` nodes' values.
         for n in &g.nodes {
             if n.is("Constant") && n.outputs.len() == 1 {

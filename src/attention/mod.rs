@@ -25,6 +25,9 @@
 //! to be equal are broadcast first as MatMul broadcasts them. The arithmetic is the same up to
 //! float rounding.
 //!
+//! One rewrite goes past the core: values that are a narrower tensor's projection by the model's
+//! weights are projected after the kernel instead ([`values`]).
+//!
 //! Recognised structurally, never by node names, and verified before anything changes: every
 //! intermediate tensor is read by the next operator alone (an extra reader of the scores keeps the
 //! pattern as exported), the scales are constant scalars, the softmax is over the last axis, and
@@ -36,11 +39,13 @@
 mod graph;
 #[cfg(test)]
 mod tests;
+mod values;
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use graph::{Attr, Graph, NewNode, NewTensor};
+use values::{Projected, Projection};
 
 /// What the library did to a model's attention when it loaded it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -174,6 +179,8 @@ struct Candidate {
     removed: Vec<usize>,
     /// Index of the final MatMul: the new nodes are written there.
     anchor: usize,
+    /// The projection that computes the values, when it may move after the kernel.
+    projection: Option<Projection>,
 }
 
 /// The reason a softmax of a MatMul is not taken as attention, or the candidate.
@@ -348,6 +355,7 @@ impl<'g> Finder<'g> {
             out: String::new(),
             removed: vec![s],
             anchor: 0,
+            projection: None,
         };
         // Scores: a MatMul, then constant scales.
         let scores = self.unscale(sm.inputs[0].as_str(), &mut c);
@@ -394,6 +402,7 @@ impl<'g> Finder<'g> {
             return Some(Err("the probabilities are a graph output".into()));
         }
         c.v = pv.inputs[1].clone();
+        c.projection = self.projection(&c.v);
         c.out = pv.outputs[0].clone();
         c.removed.push(f);
         c.anchor = f;
@@ -417,6 +426,8 @@ struct Verified {
     l: Dim,
     h: Option<i64>,
     hv: Option<i64>,
+    /// The values' projection, moved after the kernel.
+    projected: Option<Projected>,
 }
 
 fn verify(
@@ -431,7 +442,7 @@ fn verify(
             .cloned()
             .ok_or_else(|| format!("no inferred type for the {what}"))
     };
-    let (q, kt, v) = (
+    let (q, kt, mut v) = (
         get(&c.q, "queries")?,
         get(&c.kt, "keys")?,
         get(&c.v, "values")?,
@@ -486,6 +497,20 @@ fn verify(
     if !(c.softmax_axis == -1 || c.softmax_axis == r as i64 - 1) {
         return Err(format!("softmax over axis {} of {r}", c.softmax_axis));
     }
+    // The values' projection, when it can follow the kernel; the values' dimensions as followed
+    // along the views from it are at least as well known as inferred.
+    let projected = match c.projection.as_ref().and_then(|p| values::fit(g, p, types)) {
+        Some((p, dims)) if dims.len() == r => {
+            for (d, followed) in v.dims.iter_mut().zip(dims) {
+                let unnamed = matches!(d, Dim::Symbol(s) if s.is_empty());
+                if d.value().is_none() && (followed.value().is_some() || unnamed) {
+                    *d = followed;
+                }
+            }
+            Some(p)
+        }
+        _ => None,
+    };
     let batch = q.dims[..r - 2].to_vec();
     // Batch dimensions known to be equal, or else broadcast to a common shape as MatMul does.
     let batch_equal = (0..r - 2).all(|d| q.dims[d].same(&kt.dims[d]) && q.dims[d].same(&v.dims[d]));
@@ -507,7 +532,7 @@ fn verify(
             return Err("a key Transpose whose perm does not fit".into());
         }
     }
-    Ok(Verified {
+    let verified = Verified {
         scale,
         in_graph,
         rank: r,
@@ -517,15 +542,21 @@ fn verify(
         l: kt.dims[r - 1].clone(),
         h,
         hv,
-    })
+        projected,
+    };
+    Ok(verified)
 }
 
 impl Verified {
     fn kind(&self) -> String {
         let batch: Vec<String> = self.batch.iter().map(ToString::to_string).collect();
         let h = self.h.map_or("?".to_string(), |h| h.to_string());
+        let values = match &self.projected {
+            Some(p) => format!(", values projected after ({} → {})", p.din, p.dout),
+            None => String::new(),
+        };
         format!(
-            "[{}] {} queries × {} keys, head dim {h}",
+            "[{}] {} queries × {} keys, head dim {h}{values}",
             batch.join("×"),
             self.s,
             self.l,
@@ -647,86 +678,95 @@ impl Emitter<'_> {
                 vec![("perm", Attr::Ints(perm))],
             )?
         };
-        let mut val = c.v.clone();
+        let projected = v.projected.as_ref();
+        // The values, or the projection's inputs viewed as `[batch…, L, din]`.
+        let view_x = |e: &mut Self, batch: &[i64]| match projected {
+            Some(p) => {
+                let shape = e.shape([batch, &[-1, p.din]].concat());
+                e.node("Reshape", "", vec![p.x.clone(), shape], None, Vec::new())
+            }
+            None => Ok(c.v.clone()),
+        };
         let attrs = vec![
             ("num_heads", Attr::Int(1)),
             ("scale", Attr::Float(v.scale as f32)),
         ];
-        if let Some(batch) = v.static_batch() {
+        // The inputs of the kernel, and the shape its result `[∏b, S, width]` goes back to.
+        let (inputs, back) = if let Some(batch) = v.static_batch() {
             let (h, hv) = (v.h.unwrap_or(0), v.hv.unwrap_or(0));
+            let val = view_x(self, &[batch])?;
             if r == 3 {
-                let inputs = vec![q, k, val];
-                self.node(
-                    "MultiHeadAttention",
-                    "com.microsoft",
-                    inputs,
-                    Some(c.out.clone()),
-                    attrs,
-                )?;
-                return Ok(());
+                (vec![q, k, val], None)
+            } else {
+                let val = match projected {
+                    Some(_) => val,
+                    None => self.flat3(val, hv, batch)?,
+                };
+                let inputs = vec![self.flat3(q, h, batch)?, self.flat3(k, h, batch)?, val];
+                let mut dims: Vec<i64> = v.batch.iter().filter_map(Dim::value).collect();
+                dims.extend([-1, hv]);
+                (inputs, Some(self.shape(dims)))
             }
-            let inputs = vec![
-                self.flat3(q, h, batch)?,
-                self.flat3(k, h, batch)?,
-                self.flat3(val, hv, batch)?,
-            ];
-            let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
-            let mut dims: Vec<i64> = v.batch.iter().filter_map(Dim::value).collect();
-            dims.extend([-1, hv]);
-            let shape = self.shape(dims);
-            self.node(
-                "Reshape",
-                "",
-                vec![o3, shape],
-                Some(c.out.clone()),
-                Vec::new(),
-            )?;
-            return Ok(());
-        }
-        // Shapes known at run time only. Batch dimensions not known to be equal are broadcast
-        // to their common shape first, as MatMul broadcasts them (the ranks are equal, so the
-        // common shape is the elementwise maximum of shapes that broadcast at all).
-        let batch = if v.batch_equal {
-            self.shape_of(&q, None, Some(-2))?
         } else {
-            let qb = self.shape_of(&q, None, Some(-2))?;
-            let kb = self.shape_of(&k, None, Some(-2))?;
-            let vb = self.shape_of(&val, None, Some(-2))?;
-            let common = self.node("Max", "", vec![qb, kb, vb], None, Vec::new())?;
-            for x in [&mut q, &mut k, &mut val] {
-                let tail = self.shape_of(x, Some(-2), None)?;
-                let target = self.concat(vec![common.clone(), tail])?;
-                *x = self.node("Expand", "", vec![x.clone(), target], None, Vec::new())?;
+            // Shapes known at run time only. Batch dimensions not known to be equal are
+            // broadcast to their common shape first, as MatMul broadcasts them (the ranks are
+            // equal, so the common shape is the elementwise maximum of shapes that broadcast at
+            // all).
+            let mut val = view_x(self, projected.map_or(&[], |p| &p.batch))?;
+            let batch = if v.batch_equal {
+                self.shape_of(&q, None, Some(-2))?
+            } else {
+                let qb = self.shape_of(&q, None, Some(-2))?;
+                let kb = self.shape_of(&k, None, Some(-2))?;
+                let vb = self.shape_of(&val, None, Some(-2))?;
+                let common = self.node("Max", "", vec![qb, kb, vb], None, Vec::new())?;
+                for x in [&mut q, &mut k, &mut val] {
+                    let tail = self.shape_of(x, Some(-2), None)?;
+                    let target = self.concat(vec![common.clone(), tail])?;
+                    *x = self.node("Expand", "", vec![x.clone(), target], None, Vec::new())?;
+                }
+                common
+            };
+            if r == 3 {
+                (vec![q, k, val], None)
+            } else {
+                let queries = self.shape_of(&q, Some(-2), Some(-1))?;
+                let width = match projected {
+                    Some(p) => self.shape(vec![p.dout]),
+                    None => self.shape_of(&val, Some(-1), None)?,
+                };
+                let inputs = vec![
+                    self.flat3_dynamic(q)?,
+                    self.flat3_dynamic(k)?,
+                    self.flat3_dynamic(val)?,
+                ];
+                (inputs, Some(self.concat(vec![batch, queries, width])?))
             }
-            common
         };
-        if r == 3 {
-            let inputs = vec![q, k, val];
-            self.node(
-                "MultiHeadAttention",
-                "com.microsoft",
-                inputs,
-                Some(c.out.clone()),
-                attrs,
-            )?;
-            return Ok(());
+        // After the kernel: the values' projection when it moved there, then the values' batch
+        // dimensions back; the last step writes the result.
+        let mut after: Vec<(&'static str, String)> = Vec::new();
+        if let Some(p) = projected {
+            after.push(("MatMul", p.w.clone()));
+            if let Some(b) = &p.bias {
+                after.push(("Add", b.clone()));
+            }
         }
-        let queries = self.shape_of(&q, Some(-2), Some(-1))?;
-        let width = self.shape_of(&val, Some(-1), None)?;
-        let inputs = vec![
-            self.flat3_dynamic(q)?,
-            self.flat3_dynamic(k)?,
-            self.flat3_dynamic(val)?,
-        ];
-        let o3 = self.node("MultiHeadAttention", "com.microsoft", inputs, None, attrs)?;
-        let shape = self.concat(vec![batch, queries, width])?;
-        self.node(
-            "Reshape",
-            "",
-            vec![o3, shape],
-            Some(c.out.clone()),
-            Vec::new(),
+        if let Some(shape) = back {
+            after.push(("Reshape", shape));
+        }
+        let last = after.len();
+        let mut o = self.node(
+            "MultiHeadAttention",
+            "com.microsoft",
+            inputs,
+            (last == 0).then(|| c.out.clone()),
+            attrs,
         )?;
+        for (i, (op, operand)) in after.into_iter().enumerate() {
+            let out = (i + 1 == last).then(|| c.out.clone());
+            o = self.node(op, "", vec![o, operand], out, Vec::new())?;
+        }
         Ok(())
     }
 }
@@ -762,6 +802,9 @@ pub(crate) fn fuse_with(
         wanted.extend([c.q.as_str(), c.kt.as_str(), c.v.as_str()]);
         wanted.extend(c.shape_reads.iter().map(String::as_str));
         wanted.extend(c.factors.iter().map(|(f, _)| f.as_str()));
+        if let Some(p) = &c.projection {
+            wanted.extend(p.wanted());
+        }
     }
     let probe_model = g.with_outputs(model, &wanted)?;
     let types = probe(&probe_model)?;

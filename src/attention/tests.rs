@@ -363,6 +363,153 @@ fn attention_of_shapes_known_at_run_time_is_fused_and_computes_the_same() {
     );
 }
 
+/// One head over values projected from `din`-wide inputs, `b + x · W`, split into a head as SAM2's
+/// memory attention splits them (a Reshape to `[1, L, 1, 8]`, a Transpose to `[1, 1, L, 8]`).
+/// `scramble`: a Transpose of the projection's rows and columns before a Reshape instead, which
+/// puts its elements in another order.
+fn projected_values(din: i64, scramble: bool) -> Vec<u8> {
+    let mut nodes = vec![
+        node("MatMul", &["x", "w"], "xw", vec![]),
+        node("Add", &["b", "xw"], "y", vec![]),
+    ];
+    if scramble {
+        nodes.push(node("Transpose", &["y"], "yt", perm(&[0, 2, 1])));
+        nodes.push(node("Reshape", &["yt", "heads"], "vh", vec![]));
+    } else {
+        nodes.push(node("Reshape", &["y", "split"], "y4", vec![]));
+        nodes.push(node("Transpose", &["y4"], "vh", perm(&[0, 2, 1, 3])));
+    }
+    nodes.extend([
+        node("Transpose", &["k"], "kt", perm(&[0, 1, 3, 2])),
+        node("MatMul", &["q", "kt"], "scores", vec![]),
+        node("Mul", &["scores", "scale"], "scaled", vec![]),
+        node("Softmax", &["scaled"], "p", vec![("axis", Attr::Int(-1))]),
+        node("MatMul", &["p", "vh"], "out", vec![]),
+    ]);
+    let w = data((din * 8) as usize, 3);
+    model(
+        &nodes,
+        &[
+            float_init("w", &[din, 8], &w),
+            float_init("b", &[8], &data(8, 4)),
+            float_init("scale", &[], &[0.35]),
+        ],
+        &[("split", &[1, -1, 1, 8]), ("heads", &[1, 1, -1, 8])],
+        &[
+            ("q", &[D::N(1), D::N(1), D::N(6), D::N(8)]),
+            ("k", &[D::N(1), D::N(1), D::S("L"), D::N(8)]),
+            ("x", &[D::N(1), D::S("L"), D::N(din)]),
+        ],
+        &["out"],
+    )
+}
+
+/// [`projected_values`] as torch exports a head split: the split's shape computed from the
+/// projection's (`Concat(Shape(y)[0], Shape(y)[1], 1, 8)`), which leaves the values' shape unknown
+/// to ONNX Runtime's inference; queries whose dimensions are all known only at run time.
+fn projected_values_torch_split() -> Vec<u8> {
+    let nodes = vec![
+        node("MatMul", &["x", "w"], "xw", vec![]),
+        node("Add", &["xw", "b"], "y", vec![]),
+        node("Shape", &["y"], "y_shape", vec![]),
+        node(
+            "Gather",
+            &["y_shape", "zero"],
+            "y0",
+            vec![("axis", Attr::Int(0))],
+        ),
+        node(
+            "Gather",
+            &["y_shape", "one"],
+            "y1",
+            vec![("axis", Attr::Int(0))],
+        ),
+        node(
+            "Concat",
+            &["y0", "y1", "one_head", "width"],
+            "split",
+            vec![("axis", Attr::Int(0))],
+        ),
+        node("Reshape", &["y", "split"], "y4", vec![]),
+        node("Transpose", &["y4"], "vh", perm(&[0, 2, 1, 3])),
+        node("Transpose", &["k"], "kt", perm(&[0, 1, 3, 2])),
+        node("MatMul", &["q", "kt"], "scores", vec![]),
+        node("Mul", &["scores", "scale"], "scaled", vec![]),
+        node("Softmax", &["scaled"], "p", vec![("axis", Attr::Int(-1))]),
+        node("MatMul", &["p", "vh"], "out", vec![]),
+    ];
+    model(
+        &nodes,
+        &[
+            float_init("w", &[4, 8], &data(32, 3)),
+            float_init("b", &[8], &data(8, 4)),
+            float_init("scale", &[], &[0.35]),
+        ],
+        &[
+            ("zero", &[0]),
+            ("one", &[1]),
+            ("one_head", &[1]),
+            ("width", &[8]),
+        ],
+        &[
+            ("q", &[D::S("B"), D::S("N"), D::S("S"), D::S("H")]),
+            ("k", &[D::N(1), D::N(1), D::S("L"), D::N(8)]),
+            ("x", &[D::N(1), D::S("L"), D::N(4)]),
+        ],
+        &["out"],
+    )
+}
+
+#[test]
+fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
+    let feeds = |din: i64, l: i64| {
+        vec![
+            ("q", vec![1, 1, 6, 8]),
+            ("k", vec![1, 1, l, 8]),
+            ("x", vec![1, l, din]),
+        ]
+    };
+    let m = projected_values(4, false);
+    let report = assert_fused(&m, &[feeds(4, 10), feeds(4, 3)]);
+    assert_eq!(
+        report.fused[0].0,
+        "[1×1] 6 queries × L keys, head dim 8, values projected after (4 → 8)"
+    );
+    // The kernel reads the inputs: the projection before it is gone, one after it is left.
+    let (fused, _) = fuse_with(&m, 0, ort_probe).unwrap();
+    let fused = fused.unwrap();
+    assert_eq!(op_count(&fused, "MatMul"), 1);
+    let g = graph::Graph::parse(&fused).unwrap();
+    let mha = g
+        .nodes
+        .iter()
+        .find(|n| n.op_type == "MultiHeadAttention")
+        .unwrap();
+    assert!(
+        g.nodes
+            .iter()
+            .any(|n| n.outputs == mha.inputs[2..3] && n.inputs[0] == "x"),
+        "the kernel's values are not the projection's inputs"
+    );
+
+    // The split's shape computed from the projection's, the queries' shapes unknown at load time.
+    let report = assert_fused(&projected_values_torch_split(), &[feeds(4, 9), feeds(4, 1)]);
+    assert!(
+        report.fused[0]
+            .0
+            .ends_with("values projected after (4 → 8)"),
+        "{report}"
+    );
+
+    // Inputs as wide as the values: nothing to save, the projection stays before the kernel.
+    let report = assert_fused(&projected_values(8, false), &[feeds(8, 5)]);
+    assert!(!report.fused[0].0.contains("projected"), "{report}");
+    // Values whose elements a Transpose reordered: fused, the projection left where it is (were
+    // it moved, the outputs would differ).
+    let report = assert_fused(&projected_values(4, true), &[feeds(4, 5), feeds(4, 2)]);
+    assert!(!report.fused[0].0.contains("projected"), "{report}");
+}
+
 #[test]
 fn near_misses_are_left_as_written() {
     // Softmax over another axis than the keys'.
