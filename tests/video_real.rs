@@ -583,6 +583,41 @@ fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused()
     );
 }
 
+/// Issue 30: the real exports' memory attention loads fused, and its cross-attention attends
+/// over the 64-wide memories with the values' projection after the kernel (the arithmetic that
+/// makes it faster than the module as exported; the parity tests above hold the results to Meta's
+/// and EdgeTAM's predictors). SAM2.1: 4 layers of self- and cross-attention; EdgeTAM: 2.
+#[test]
+fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
+    init_runtime();
+    let sam2 = PathBuf::from(std::env::var_os("SAM2_VIDEO_MODELS").expect(
+        "SAM2_VIDEO_MODELS is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
+    ));
+    let families = [
+        (VideoModelPaths::in_dir(&sam2, ""), 4),
+        (VideoModelPaths::find(&common::edgetam_dir()).unwrap(), 2),
+    ];
+    for (paths, layers) in families {
+        let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
+        let fusion = tracker
+            .attention_fusion()
+            .into_iter()
+            .find(|(role, _)| *role == "memory attention")
+            .expect("memory attention's report")
+            .1;
+        println!("{}: {fusion}", paths.memory_attention.display());
+        assert_eq!(fusion.fused_count(), 2 * layers, "{fusion}");
+        assert!(fusion.left.is_empty(), "{fusion}");
+        let projected: usize = fusion
+            .fused
+            .iter()
+            .filter(|(kind, _)| kind.ends_with("values projected after (64 → 256)"))
+            .map(|(_, n)| n)
+            .sum();
+        assert_eq!(projected, layers, "{fusion}");
+    }
+}
+
 /// Issue 32: a clip whose frames are not 1024² (640×480, tools/references/resize_reference.py) is
 /// resized as `SAM2VideoPredictor.init_state` loads it (PIL's bicubic resize of the 8-bit frame,
 /// then normalisation): the library's input tensor is bit for bit the one Meta's loader returns,
