@@ -595,7 +595,7 @@ fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
     ));
     let families = [
         (VideoModelPaths::in_dir(&sam2, ""), 4),
-        (VideoModelPaths::find(&common::edgetam_dir()).unwrap(), 2),
+        (VideoModelPaths::find(common::edgetam_dir()).unwrap(), 2),
     ];
     for (paths, layers) in families {
         let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
