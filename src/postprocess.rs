@@ -1,14 +1,16 @@
 //! Decoder outputs → what a host wants: binary masks at the original size, boxes and areas.
 
-use rayon::prelude::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use crate::error::{try_zeroed, Result};
-use crate::preprocess::{taps, worker_threads, Tap};
+use crate::preprocess::{helpers, taps, worker_threads, Tap};
 use crate::resample::{self, resample_rows};
 
 /// Bilinear (half-pixel) upsampling of one `src_h × src_w` logit map to `dst_w × dst_h`,
 /// thresholded at 0 into `out` (1 = foreground), by [`crate::resample`]'s kernel. Very large
-/// outputs are split into one band of rows per worker thread. Panics when the resampled rows'
+/// outputs are split into bands of rows that the calling thread and the library's helper threads
+/// take in turn. Panics when the resampled rows'
 /// memory cannot be had; [`try_upsample_threshold`] returns the error instead.
 pub fn upsample_threshold(
     logits: &[f32],
@@ -49,15 +51,37 @@ pub fn try_upsample_threshold(
     } else {
         1
     };
-    let band = dst_h.div_ceil(threads);
     let (xt, yt) = (&xt, &yt);
     if threads == 1 {
         return upsample_band(logits, src_w, xt, yt, 0, out);
     }
-    // Bands of output rows on the persistent pool (no thread is started per call).
-    out.par_chunks_mut(band * dst_w)
-        .enumerate()
-        .try_for_each(|(i, chunk)| upsample_band(logits, src_w, xt, yt, i * band, chunk))
+    // Bands of output rows, each taken once by whichever thread reaches it first: the caller and
+    // the helpers (persistent threads woken off the caller's CPU, see `preprocess::helpers`; the
+    // caller never waits for one that has not started).
+    const BAND_ROWS: usize = 128;
+    let bands: Vec<Mutex<Option<&mut [u8]>>> = out
+        .chunks_mut(BAND_ROWS * dst_w)
+        .map(|chunk| Mutex::new(Some(chunk)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let failed = Mutex::new(None);
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(band) = bands.get(i) else { break };
+        let chunk = band
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+            .expect("each band is taken once");
+        if let Err(e) = upsample_band(logits, src_w, xt, yt, i * BAND_ROWS, chunk) {
+            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+        }
+    };
+    helpers::run_beside(threads.min(bands.len()) - 1, work);
+    match failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 /// Output rows `first_row..` of an upsampling (as many as `out` holds).

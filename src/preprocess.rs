@@ -31,7 +31,7 @@ use std::sync::Mutex;
 
 use crate::image::ImageView;
 
-mod helpers;
+pub(crate) mod helpers;
 mod kernels;
 #[cfg(test)]
 mod old;

@@ -1,5 +1,6 @@
-//! The threads that resample bands of an image beside the calling thread: a pool of its own, so
-//! the library knows its threads and can tell the kernel where to run them.
+//! The threads that resample bands of an image beside the calling thread (and of very large masks,
+//! `postprocess`): a pool of its own, so the library knows its threads and can tell the kernel
+//! where to run them.
 //!
 //! Why not rayon's global pool: on virtual machines (measured on 2-vCPU KVM guests) a thread
 //! woken after an idle spell is placed on the waker's own vCPU, every time. Linux counts a CPU as
@@ -60,7 +61,7 @@ fn helpers() -> Option<&'static Helpers> {
 /// right after a session run) keeps busy may not be scheduled for milliseconds, and the caller
 /// would wait for it with nothing left to do. A panic in a helper's call is raised again on the
 /// caller's thread.
-pub(super) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
+pub(crate) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
     let Some(h) = helpers().filter(|_| helpers_wanted > 0) else {
         work();
         return;
