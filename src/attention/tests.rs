@@ -363,21 +363,35 @@ fn attention_of_shapes_known_at_run_time_is_fused_and_computes_the_same() {
     );
 }
 
-/// One head over values projected from `din`-wide inputs, `b + x · W`, split into a head as SAM2's
-/// memory attention splits them (a Reshape to `[1, L, 1, 8]`, a Transpose to `[1, 1, L, 8]`).
-/// `scramble`: a Transpose of the projection's rows and columns before a Reshape instead, which
-/// puts its elements in another order.
-fn projected_values(din: i64, scramble: bool) -> Vec<u8> {
+/// How [`projected_values`] makes the head's values of the projection `y` `[1, L, 8]`.
+#[derive(Clone, Copy)]
+enum Split {
+    /// As SAM2's memory attention: a Reshape to `[1, L, 1, 8]`, a Transpose to `[1, 1, L, 8]`.
+    Sam2,
+    /// An Unsqueeze to `[1, 1, L, 8]`, its axes an input (opset 13 on).
+    Unsqueeze,
+    /// A Transpose of the projection's rows and columns, then a Reshape to `[1, 1, L, 8]`: the
+    /// elements in another order.
+    Scrambled,
+}
+
+/// One head over values projected from `din`-wide inputs, `b + x · W`, split into a head as
+/// `split` says.
+fn projected_values(din: i64, split: Split) -> Vec<u8> {
     let mut nodes = vec![
         node("MatMul", &["x", "w"], "xw", vec![]),
         node("Add", &["b", "xw"], "y", vec![]),
     ];
-    if scramble {
-        nodes.push(node("Transpose", &["y"], "yt", perm(&[0, 2, 1])));
-        nodes.push(node("Reshape", &["yt", "heads"], "vh", vec![]));
-    } else {
-        nodes.push(node("Reshape", &["y", "split"], "y4", vec![]));
-        nodes.push(node("Transpose", &["y4"], "vh", perm(&[0, 2, 1, 3])));
+    match split {
+        Split::Sam2 => {
+            nodes.push(node("Reshape", &["y", "split"], "y4", vec![]));
+            nodes.push(node("Transpose", &["y4"], "vh", perm(&[0, 2, 1, 3])));
+        }
+        Split::Unsqueeze => nodes.push(node("Unsqueeze", &["y", "axis0"], "vh", vec![])),
+        Split::Scrambled => {
+            nodes.push(node("Transpose", &["y"], "yt", perm(&[0, 2, 1])));
+            nodes.push(node("Reshape", &["yt", "heads"], "vh", vec![]));
+        }
     }
     nodes.extend([
         node("Transpose", &["k"], "kt", perm(&[0, 1, 3, 2])),
@@ -394,7 +408,11 @@ fn projected_values(din: i64, scramble: bool) -> Vec<u8> {
             float_init("b", &[8], &data(8, 4)),
             float_init("scale", &[], &[0.35]),
         ],
-        &[("split", &[1, -1, 1, 8]), ("heads", &[1, 1, -1, 8])],
+        &[
+            ("split", &[1, -1, 1, 8]),
+            ("heads", &[1, 1, -1, 8]),
+            ("axis0", &[0]),
+        ],
         &[
             ("q", &[D::N(1), D::N(1), D::N(6), D::N(8)]),
             ("k", &[D::N(1), D::N(1), D::S("L"), D::N(8)]),
@@ -469,7 +487,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
             ("x", vec![1, l, din]),
         ]
     };
-    let m = projected_values(4, false);
+    let m = projected_values(4, Split::Sam2);
     let report = assert_fused(&m, &[feeds(4, 10), feeds(4, 3)]);
     assert_eq!(
         report.fused[0].0,
@@ -492,6 +510,14 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
         "the kernel's values are not the projection's inputs"
     );
 
+    // The head made by an Unsqueeze.
+    let report = assert_fused(&projected_values(4, Split::Unsqueeze), &[feeds(4, 6)]);
+    assert!(
+        report.fused[0]
+            .0
+            .ends_with("values projected after (4 → 8)"),
+        "{report}"
+    );
     // The split's shape computed from the projection's, the queries' shapes unknown at load time.
     let report = assert_fused(&projected_values_torch_split(), &[feeds(4, 9), feeds(4, 1)]);
     assert!(
@@ -502,11 +528,14 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
     );
 
     // Inputs as wide as the values: nothing to save, the projection stays before the kernel.
-    let report = assert_fused(&projected_values(8, false), &[feeds(8, 5)]);
+    let report = assert_fused(&projected_values(8, Split::Sam2), &[feeds(8, 5)]);
     assert!(!report.fused[0].0.contains("projected"), "{report}");
     // Values whose elements a Transpose reordered: fused, the projection left where it is (were
     // it moved, the outputs would differ).
-    let report = assert_fused(&projected_values(4, true), &[feeds(4, 5), feeds(4, 2)]);
+    let report = assert_fused(
+        &projected_values(4, Split::Scrambled),
+        &[feeds(4, 5), feeds(4, 2)],
+    );
     assert!(!report.fused[0].0.contains("projected"), "{report}");
 }
 
