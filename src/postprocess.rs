@@ -1,6 +1,5 @@
 //! Decoder outputs → what a host wants: binary masks at the original size, boxes and areas.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{try_zeroed, Result};
@@ -59,25 +58,17 @@ pub fn try_upsample_threshold(
     // the helpers (persistent threads woken off the caller's CPU, see `preprocess::helpers`; the
     // caller never waits for one that has not started).
     const BAND_ROWS: usize = 128;
-    let bands: Vec<Mutex<Option<&mut [u8]>>> = out
-        .chunks_mut(BAND_ROWS * dst_w)
-        .map(|chunk| Mutex::new(Some(chunk)))
-        .collect();
-    let next = AtomicUsize::new(0);
     let failed = Mutex::new(None);
-    let work = || loop {
-        let i = next.fetch_add(1, Ordering::Relaxed);
-        let Some(band) = bands.get(i) else { break };
-        let chunk = band
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-            .expect("each band is taken once");
-        if let Err(e) = upsample_band(logits, src_w, xt, yt, i * BAND_ROWS, chunk) {
-            *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
-        }
-    };
-    helpers::run_beside(threads.min(bands.len()) - 1, work);
+    helpers::take_in_turn(
+        out.chunks_mut(BAND_ROWS * dst_w).collect(),
+        threads - 1,
+        || (),
+        |i, chunk, _| {
+            if let Err(e) = upsample_band(logits, src_w, xt, yt, i * BAND_ROWS, chunk) {
+                *failed.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+            }
+        },
+    );
     match failed.into_inner().unwrap_or_else(|e| e.into_inner()) {
         Some(e) => Err(e),
         None => Ok(()),

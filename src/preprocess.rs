@@ -26,9 +26,6 @@
 //! previous implementation stays in the tests (`old.rs`) as the oracle they are held to, bit for
 //! bit.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-
 use crate::image::ImageView;
 
 pub(crate) mod helpers;
@@ -447,31 +444,21 @@ fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &
     let (r_plane, rest) = out.split_at_mut(plane);
     let (g_plane, b_plane) = rest.split_at_mut(plane);
     let chunk = BAND_ROWS * size;
-    // Each band's rows of the three planes, taken once by whichever thread reaches it first.
-    let bands: Vec<Mutex<Option<[&mut [f32]; 3]>>> = r_plane
+    // Each band's rows of the three planes, taken once by whichever thread reaches it first: the
+    // calling thread works too rather than waiting for a helper to wake (the helpers are
+    // persistent threads; none is started per call).
+    let bands: Vec<[&mut [f32]; 3]> = r_plane
         .chunks_mut(chunk)
         .zip(g_plane.chunks_mut(chunk))
         .zip(b_plane.chunks_mut(chunk))
-        .map(|((r, g), b)| Mutex::new(Some([r, g, b])))
+        .map(|((r, g), b)| [r, g, b])
         .collect();
-    let next = AtomicUsize::new(0);
-    let work = || {
-        let mut scratch = None;
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(band) = bands.get(i) else { break };
-            let planes = band
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take()
-                .expect("each band is taken once");
-            let scratch = scratch.get_or_insert_with(|| Scratch::new(image, resize, size));
-            resize_band(image, resize, size, i * BAND_ROWS, planes, scratch);
-        }
-    };
-    // The helpers are persistent threads (none is started per call); the calling thread works too
-    // rather than waiting for one to wake.
-    helpers::run_beside(worker_threads().min(bands.len()) - 1, work);
+    helpers::take_in_turn(
+        bands,
+        worker_threads() - 1,
+        || Scratch::new(image, resize, size),
+        |i, planes, scratch| resize_band(image, resize, size, i * BAND_ROWS, planes, scratch),
+    );
 }
 
 /// One thread's working rows for [`resize_band`], kept from band to band.

@@ -51,6 +51,34 @@ fn helpers() -> Option<&'static Helpers> {
         .as_ref()
 }
 
+/// Runs `each(i, band, scratch)` once for every band `i`, on the calling thread and on up to
+/// `helpers_wanted` helpers, which take the bands in turn until none is left ([`run_beside`]).
+/// A thread makes its `scratch` with `make` when it takes its first band and keeps it for the
+/// next ones.
+pub(crate) fn take_in_turn<T, S, M, F>(bands: Vec<T>, helpers_wanted: usize, make: M, each: F)
+where
+    T: Send,
+    M: Fn() -> S + Sync,
+    F: Fn(usize, T, &mut S) + Sync,
+{
+    let helpers_wanted = helpers_wanted.min(bands.len().saturating_sub(1));
+    let bands: Vec<Mutex<Option<T>>> = bands.into_iter().map(|b| Mutex::new(Some(b))).collect();
+    let next = AtomicUsize::new(0);
+    run_beside(helpers_wanted, || {
+        let mut scratch = None;
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(band) = bands.get(i) else { break };
+            let band = band
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+                .expect("each band is taken once");
+            each(i, band, scratch.get_or_insert_with(&make));
+        }
+    });
+}
+
 /// Runs `work` on the calling thread and on up to `helpers_wanted` helpers, and returns once the
 /// caller's call has returned and so has every helper's call that had started by then. `work`
 /// must take what is left to do and return when nothing is: the caller's call alone finishes
@@ -61,7 +89,7 @@ fn helpers() -> Option<&'static Helpers> {
 /// right after a session run) keeps busy may not be scheduled for milliseconds, and the caller
 /// would wait for it with nothing left to do. A panic in a helper's call is raised again on the
 /// caller's thread.
-pub(crate) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
+pub(super) fn run_beside<F: Fn() + Sync>(helpers_wanted: usize, work: F) {
     let Some(h) = helpers().filter(|_| helpers_wanted > 0) else {
         work();
         return;
