@@ -68,7 +68,13 @@ impl Encoder {
             weights::Plan::new(options.session.optimization, &options.session.device),
         )?;
         let fingerprint = weights.fingerprint;
-        let (session, device) = session::build(&weights, path, &options.session, "encoder")?;
+        let (session, device) = session::build(
+            &weights,
+            path,
+            &options.session,
+            "encoder",
+            session::Idle::Spin,
+        )?;
         let spec = export::detect_encoder(&session, path)?;
         // Device target: the execution device's memory (the host for a CPU session, and after a
         // fallback, so nothing binds device tensors to a CPU session). Host target: the host.

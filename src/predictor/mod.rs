@@ -155,7 +155,13 @@ impl Predictor {
         if split {
             others.intra_threads = Some(1);
         }
-        let (session, device) = session::build(&weights, path, &options.session, "predictor")?;
+        let (session, device) = session::build(
+            &weights,
+            path,
+            &options.session,
+            "predictor",
+            session::Idle::Spin,
+        )?;
         let spec = export::detect_decoder(&session, path)?;
         let names = spec.family.tensor_names();
         let input_shape =

@@ -53,7 +53,13 @@ impl Predictor {
         if self.pool_full.load(Ordering::Relaxed) {
             return false;
         }
-        match session::build(&self.weights, &self.path, &self.pool_options, "predictor") {
+        match session::build(
+            &self.weights,
+            &self.path,
+            &self.pool_options,
+            "predictor",
+            session::Idle::Spin,
+        ) {
             Ok((built, _)) => {
                 *slot = Some(built);
                 true

@@ -132,7 +132,13 @@ impl LibrarySession {
             options.weights,
             crate::weights::Plan::new(options.optimization, &options.device),
         )?;
-        let (session, _) = crate::session::build(&weights, path, options, "benchmark")?;
+        let (session, _) = crate::session::build(
+            &weights,
+            path,
+            options,
+            "benchmark",
+            crate::session::Idle::Spin,
+        )?;
         Ok(LibrarySession {
             session,
             attention: weights.attention.clone(),

@@ -247,7 +247,8 @@ impl Module {
             options.weights,
             weights::Plan::new(options.optimization, &options.device),
         )?;
-        let (session, device) = session::build(&weights, path, options, role)?;
+        let (session, device) =
+            session::build(&weights, path, options, role, session::Idle::Sleep)?;
         let have_in: Vec<String> = session.inputs().iter().map(|o| o.name().into()).collect();
         let have_out: Vec<String> = session.outputs().iter().map(|o| o.name().into()).collect();
         let missing: Vec<&str> = inputs
@@ -414,7 +415,13 @@ pub fn describe_video_module(
         options.weights,
         weights::Plan::new(options.optimization, &options.device),
     )?;
-    let (session, _) = session::build(&weights, path, options, "video module")?;
+    let (session, _) = session::build(
+        &weights,
+        path,
+        options,
+        "video module",
+        session::Idle::Sleep,
+    )?;
     let inputs: Vec<&str> = session.inputs().iter().map(|o| o.name()).collect();
     let outputs: Vec<&str> = session.outputs().iter().map(|o| o.name()).collect();
     let family = VideoFamily::of_shapes(
