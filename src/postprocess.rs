@@ -9,8 +9,8 @@ use crate::resample::{self, resample_rows};
 /// Bilinear (half-pixel) upsampling of one `src_h × src_w` logit map to `dst_w × dst_h`,
 /// thresholded at 0 into `out` (1 = foreground), by [`crate::resample`]'s kernel. Very large
 /// outputs are split into bands of rows that the calling thread and the library's helper threads
-/// take in turn. Panics when the resampled rows'
-/// memory cannot be had; [`try_upsample_threshold`] returns the error instead.
+/// take in turn. Panics when the resampled rows' memory cannot be had; [`try_upsample_threshold`]
+/// returns the error instead.
 pub fn upsample_threshold(
     logits: &[f32],
     src_w: usize,

@@ -532,7 +532,7 @@ fn verify(
             return Err("a key Transpose whose perm does not fit".into());
         }
     }
-    let verified = Verified {
+    Ok(Verified {
         scale,
         in_graph,
         rank: r,
@@ -543,8 +543,7 @@ fn verify(
         h,
         hv,
         projected,
-    };
-    Ok(verified)
+    })
 }
 
 impl Verified {
