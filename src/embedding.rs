@@ -79,6 +79,9 @@ pub struct EmbeddingTensor {
     pub(crate) location: Location,
     /// Bytes this tensor owns, counted in [`live_bytes`] while it lives (0 for views).
     owned_bytes: usize,
+    /// What must outlive the tensor's memory, dropped after it: for device memory, the session
+    /// that allocated it (see the encoder's `Running`).
+    producer: Option<Arc<dyn std::fmt::Debug + Send + Sync>>,
 }
 
 static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
@@ -123,12 +126,19 @@ impl EmbeddingTensor {
             dtype,
             location,
             owned_bytes: 0,
+            producer: None,
         };
         if owned {
             tensor.owned_bytes = tensor.byte_len();
             LIVE_BYTES.fetch_add(tensor.owned_bytes, Ordering::Relaxed);
         }
         Ok(tensor)
+    }
+
+    /// The tensor, holding `producer` until it is dropped itself.
+    pub(crate) fn kept_with(mut self, producer: Arc<dyn std::fmt::Debug + Send + Sync>) -> Self {
+        self.producer = Some(producer);
+        self
     }
 
     pub fn shape(&self) -> &[i64] {

@@ -46,7 +46,7 @@ impl EncoderOptions {
 /// A loaded encoder. `encode` may be called from several threads; runs are serialised on the session.
 #[derive(Debug)]
 pub struct Encoder {
-    session: Mutex<Session>,
+    running: Arc<Running>,
     spec: EncoderSpec,
     fingerprint: Fingerprint,
     path: PathBuf,
@@ -55,6 +55,17 @@ pub struct Encoder {
     device: EffectiveDevice,
     /// Keeps the shared weights (and their registry entry) alive while the session uses them.
     weights: Arc<ModelWeights>,
+}
+
+/// The encoder's session and the shared weights it reads in place (dropped in that order).
+/// Embeddings left in device memory hold it too, so that their memory is released while the
+/// session that allocated it is open: an embedding may outlive its encoder, and on WebGPU (ONNX
+/// Runtime 1.30) releasing one after its encoder had closed and another session had opened on the
+/// device crashed the process (`sam2 segment --device webgpu` did, after writing its masks).
+#[derive(Debug)]
+struct Running {
+    session: Mutex<Session>,
+    _weights: Arc<ModelWeights>,
 }
 
 impl Encoder {
@@ -83,7 +94,10 @@ impl Encoder {
             OutputTarget::Host => device::host_memory()?,
         };
         Ok(Encoder {
-            session: Mutex::new(session),
+            running: Arc::new(Running {
+                session: Mutex::new(session),
+                _weights: Arc::clone(&weights),
+            }),
             spec,
             fingerprint,
             path: path.to_path_buf(),
@@ -162,7 +176,10 @@ impl Encoder {
     /// Test support: holds the session as an encode in flight does, until the guard is dropped.
     #[cfg(feature = "test-support")]
     pub fn hold_session_for_test(&self) -> impl Drop + '_ {
-        self.session.lock().unwrap_or_else(|p| p.into_inner())
+        self.running
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Encodes one image.
@@ -187,7 +204,11 @@ impl Encoder {
         run_options: Option<&RunOptions>,
     ) -> Result<Embedding> {
         let names = self.spec.family.tensor_names();
-        let mut session = self.session.lock().unwrap_or_else(|p| p.into_inner());
+        let mut session = self
+            .running
+            .session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         // A fresh binding per run: outputs bound to a device are reused by later runs of the same
         // binding, and an embedding must never be overwritten by the next image.
         let mut binding = session.create_binding()?;
@@ -219,7 +240,13 @@ impl Encoder {
             let value = outputs
                 .remove(name)
                 .ok_or_else(|| Error::OnnxRuntime(format!("encoder produced no `{name}`")))?;
-            EmbeddingTensor::from_value(value)
+            let tensor = EmbeddingTensor::from_value(value)?;
+            Ok(if tensor.location().cpu_accessible {
+                tensor
+            } else {
+                tensor
+                    .kept_with(Arc::clone(&self.running) as Arc<dyn std::fmt::Debug + Send + Sync>)
+            })
         };
         let tensors = [take(names[0])?, take(names[1])?, take(names[2])?];
         drop(outputs);

@@ -112,8 +112,8 @@ pub(crate) struct Plan {
     /// reference is true) instead of the empty file.
     readable_weights: bool,
     /// Attention subgraphs are rewritten into ONNX Runtime's fused attention first
-    /// ([`crate::attention`]): on the CPU and CUDA, whose kernels for it the graph is optimised
-    /// for, at every level but `None` (the graph as exported).
+    /// ([`crate::attention`]): on the CPU, CUDA and WebGPU, which have kernels for it, at every
+    /// level but `None` (the graph as exported).
     fuse_attention: bool,
 }
 
@@ -122,7 +122,11 @@ impl Plan {
     /// requested level with their providers. Providers that compile the graph themselves
     /// (TensorRT, DirectML, CoreML) cannot have a pre-optimised graph saved with their nodes, nor
     /// WebGPU (it picks its kernels and re-lays some weights out when the session is built), so
-    /// their graph gets the provider-independent basic rewrites and they do the rest.
+    /// their graph gets the provider-independent basic rewrites and they do the rest. WebGPU's
+    /// graph has its attention fused too: run as exported, a score matrix past the device's limit
+    /// on one storage binding (128 MiB on llvmpipe; Hiera's global attention holds 256 MiB) came
+    /// out wrong from ONNX Runtime 1.30's WebGPU `Softmax` without an error; fused, the same
+    /// encoder gives the CPU's embedding there.
     pub(crate) fn new(level: Optimization, device: &DeviceOptions) -> Self {
         let first = device.providers.first().map(|r| r.provider);
         match first {
@@ -147,8 +151,9 @@ impl Plan {
                     },
                     providers: None,
                     readable_weights: first == Some(Provider::WebGpu),
-                    // Not verified on these providers: their graph stays as exported.
-                    fuse_attention: false,
+                    // Verified on WebGPU (tests/webgpu.rs); on the others the graph stays as
+                    // exported.
+                    fuse_attention: first == Some(Provider::WebGpu) && level != Optimization::None,
                 }
             }
         }

@@ -386,6 +386,116 @@ fn the_real_sam2_decoder_runs_on_the_device_as_on_the_cpu() {
     assert_same(&on_device, &on_cpu, "real SAM2.1 tiny decoder");
 }
 
+/// A device embedding outlives the encoder that made it, as in C, where `sam2_encoder_free` may
+/// come first: it is still clicked on, copied to the host and released after the encoder is gone.
+/// Before device embeddings held the session that allocated them, releasing one after its encoder
+/// had closed and a predictor had opened on the device crashed the process (ONNX Runtime 1.30's
+/// WebGPU provider; `sam2 segment --device webgpu` ended on SIGSEGV after writing its masks).
+#[test]
+fn a_device_embedding_outlives_its_encoder() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let (encoder_path, decoder_path) = (model("tiny_a_encoder.onnx"), model("tiny_a_decoder.onnx"));
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let encoder = encoder_on(&encoder_path, webgpu(MismatchPolicy::Fail)).unwrap();
+    let fingerprint = encoder.fingerprint();
+    let clicked = encoder.encode(&shapes_view(&img)).unwrap();
+    let kept = encoder.encode(&shapes_view(&img)).unwrap();
+    drop(encoder);
+    // The predictor made after the encoder closed, as `sam2 segment` makes it.
+    let mut options = PredictorOptions {
+        encoder_fingerprint: Some(fingerprint),
+        ..PredictorOptions::default()
+    };
+    options.session.device = webgpu(MismatchPolicy::Fail);
+    let device = Predictor::new(&decoder_path, &options).unwrap();
+    assert!(!clicked.is_serializable() && !kept.is_serializable());
+    let clicks = shape_clicks();
+    let on_device = device
+        .predict(&clicked, &clicks, PredictOptions::default())
+        .unwrap();
+    // Released with no session of the library open on the device (as `sam2 segment` did).
+    drop(device);
+    drop(clicked);
+    let back = kept.copy_to_host().unwrap();
+    drop(kept);
+    let cpu_encoder = encoder_on(&encoder_path, DeviceOptions::default()).unwrap();
+    let host = cpu_encoder.encode(&shapes_view(&img)).unwrap();
+    let cpu = predictor_on(&decoder_path, &cpu_encoder, DeviceOptions::default());
+    let on_cpu = cpu
+        .predict(&host, &clicks, PredictOptions::default())
+        .unwrap();
+    assert_same(&on_device, &on_cpu, "clicks after the encoder closed");
+    let again = cpu
+        .predict(&back, &clicks, PredictOptions::default())
+        .unwrap();
+    assert_same(
+        &again,
+        &on_cpu,
+        "the host copy made after the encoder closed",
+    );
+}
+
+/// The real SAM2.1 tiny encoder (samexporter's export) on the device gives the CPU's embedding
+/// and masks. Run as exported, Hiera's three global attention blocks hold 4 × 4096 × 4096 scores
+/// (256 MiB) in one tensor, past the 128 MiB llvmpipe allows one storage binding, and ONNX
+/// Runtime 1.30's WebGPU `Softmax` then computed wrong values without an error (an embedding at
+/// correlation 0.06 with the CPU's). Fused into `MultiHeadAttention` at load, as on the CPU, the
+/// encoder gives the CPU's embedding there.
+#[test]
+fn the_real_sam2_encoder_runs_on_the_device_as_on_the_cpu() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let (encoder_path, decoder_path) = real_pair("samexporter");
+    let start = std::time::Instant::now();
+    let cpu_encoder = encoder_on(&encoder_path, DeviceOptions::default()).unwrap();
+    let device_encoder = encoder_on(&encoder_path, webgpu(MismatchPolicy::Fail)).unwrap();
+    let img = read_pnm(&testdata("demo.ppm"));
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let host = cpu_encoder.encode(&view).unwrap();
+    let resident = device_encoder.encode(&view).unwrap();
+    println!(
+        "real SAM2.1 tiny encoder on the device: {:.1} s with its shaders compiled",
+        start.elapsed().as_secs_f64()
+    );
+    assert!(!resident.is_serializable(), "the embedding left the device");
+    let back = resident.copy_to_host().unwrap();
+    let floats = |t: &sam2::embedding::EmbeddingTensor| -> Vec<f32> {
+        t.host_bytes()
+            .unwrap()
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    for (i, (d, c)) in back.tensors().iter().zip(host.tensors()).enumerate() {
+        let r = correlation(&floats(d), &floats(c));
+        assert!(
+            r >= 0.9999,
+            "embedding tensor {i}: correlation {r:.6} with the CPU's"
+        );
+    }
+    let fusion = device_encoder.attention_fusion();
+    assert_eq!(
+        fusion.fused_count(),
+        3,
+        "Hiera's global attention fused on the device: {fusion}"
+    );
+    let cpu = predictor_on(&decoder_path, &cpu_encoder, DeviceOptions::default());
+    let device = predictor_on(&decoder_path, &device_encoder, webgpu(MismatchPolicy::Fail));
+    let clicks = [click(300.0, 200.0), click(520.0, 380.0)];
+    let on_device = device
+        .predict(&resident, &clicks, PredictOptions { multimask: true })
+        .unwrap();
+    let on_cpu = cpu
+        .predict(&host, &clicks, PredictOptions { multimask: true })
+        .unwrap();
+    assert_same(&on_device, &on_cpu, "real SAM2.1 tiny encoder");
+}
+
 /// A WebGPU request where no Vulkan driver can be found: under FAIL a clear error naming the
 /// cause, under FALLBACK one warning and a host embedding. The driver list is read once per
 /// process, so this runs in a child process of this test binary with `VK_ICD_FILENAMES` naming

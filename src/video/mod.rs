@@ -145,7 +145,6 @@ pub struct TrackedFrame {
 
 /// Tracks objects through the frames of a clip. Calls are serialised on the tracker.
 pub struct Tracker {
-    modules: Modules,
     options: TrackerOptions,
     /// Where module outputs kept between runs live: the execution device's memory.
     device_memory: MemoryInfo<'static>,
@@ -155,6 +154,9 @@ pub struct Tracker {
     constants: Constants,
     /// Buffers and tensors kept between frames; locked only while `state` is.
     reused: Mutex<Reused>,
+    /// Declared last, so dropped after the tensors above: device memory is released while the
+    /// session that allocated it is open (see the encoder's `Running`).
+    modules: Modules,
 }
 
 impl std::fmt::Debug for Tracker {
