@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Makes a precision variant of a SAM2 export (tools/models/make_variant.py, in the project's venv
-# with the pinned ONNX Runtime wheel, whose quantisation tool does the work): int8 for CPUs.
+# with the pinned ONNX Runtime wheel, whose quantisation and float16 tools do the work): int8 for
+# CPUs, fp16 for GPUs.
 #
 #   scripts/variant.sh int8 ~/exports/sam2.1_hiera_tiny --out ~/exports/sam2.1_hiera_tiny-int8
+#   scripts/variant.sh fp16 ~/exports/sam2.1_hiera_tiny --out ~/exports/sam2.1_hiera_tiny-fp16
 #
 # The variant's pair is written under the source's file names in the --out directory (the encoder
 # converted, the decoder copied), so `--model OUT` finds it as it finds the original; `sam2 info`

@@ -438,6 +438,49 @@ fn a_device_embedding_outlives_its_encoder() {
     );
 }
 
+/// The fp16 variant (tools/models/make_variant.py, for GPUs) runs on the device, its embedding
+/// left there, and segments the shapes as the float32 original does on the CPU.
+#[test]
+fn the_fp16_variant_runs_on_the_device() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let dir = models_dir().join("variants").join("tiny_a_fp16");
+    let encoder = encoder_on(
+        &dir.join("tiny_a_encoder.onnx"),
+        webgpu(MismatchPolicy::Fail),
+    )
+    .unwrap();
+    assert_eq!(encoder.variant().precision, sam2::models::Precision::Fp16);
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let resident = encoder.encode(&shapes_view(&img)).unwrap();
+    assert!(!resident.is_serializable(), "the embedding left the device");
+    assert_eq!(resident.precision(), sam2::models::Precision::Fp16);
+    let device = predictor_on(
+        &dir.join("tiny_a_decoder.onnx"),
+        &encoder,
+        webgpu(MismatchPolicy::Fail),
+    );
+    let clicks = shape_clicks();
+    let on_device = device
+        .predict(&resident, &clicks, PredictOptions::default())
+        .unwrap();
+    let (cpu_encoder, cpu) = open_pair("tiny_a");
+    let on_cpu = cpu
+        .predict(
+            &encode_shapes(&cpu_encoder),
+            &clicks,
+            PredictOptions::default(),
+        )
+        .unwrap();
+    assert_same(
+        &on_device,
+        &on_cpu,
+        "fp16 variant on the device, fp32 on the CPU",
+    );
+}
+
 /// The real SAM2.1 tiny encoder (samexporter's export) on the device gives the CPU's embedding
 /// and masks. Run as exported, Hiera's three global attention blocks hold 4 × 4096 × 4096 scores
 /// (256 MiB) in one tensor, past the 128 MiB llvmpipe allows one storage binding, and ONNX
@@ -494,6 +537,43 @@ fn the_real_sam2_encoder_runs_on_the_device_as_on_the_cpu() {
         .predict(&host, &clicks, PredictOptions { multimask: true })
         .unwrap();
     assert_same(&on_device, &on_cpu, "real SAM2.1 tiny encoder");
+
+    // Its fp16 variant (tools/models/make_variant.py, for GPUs), in float16 on the device, against
+    // the float32 original on the CPU.
+    let variants = std::env::var_os("SAM2_REAL_VARIANTS")
+        .map(PathBuf::from)
+        .expect("SAM2_REAL_VARIANTS is not set: run tools/setup/setup-real.sh");
+    let half_path = variants
+        .join("samexporter-fp16")
+        .join(encoder_path.file_name().unwrap());
+    let half_encoder = encoder_on(&half_path, webgpu(MismatchPolicy::Fail)).unwrap();
+    assert_eq!(
+        half_encoder.variant().precision,
+        sam2::models::Precision::Fp16
+    );
+    let half = half_encoder.encode(&view).unwrap();
+    assert!(
+        !half.is_serializable(),
+        "the fp16 embedding left the device"
+    );
+    let back = half.copy_to_host().unwrap();
+    for (i, (d, c)) in back.tensors().iter().zip(host.tensors()).enumerate() {
+        let r = correlation(&floats(d), &floats(c));
+        println!("fp16 variant on the device, embedding tensor {i}: correlation {r:.7} with the CPU's float32");
+        assert!(
+            r >= 0.999,
+            "fp16 embedding tensor {i}: correlation {r:.6} with the CPU's float32"
+        );
+    }
+    let half_device = predictor_on(&decoder_path, &half_encoder, webgpu(MismatchPolicy::Fail));
+    let on_device = half_device
+        .predict(&half, &clicks, PredictOptions { multimask: true })
+        .unwrap();
+    assert_same(&on_device, &on_cpu, "real SAM2.1 tiny fp16 variant");
+    println!(
+        "real SAM2.1 tiny encoder and its fp16 variant on the device: {:.1} s in all",
+        start.elapsed().as_secs_f64()
+    );
 }
 
 /// A WebGPU request where no Vulkan driver can be found: under FAIL a clear error naming the

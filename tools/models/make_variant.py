@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Precision variants of a SAM2 export: int8 weights for CPUs.
+"""Precision variants of a SAM2 export: int8 weights for CPUs, float16 for GPUs.
 
 Run once by a user on the export they have (`scripts/variant.sh` runs it in the project's venv,
 tools/setup/requirements.txt: ONNX Runtime's own quantisation tool, nothing hand-written does the
 arithmetic):
 
     python tools/models/make_variant.py int8 MODEL_DIR_OR_ENCODER --out OUT_DIR
+    python tools/models/make_variant.py fp16 MODEL_DIR_OR_ENCODER --out OUT_DIR [--sample IMAGE]
 
 The variant is written into OUT_DIR under the source's file names, so the library finds the pair
 there as it finds the original (`--model OUT_DIR`). Only the image encoder changes (it is nearly
@@ -21,11 +22,18 @@ original on an AVX2 EPYC, 0.9997 with 7 bits; a variant is made once and may run
 of the weight; quantize_dynamic only quantises a MatMul whose second input is an initializer, so
 those Transposes are folded into transposed initializers first (and nothing else is changed).
 
-fp16 (for GPUs) is not made yet: ONNX Runtime 1.31.1's `convert_float_to_float16`, after its
-transformer optimiser for SAM2, gives graphs ONNX Runtime refuses on both exporters' encoders
-(its symbolic shape inference fails on Hiera's graph, and without shapes the converter leaves
-float16 Resize scales, Range bounds and mixed float/float16 Adds). The library still recognises
-an fp16 model made by another tool, by its weights.
+fp16 (for GPUs): `onnxruntime.transformers.float16.convert_float_to_float16`, the model's inputs
+and outputs kept float32 (so the library's embedding and the decoder are unchanged). Before it:
+LayerNorm is fused by ONNX Runtime's FusionLayerNormalization (a no-op on both exporters' encoders,
+which write LayerNormalization) and kept float32; what is computed from constants and shapes alone
+(position encodings, scales, shape arithmetic) stays float32; and ONNX Runtime's calibrator runs the
+float32 model once on a sample (--sample IMAGE, or a synthetic pattern) and every tensor that
+reaches 4096 in magnitude keeps its producer and readers in float32 (float16 holds up to 65504).
+The converter writes one identical Cast per float32 reader of a float16 tensor and leaves its
+Casts at the end of the graph: the copies are dropped and the graph sorted, then checked. (ONNX
+Runtime's transformer optimiser for SAM2 is not run: with it the converter gave encoders ONNX
+Runtime refuses, since its symbolic shape inference fails on Hiera's graph; the library fuses
+attention itself when it loads a model.)
 
 Every variant carries its description in the model's metadata (`metadata_props`), which the
 library reads (`sam2 info`, `sam2_encoder_precision`, embedding files):
@@ -152,13 +160,173 @@ def make_int8(src, dst, conv):
     return tool
 
 
+# fp16: tensors whose largest magnitude on the sample reaches this stay float32 (with their
+# producers and readers). float16 holds up to 65504; the margin covers what a real image may
+# reach beyond the sample, and the squares and sums a following operator takes.
+FP16_SAFE = 4096.0
+
+
+def value_dependent_nodes(model):
+    """Names of the nodes whose outputs depend on the values of a graph input (the image): the
+    rest (positions, scales, shape arithmetic) is computed from constants and shapes alone."""
+    graph = model.graph
+    dependent = {i.name for i in graph.input}
+    names = set()
+    for node in graph.node:  # ONNX keeps nodes in a topological order
+        reads = list(node.input)
+        for attr in node.attribute:  # names an If or Loop body reads from the outer graph
+            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                reads.extend(i for n in sub.node for i in n.input)
+        if node.op_type in ("Shape", "Size"):
+            continue  # a shape is known from the input's dimensions, not its values
+        if any(name in dependent for name in reads):
+            dependent.update(node.output)
+            names.add(node.name)
+    return names
+
+
+def sample_input(model, sample):
+    """The encoder's input for the overflow check: SAM2's normalisation of an image (--sample, or a
+    deterministic pattern of gradients, edges and noise over the whole pixel range)."""
+    inp = model.graph.input[0]
+    dims = [d.dim_value for d in inp.type.tensor_type.shape.dim]
+    if len(dims) != 4 or dims[1] != 3 or not all(dims):
+        raise SystemExit(f"fp16: the encoder's input {inp.name} is {dims}; expected [1, 3, H, W] with known sizes")
+    h, w = dims[2], dims[3]
+    if sample:
+        from PIL import Image
+        pixels = np.asarray(Image.open(sample).convert("RGB").resize((w, h), Image.BILINEAR), dtype=np.float32)
+    else:
+        y, x = np.mgrid[0:h, 0:w].astype(np.float32)
+        rng = np.random.default_rng(0)
+        pixels = np.stack([255 * x / w, 255 * (0.5 + 0.5 * np.sin(y / 23.0)), 255 * ((x // 97 + y // 61) % 2)], -1)
+        pixels = np.clip(pixels + rng.normal(0, 12, pixels.shape), 0, 255).astype(np.float32)
+    mean = np.array([123.675, 116.28, 103.53], np.float32)
+    std = np.array([58.395, 57.12, 57.375], np.float32)
+    return inp.name, ((pixels - mean) / std).transpose(2, 0, 1)[None].copy()
+
+
+def large_tensors(path, model, sample):
+    """The float tensors whose magnitude reaches FP16_SAFE on the sample, with that magnitude, by
+    ONNX Runtime's calibrator (min and max of every tensor over one run)."""
+    from onnxruntime.quantization.calibrate import CalibrationDataReader, create_calibrator
+
+    name, data = sample_input(model, sample)
+
+    class One(CalibrationDataReader):
+        def __init__(self):
+            self.left = [{name: data}]
+
+        def get_next(self):
+            return self.left.pop() if self.left else None
+
+    with tempfile.TemporaryDirectory() as tmp:
+        calibrator = create_calibrator(path, augmented_model_path=os.path.join(tmp, "augmented.onnx"),
+                                       providers=["CPUExecutionProvider"])
+        calibrator.collect_data(One())
+        ranges = calibrator.compute_data()
+    large = {}
+    for tensor, value in ranges.data.items():
+        low, high = float(np.min(value.range_value[0])), float(np.max(value.range_value[1]))
+        peak = max(abs(low), abs(high))
+        if not np.isfinite(peak) or peak >= FP16_SAFE:
+            large[tensor] = peak
+    return large
+
+
+def topological(nodes, graph):
+    """`nodes` in an order where each reads only what came before (the converter appends the
+    Casts it inserts at the end, where ONNX wants them before their readers)."""
+    ready = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
+    producer = {out for node in nodes for out in node.output}
+    order, waiting = [], list(nodes)
+    while waiting:
+        left = []
+        for node in waiting:
+            reads = list(node.input)
+            for attr in node.attribute:
+                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                    reads.extend(i for n in sub.node for i in n.input)
+            if all(r in ready or r not in producer for r in reads):
+                order.append(node)
+                ready.update(node.output)
+            else:
+                left.append(node)
+        if len(left) == len(waiting):
+            raise SystemExit("fp16: the converted graph has a cycle")
+        waiting = left
+    return order
+
+
+def make_fp16(src, dst, sample):
+    from onnxruntime.transformers.float16 import DEFAULT_OP_BLOCK_LIST, convert_float_to_float16
+    from onnxruntime.transformers.fusion_layernorm import FusionLayerNormalization
+    from onnxruntime.transformers.onnx_model import OnnxModel
+
+    model = onnx.load(src)
+    for i, node in enumerate(model.graph.node):  # the block lists name nodes
+        if not node.name:
+            node.name = f"sam2_variant_node_{i}"
+    # LayerNorm fused first (a no-op where the exporter wrote LayerNormalization), so that its
+    # mean and variance are one operator kept in float32, not squares and sums in float16.
+    wrapped = OnnxModel(model)
+    before = count_ops(model).get("LayerNormalization", 0)
+    FusionLayerNormalization(wrapped).apply()
+    wrapped.prune_graph()
+    model = wrapped.model
+    fused = count_ops(model).get("LayerNormalization", 0) - before
+    # Positions, scales and shape arithmetic (computed from constants and shapes, not from the
+    # image) stay float32: their sines and cosines of large arguments lose their digits in fp16.
+    dependent = value_dependent_nodes(model)
+    constant_nodes = {n.name for n in model.graph.node
+                      if n.name not in dependent and n.op_type not in ("Shape", "Size")}
+    # Where the sample reaches float16's range, the tensor's producer and readers stay float32.
+    with tempfile.TemporaryDirectory() as tmp:
+        fused_path = os.path.join(tmp, "fused.onnx")
+        onnx.save(model, fused_path)
+        large = large_tensors(fused_path, model, sample)
+    overflow_nodes = {n.name for n in model.graph.node
+                      if any(t in large for t in list(n.input) + list(n.output))}
+    blocked = constant_nodes | overflow_nodes
+    ops = list(DEFAULT_OP_BLOCK_LIST) + ["LayerNormalization"]
+    half = convert_float_to_float16(model, keep_io_types=True, op_block_list=ops,
+                                    node_block_list=sorted(blocked))
+    # The converter casts a float16 tensor back once per float32 reader, writing the same Cast
+    # (same name, input and output) each time, which ONNX Runtime refuses: one of each is kept.
+    seen, unique = set(), []
+    for node in half.graph.node:
+        key = node.SerializeToString(deterministic=True)
+        if key not in seen:
+            seen.add(key)
+            unique.append(node)
+    repeated = len(half.graph.node) - len(unique)
+    del half.graph.node[:]
+    half.graph.node.extend(topological(unique, half.graph))
+    onnx.checker.check_model(half)
+    onnx.save(half, dst)
+    peak = max(large.values(), default=0.0)
+    if large:
+        say("fp16: largest on the sample: " + ", ".join(
+            f"{name} {value:.4g}" for name, value in sorted(large.items(), key=lambda kv: -kv[1])[:6]))
+    say(f"fp16: {repeated} repeated Casts of the converter dropped; {fused} LayerNorms fused ({count_ops(model).get('LayerNormalization', 0)} in all, kept "
+        f"float32); {len(constant_nodes)} nodes computed from constants and shapes kept float32; "
+        f"{len(large)} tensors reach {FP16_SAFE:g} on the sample"
+        + (f" (largest {peak:.4g}): their {len(overflow_nodes)} nodes kept float32" if large else ""))
+    return ("onnxruntime.transformers.float16.convert_float_to_float16 (inputs and outputs float32); "
+            "LayerNorm fused (FusionLayerNormalization) and kept float32; float32 kept for what is "
+            f"computed from constants and shapes, and where the sample ({'--sample' if sample else 'a pattern'}) "
+            f"reaches {FP16_SAFE:g}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("precision", choices=["int8"], help="int8 (fp16: see the module's docstring)")
+    parser.add_argument("precision", choices=["int8", "fp16"], help="int8 (CPUs) or fp16 (GPUs)")
     parser.add_argument("source", help="a model directory holding one pair, or an encoder file")
     parser.add_argument("--out", required=True, help="the variant's directory (created)")
     parser.add_argument("--conv", action="store_true",
                         help="int8: quantise Conv weights too (ConvInteger), not only MatMul ones")
+    parser.add_argument("--sample", help="fp16: an image (PNG/JPEG) to find the tensors that would "
+                        "overflow float16 (default: a synthetic pattern)")
     args = parser.parse_args()
 
     encoder = find_encoder(args.source)
@@ -172,7 +340,10 @@ def main():
     if already:
         raise SystemExit(f"{encoder} is already a {already} variant; make variants of the original")
     say(f"{args.precision} variant of {encoder} -> {dst}")
-    tool = make_int8(encoder, dst, args.conv)
+    if args.precision == "int8":
+        tool = make_int8(encoder, dst, args.conv)
+    else:
+        tool = make_fp16(encoder, dst, args.sample)
 
     model = onnx.load(dst)
     props = {p.key: p.value for p in model.metadata_props}

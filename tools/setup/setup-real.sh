@@ -117,19 +117,24 @@ if [ ! -f "$REAL_MODELS/resize/.sam2-resize-$resize_hash" ]; then
 else
     setup_end cached
 fi
-# int8 precision variants of the SAM2.1 tiny pairs of both exporters (tools/models/make_variant.py,
-# ONNX Runtime's quantiser; about half a minute each), for tests/precision.rs and the benchmark.
-setup_begin "int8 variants of the real SAM2.1 tiny pairs (tools/models/make_variant.py)"
+# int8 and fp16 precision variants of the SAM2.1 tiny pairs of both exporters
+# (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; about half a
+# minute each), for tests/precision.rs and the benchmark.
+setup_begin "int8 and fp16 variants of the real SAM2.1 tiny pairs (tools/models/make_variant.py)"
 variants_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
 REAL_VARIANTS="$REAL_MODELS/variants-$variants_hash"
 if [ ! -f "$REAL_VARIANTS/.sam2-variants-done" ]; then
-    say "making the int8 variants of the SAM2.1 tiny encoders into $REAL_VARIANTS"
+    say "making the int8 and fp16 variants of the SAM2.1 tiny encoders into $REAL_VARIANTS"
     rm -rf "$REAL_MODELS"/variants-*
-    mkdir -p "$REAL_VARIANTS/samexporter" "$REAL_VARIANTS/onnxruntime"
-    logged "$REAL_VARIANTS/samexporter.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" int8 \
-        "$REAL_MODELS/sam2.1_hiera_tiny.encoder.onnx" --out "$REAL_VARIANTS/samexporter"
-    logged "$REAL_VARIANTS/onnxruntime.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" int8 \
-        "$REAL_MODELS/sam2.1_hiera_tiny_image_encoder.onnx" --out "$REAL_VARIANTS/onnxruntime"
+    mkdir -p "$REAL_VARIANTS"
+    for precision in int8 fp16; do
+        suffix=""
+        [ "$precision" = int8 ] || suffix="-$precision"
+        logged "$REAL_VARIANTS/samexporter$suffix.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+            "$precision" "$REAL_MODELS/sam2.1_hiera_tiny.encoder.onnx" --out "$REAL_VARIANTS/samexporter$suffix"
+        logged "$REAL_VARIANTS/onnxruntime$suffix.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+            "$precision" "$REAL_MODELS/sam2.1_hiera_tiny_image_encoder.onnx" --out "$REAL_VARIANTS/onnxruntime$suffix"
+    done
     touch "$REAL_VARIANTS/.sam2-variants-done"
     setup_end ran
 else

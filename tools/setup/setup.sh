@@ -75,16 +75,19 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
 else
     setup_end cached
 fi
-# 4. The int8 precision variant of a generated pair (tools/models/make_variant.py, ONNX Runtime's
-# quantiser; seconds), for the tests of variants (tests/precision.rs), redone when the tool or the
-# models change.
-setup_begin "int8 variant of the generated tiny_a pair (tools/models/make_variant.py)"
+# 4. The int8 and fp16 precision variants of a generated pair (tools/models/make_variant.py, ONNX
+# Runtime's quantiser and float16 converter; seconds), for the tests of variants
+# (tests/precision.rs, tests/webgpu.rs), redone when the tool or the models change.
+setup_begin "int8 and fp16 variants of the generated tiny_a pair (tools/models/make_variant.py)"
 variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$gen_hash") | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/variants/.sam2-variants-$variant_hash" ]; then
     rm -rf "$MODELS/variants"
     mkdir -p "$MODELS/variants/tiny_a_int8"
     ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" int8 --conv \
         "$MODELS/tiny_a_encoder.onnx" --out "$MODELS/variants/tiny_a_int8" >/dev/null 2>"$MODELS/variants/make.log" ||
+        { cat "$MODELS/variants/make.log" >&2; exit 1; }
+    ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" fp16 \
+        "$MODELS/tiny_a_encoder.onnx" --out "$MODELS/variants/tiny_a_fp16" >/dev/null 2>>"$MODELS/variants/make.log" ||
         { cat "$MODELS/variants/make.log" >&2; exit 1; }
     touch "$MODELS/variants/.sam2-variants-$variant_hash"
     setup_end ran
