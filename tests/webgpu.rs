@@ -551,6 +551,12 @@ fn the_real_sam2_encoder_runs_on_the_device_as_on_the_cpu() {
         half_encoder.variant().precision,
         sam2::models::Precision::Fp16
     );
+    assert_eq!(
+        half_encoder.attention_fusion().fused_count(),
+        3,
+        "the fp16 variant's global attention fused on the device: {}",
+        half_encoder.attention_fusion()
+    );
     let half = half_encoder.encode(&view).unwrap();
     assert!(
         !half.is_serializable(),

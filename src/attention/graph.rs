@@ -11,6 +11,7 @@ use crate::onnx_split::{put_len_field, put_varint_field, read_varint, Field, Fie
 
 /// `onnx.TensorProto.DataType` values the rewriter uses.
 pub(crate) const FLOAT: i32 = 1;
+pub(crate) const FLOAT16: i32 = 10;
 pub(crate) const INT64: i32 = 7;
 
 /// One attribute of a node, as far as the rewriter needs to know it.
@@ -184,6 +185,12 @@ fn tensor(model: &[u8], s: usize, e: usize) -> Result<Parsed, String> {
                         .map(|c| f32::from_le_bytes(c.try_into().expect("4")) as f64)
                         .collect(),
                 ),
+                (Some((a, b)), FLOAT16) => Some(
+                    model[a..b]
+                        .chunks_exact(2)
+                        .map(|c| half::f16::from_le_bytes(c.try_into().expect("2")).to_f64())
+                        .collect(),
+                ),
                 (Some((a, b)), 11) => Some(
                     model[a..b]
                         .chunks_exact(8)
@@ -206,6 +213,13 @@ fn tensor(model: &[u8], s: usize, e: usize) -> Result<Parsed, String> {
                 (None, FLOAT) => Some(floats),
                 (None, 11) => Some(doubles),
                 (None, 6 | INT64) => Some(int_values),
+                // float16 elements are stored as their bits in int32_data.
+                (None, FLOAT16) => Some(
+                    int_values
+                        .iter()
+                        .map(|&bits| half::f16::from_bits(bits as u16).to_f64())
+                        .collect(),
+                ),
                 (None, _) => None,
             };
             values.filter(|v| v.len() == n).map(|values| Constant {

@@ -32,7 +32,8 @@
 //! intermediate tensor is read by the next operator alone (an extra reader of the scores keeps the
 //! pattern as exported), the scales are constant scalars, the softmax is over the last axis, and
 //! the types and shapes that ONNX Runtime infers for `q`, `k` and `v` (a probe session of the
-//! model, with those tensors as extra outputs and basic optimisations) agree: float32, equal rank and
+//! model, with those tensors as extra outputs and basic optimisations) agree: all float32 or all
+//! float16 (an fp16 variant's graph, whose scale is computed in float32 and cast), equal rank and
 //! batch dimensions, equal and static head sizes. Anything else is left exactly as exported and
 //! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
 
@@ -101,12 +102,28 @@ impl fmt::Display for AttentionFusion {
     }
 }
 
-/// The inferred type of a tensor: whether it is float32, and its dimensions (a static size, or
-/// the symbol of a dynamic one; an empty symbol is an unnamed dynamic size).
+/// The inferred type of a tensor: its element type, and its dimensions (a static size, or the
+/// symbol of a dynamic one; an empty symbol is an unnamed dynamic size).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TensorType {
-    pub float32: bool,
+    pub elem: Elem,
     pub dims: Vec<Dim>,
+}
+
+/// Element types, as far as the rewrite cares: the fused op takes float32 and float16 (an fp16
+/// variant's graph, `tools/models/make_variant.py`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Elem {
+    Float32,
+    Float16,
+    Other,
+}
+
+impl TensorType {
+    /// Float32 or float16: what the fused op takes.
+    pub(crate) fn is_float(&self) -> bool {
+        matches!(self.elem, Elem::Float32 | Elem::Float16)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -267,7 +284,7 @@ impl<'g> Finder<'g> {
     /// The value of a constant scalar tensor, and its rank.
     fn scalar(&self, t: &str) -> Option<(f64, usize)> {
         let c = self.g.constants.get(t)?;
-        if c.data_type != graph::FLOAT && c.data_type != 11 {
+        if ![graph::FLOAT, graph::FLOAT16, 11].contains(&c.data_type) {
             return None;
         }
         c.scalar().map(|v| (v, c.dims.len()))
@@ -447,8 +464,8 @@ fn verify(
         get(&c.kt, "keys")?,
         get(&c.v, "values")?,
     );
-    if !(q.float32 && kt.float32 && v.float32) {
-        return Err("not float32".into());
+    if !(q.is_float() && kt.elem == q.elem && v.elem == q.elem) {
+        return Err("not float32 or float16 throughout".into());
     }
     let r = q.dims.len();
     if r < 3 || kt.dims.len() != r || v.dims.len() != r {
@@ -480,7 +497,7 @@ fn verify(
                 let ty = types
                     .get(factor)
                     .ok_or("no inferred type for a scale computed in the graph")?;
-                if !(ty.float32 && ty.dims.iter().all(|d| d.value() == Some(1))) {
+                if !(ty.elem == q.elem && ty.dims.iter().all(|d| d.value() == Some(1))) {
                     return Err("a scale computed in the graph not known to be a scalar".into());
                 }
                 scale_rank = scale_rank.max(ty.dims.len());
@@ -1031,6 +1048,10 @@ fn eval(g: &Graph, t: &str, types: &HashMap<String, TensorType>, depth: usize) -
             let mut v = arg(0)?;
             match int_attr("to")? {
                 1 => v.data.iter_mut().for_each(|x| *x = *x as f32 as f64),
+                10 => v
+                    .data
+                    .iter_mut()
+                    .for_each(|x| *x = half::f16::from_f64(*x).to_f64()),
                 11 => {}
                 6 | 7 => v.data.iter_mut().for_each(|x| *x = x.trunc()),
                 _ => return None,
@@ -1139,7 +1160,11 @@ pub(crate) fn ort_probe(model: &[u8]) -> Result<HashMap<String, TensorType>, Str
             types.insert(
                 o.name().to_string(),
                 TensorType {
-                    float32: matches!(ty, ort::value::TensorElementType::Float32),
+                    elem: match ty {
+                        ort::value::TensorElementType::Float32 => Elem::Float32,
+                        ort::value::TensorElementType::Float16 => Elem::Float16,
+                        _ => Elem::Other,
+                    },
                     dims,
                 },
             );

@@ -261,6 +261,90 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     assert_eq!(report.fused[0].0, "[1×2] 6 queries × ? keys, head dim 4");
 }
 
+/// [`sdpa_heads`] as `tools/models/make_variant.py fp16` leaves it: float32 inputs and output cast
+/// at the edges, the attention in float16, its scale computed in float32 from the shapes and cast
+/// to float16 where it meets the queries and keys.
+fn sdpa_heads_fp16() -> Vec<u8> {
+    let to = |t: i32| vec![("to", Attr::Int(t as i64))];
+    let nodes = vec![
+        node("Cast", &["q"], "q16", to(graph::FLOAT16)),
+        node("Cast", &["k"], "k16", to(graph::FLOAT16)),
+        node("Cast", &["v"], "v16", to(graph::FLOAT16)),
+        node("Reshape", &["q16", "split_q"], "q4", vec![]),
+        node("Transpose", &["q4"], "qh", perm(&[0, 2, 1, 3])),
+        node("Shape", &["qh"], "q_shape", vec![]),
+        node(
+            "Slice",
+            &["q_shape", "minus_one", "int_max"],
+            "head",
+            vec![],
+        ),
+        node("Cast", &["head"], "head_f", to(graph::FLOAT)),
+        node("Sqrt", &["head_f"], "root", vec![]),
+        node("Div", &["one", "root"], "inv_root", vec![]),
+        node("Sqrt", &["inv_root"], "scale", vec![]),
+        node("Cast", &["scale"], "scale16", to(graph::FLOAT16)),
+        node("Reshape", &["k16", "split_kv"], "k4", vec![]),
+        node("Transpose", &["k4"], "kh", perm(&[0, 2, 1, 3])),
+        node("Reshape", &["v16", "split_kv"], "v4", vec![]),
+        node("Transpose", &["v4"], "vh", perm(&[0, 2, 1, 3])),
+        node("Transpose", &["kh"], "kt", perm(&[0, 1, 3, 2])),
+        node("Mul", &["qh", "scale16"], "qs", vec![]),
+        node("Mul", &["kt", "scale16"], "ks", vec![]),
+        node("MatMul", &["qs", "ks"], "scores", vec![]),
+        node("Softmax", &["scores"], "p", vec![("axis", Attr::Int(-1))]),
+        node("MatMul", &["p", "vh"], "o", vec![]),
+        node("Transpose", &["o"], "om", perm(&[0, 2, 1, 3])),
+        node("Reshape", &["om", "merge"], "out16", vec![]),
+        node("Cast", &["out16"], "out", to(graph::FLOAT)),
+    ];
+    model(
+        &nodes,
+        &[float_init("one", &[], &[1.0])],
+        &[
+            ("minus_one", &[-1]),
+            ("int_max", &[i64::MAX]),
+            ("split_q", &[1, 6, 2, 4]),
+            ("split_kv", &[1, -1, 2, 4]),
+            ("merge", &[1, -1, 8]),
+        ],
+        &[
+            ("q", &[D::N(1), D::N(6), D::N(8)]),
+            ("k", &[D::N(1), D::S("L"), D::N(8)]),
+            ("v", &[D::N(1), D::S("L"), D::N(8)]),
+        ],
+        &["out"],
+    )
+}
+
+#[test]
+fn float16_attention_of_an_fp16_variant_is_fused_and_computes_the_same() {
+    let m = sdpa_heads_fp16();
+    let (fused, report) = fuse_with(&m, 0, ort_probe).expect("the rewriter runs");
+    let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
+    assert_eq!(report.fused_count(), 1, "{report}");
+    assert_eq!(op_count(&fused, "MultiHeadAttention"), 1);
+    assert_eq!(op_count(&fused, "Softmax"), 0);
+    for l in [10, 3] {
+        let feeds = vec![
+            ("q", vec![1, 6, 8]),
+            ("k", vec![1, l, 8]),
+            ("v", vec![1, l, 8]),
+        ];
+        let (want, got) = (run(&m, &feeds, "out"), run(&fused, &feeds, "out"));
+        let worst = want
+            .iter()
+            .zip(&got)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        // Both in float16 (3 decimal digits); outputs of magnitude up to 1.
+        assert!(
+            worst < 2e-3,
+            "fused differs from the graph as written by {worst}"
+        );
+    }
+}
+
 /// Rank-3 attention: scores divided by a constant after the MatMul, softmax by its default axis,
 /// values of another width than the keys.
 fn rank3(axis: Option<i64>, scores_out: bool, p_out: bool) -> Vec<u8> {

@@ -62,7 +62,7 @@ impl<'g> Finder<'g> {
         let mut t = t;
         for _ in 0..4 {
             if let Some((ty, dims)) = self.g.initializers.get(t) {
-                return (*ty == graph::FLOAT).then_some(dims.as_slice());
+                return matches!(*ty, graph::FLOAT | graph::FLOAT16).then_some(dims.as_slice());
             }
             let n = &self.g.nodes[*self.producer.get(t)?];
             if !(n.is("Identity") && n.inputs.len() == 1) {
@@ -144,8 +144,8 @@ impl<'g> Finder<'g> {
 }
 
 /// Whether the projection can follow the kernel, and then the values' dimensions as followed from
-/// `y`'s along the chain. Needs: an input narrower than the output (or nothing is saved), float32
-/// throughout, `x` and `y` with the same leading dimensions (a matrix weight keeps them), every
+/// `y`'s along the chain. Needs: an input narrower than the output (or nothing is saved), one float
+/// type throughout, `x` and `y` with the same leading dimensions (a matrix weight keeps them), every
 /// view on the chain understood and every transpose moving axes of size one only, the values as
 /// wide as the projection (one head), and their batch dimensions known.
 pub(super) fn fit(
@@ -158,7 +158,7 @@ pub(super) fn fit(
     }
     let (x, y) = (types.get(&p.x)?, types.get(&p.y)?);
     let n = y.dims.len();
-    if !(x.float32 && y.float32) || n < 2 || x.dims.len() != n {
+    if !(y.is_float() && x.elem == y.elem) || n < 2 || x.dims.len() != n {
         return None;
     }
     if x.dims[n - 1].value() != Some(p.din) || y.dims[n - 1].value() != Some(p.dout) {
