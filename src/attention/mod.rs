@@ -37,6 +37,7 @@
 //! batch dimensions, equal and static head sizes. Anything else is left exactly as exported and
 //! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
 
+mod eval;
 mod graph;
 #[cfg(test)]
 mod tests;
@@ -479,7 +480,7 @@ fn verify(
     let mut scale = c.scale;
     let mut in_graph = Vec::new();
     for (factor, divides) in &c.factors {
-        match eval(g, factor, types, 0) {
+        match eval::Evaluator::new(g, types).numbers(factor) {
             Some(value) => {
                 if !(value.data.len() == 1 && value.dims.iter().all(|&d| d == 1)) {
                     return Err("a scale computed in the graph that is not a scalar".into());
@@ -911,180 +912,6 @@ fn remove_dead<'a>(
             return;
         }
         removed.extend(dead);
-    }
-}
-
-/// A small tensor's value: its dimensions and elements.
-#[derive(Debug, Clone)]
-struct Val {
-    dims: Vec<i64>,
-    data: Vec<f64>,
-}
-
-/// Evaluates a tensor computed from constants and shapes ([`Finder::computable`]), the shapes
-/// from the probe's inferred types. `None` when something is not known statically.
-fn eval(g: &Graph, t: &str, types: &HashMap<String, TensorType>, depth: usize) -> Option<Val> {
-    if let Some(c) = g.constants.get(t) {
-        return Some(Val {
-            dims: c.dims.clone(),
-            data: c.values.clone(),
-        });
-    }
-    if depth > 16 {
-        return None;
-    }
-    let n = g.nodes.iter().find(|n| n.outputs.iter().any(|o| o == t))?;
-    let int_attr = |name: &str| match n.attr(name) {
-        Some(Attr::Int(v)) => Some(*v),
-        _ => None,
-    };
-    let arg = |i: usize| -> Option<Val> { eval(g, n.inputs.get(i)?, types, depth + 1) };
-    let vector = |data: Vec<f64>| Val {
-        dims: vec![data.len() as i64],
-        data,
-    };
-    // Python-style bounds of `[start, end)` over `len` elements.
-    let clamp = |v: i64, len: i64| if v < 0 { (v + len).max(0) } else { v.min(len) };
-    let elementwise = |f: fn(f64) -> f64| -> Option<Val> {
-        let mut v = arg(0)?;
-        v.data.iter_mut().for_each(|x| *x = f(*x));
-        Some(v)
-    };
-    let binary = |f: fn(f64, f64) -> f64| -> Option<Val> {
-        let (a, b) = (arg(0)?, arg(1)?);
-        let (long, dims) = if a.data.len() >= b.data.len() {
-            (
-                a.data.len(),
-                if a.dims.len() >= b.dims.len() {
-                    a.dims.clone()
-                } else {
-                    b.dims.clone()
-                },
-            )
-        } else {
-            (
-                b.data.len(),
-                if b.dims.len() >= a.dims.len() {
-                    b.dims.clone()
-                } else {
-                    a.dims.clone()
-                },
-            )
-        };
-        let pick = |v: &Val, i: usize| {
-            if v.data.len() == 1 {
-                v.data.first().copied()
-            } else {
-                v.data.get(i).copied()
-            }
-        };
-        if !(a.data.len() == b.data.len() || a.data.len() == 1 || b.data.len() == 1) {
-            return None;
-        }
-        let data = (0..long)
-            .map(|i| Some(f(pick(&a, i)?, pick(&b, i)?)))
-            .collect::<Option<Vec<f64>>>()?;
-        Some(Val { dims, data })
-    };
-    let op = n.op_type.as_str();
-    if !(n.domain.is_empty() || n.domain == "ai.onnx") {
-        return None;
-    }
-    match op {
-        "Shape" => {
-            let ty = types.get(n.inputs.first()?)?;
-            let dims: Option<Vec<f64>> = ty
-                .dims
-                .iter()
-                .map(|d| d.value().map(|v| v as f64))
-                .collect();
-            let dims = dims?;
-            let len = dims.len() as i64;
-            let start = clamp(int_attr("start").unwrap_or(0), len) as usize;
-            let end = clamp(int_attr("end").unwrap_or(len), len) as usize;
-            Some(vector(dims.get(start..end.max(start))?.to_vec()))
-        }
-        "Slice" => {
-            let data = arg(0)?;
-            if data.dims.len() != 1 {
-                return None;
-            }
-            let (starts, ends) = (arg(1)?, arg(2)?);
-            if starts.data.len() != 1 || ends.data.len() != 1 {
-                return None;
-            }
-            if n.inputs.len() > 3 && !n.inputs[3].is_empty() && arg(3)?.data != [0.0] {
-                return None;
-            }
-            if n.inputs.len() > 4 && !n.inputs[4].is_empty() && arg(4)?.data != [1.0] {
-                return None;
-            }
-            let len = data.data.len() as i64;
-            let start = clamp(starts.data[0] as i64, len) as usize;
-            let end = clamp(ends.data[0].min(i64::MAX as f64) as i64, len) as usize;
-            Some(vector(data.data.get(start..end.max(start))?.to_vec()))
-        }
-        "Gather" => {
-            let (data, index) = (arg(0)?, arg(1)?);
-            if data.dims.len() != 1 || int_attr("axis").unwrap_or(0) != 0 {
-                return None;
-            }
-            let len = data.data.len() as i64;
-            let picked = index
-                .data
-                .iter()
-                .map(|&i| {
-                    let i = i as i64;
-                    let i = if i < 0 { i + len } else { i };
-                    data.data.get(usize::try_from(i).ok()?).copied()
-                })
-                .collect::<Option<Vec<f64>>>()?;
-            Some(Val {
-                dims: index.dims,
-                data: picked,
-            })
-        }
-        "Cast" => {
-            let mut v = arg(0)?;
-            match int_attr("to")? {
-                1 => v.data.iter_mut().for_each(|x| *x = *x as f32 as f64),
-                10 => v
-                    .data
-                    .iter_mut()
-                    .for_each(|x| *x = half::f16::from_f64(*x).to_f64()),
-                11 => {}
-                6 | 7 => v.data.iter_mut().for_each(|x| *x = x.trunc()),
-                _ => return None,
-            }
-            Some(v)
-        }
-        "Sqrt" => elementwise(f64::sqrt),
-        "Reciprocal" => elementwise(|x| 1.0 / x),
-        "Neg" => elementwise(|x| -x),
-        "Identity" => arg(0),
-        "Mul" => binary(|a, b| a * b),
-        "Div" => binary(|a, b| a / b),
-        "Add" => binary(|a, b| a + b),
-        "Sub" => binary(|a, b| a - b),
-        "Unsqueeze" | "Squeeze" => {
-            // Shapes of one element only: the rank changes, the value does not.
-            let v = arg(0)?;
-            if v.data.len() != 1 {
-                return None;
-            }
-            let axes = arg(1).map(|a| a.data.len()).unwrap_or(0) as i64;
-            let rank = v.dims.len() as i64
-                + if op == "Unsqueeze" {
-                    axes.max(1)
-                } else {
-                    -(v.dims.len() as i64)
-                };
-            Some(Val {
-                dims: vec![1; rank.max(0) as usize],
-                data: v.data,
-            })
-        }
-        _ => None,
     }
 }
 

@@ -17,6 +17,7 @@
 
 use std::collections::HashMap;
 
+use super::eval::Evaluator;
 use super::graph::{self, Attr, Graph};
 use super::{Dim, Finder, TensorType};
 
@@ -310,7 +311,9 @@ fn view(
         if matches!(n.attr("allowzero"), Some(Attr::Int(1))) {
             return None;
         }
-        let target = shape_value(g, n.inputs.get(1)?, types, y, 0)?;
+        let target = Evaluator::new(g, types)
+            .knowing(y.0, y.1)
+            .shape(n.inputs.get(1)?)?;
         let mut out: Vec<Option<Dim>> = Vec::with_capacity(target.len());
         for (i, d) in target.iter().enumerate() {
             out.push(match d {
@@ -385,108 +388,6 @@ fn quotient(all: &[Dim], known: &[Dim]) -> Option<Dim> {
     match symbols.as_slice() {
         [] => Some(Dim::Static(num / den)),
         [s] if num == den => Some(Dim::Symbol(s.to_string())),
-        _ => None,
-    }
-}
-
-/// The value of a one-dimensional shape tensor computed from constants and shapes, symbols
-/// included (`Shape(y)[1]` is `y`'s named dynamic length); `y`: a tensor whose dimensions are
-/// better known than inferred. `None` when not known.
-fn shape_value(
-    g: &Graph,
-    t: &str,
-    types: &HashMap<String, TensorType>,
-    y: (&str, &[Dim]),
-    depth: usize,
-) -> Option<Vec<Dim>> {
-    if let Some(c) = g.constants.get(t) {
-        if c.dims.len() > 1 {
-            return None;
-        }
-        return c
-            .values
-            .iter()
-            .map(|&v| (v.fract() == 0.0).then_some(Dim::Static(v as i64)))
-            .collect();
-    }
-    if depth > 16 {
-        return None;
-    }
-    let n = g.nodes.iter().find(|n| n.outputs.iter().any(|o| o == t))?;
-    if !(n.domain.is_empty() || n.domain == "ai.onnx") {
-        return None;
-    }
-    let arg = |i: usize| shape_value(g, n.inputs.get(i)?, types, y, depth + 1);
-    let int_attr = |name: &str| match n.attr(name) {
-        Some(Attr::Int(v)) => Some(*v),
-        _ => None,
-    };
-    match n.op_type.as_str() {
-        "Shape" => {
-            let input = n.inputs.first()?;
-            let dims = if *input == y.0 {
-                y.1
-            } else {
-                &types.get(input)?.dims
-            };
-            let len = dims.len() as i64;
-            let clamp = |v: i64| if v < 0 { (v + len).max(0) } else { v.min(len) };
-            let start = clamp(int_attr("start").unwrap_or(0)) as usize;
-            let end = clamp(int_attr("end").unwrap_or(len)) as usize;
-            Some(dims.get(start..end.max(start))?.to_vec())
-        }
-        "Gather" => {
-            let (data, index) = (arg(0)?, arg(1)?);
-            if int_attr("axis").unwrap_or(0) != 0 {
-                return None;
-            }
-            let len = data.len() as i64;
-            index
-                .iter()
-                .map(|i| {
-                    let i = i.value()?;
-                    let i = if i < 0 { i + len } else { i };
-                    data.get(usize::try_from(i).ok()?).cloned()
-                })
-                .collect()
-        }
-        "Concat" => {
-            let mut out = Vec::new();
-            for i in 0..n.inputs.len() {
-                out.extend(arg(i)?);
-            }
-            Some(out)
-        }
-        // Shapes of one element: the rank changes, the value does not.
-        "Unsqueeze" | "Squeeze" | "Identity" => arg(0),
-        "Cast" => match int_attr("to")? {
-            6 | 7 => arg(0),
-            _ => None,
-        },
-        op @ ("Mul" | "Div" | "Add" | "Sub") => {
-            let (a, b) = (arg(0)?, arg(1)?);
-            let long = a.len().max(b.len());
-            if !(a.len() == b.len() || a.len() == 1 || b.len() == 1) {
-                return None;
-            }
-            let pick = |v: &[Dim], i: usize| v.get(if v.len() == 1 { 0 } else { i }).cloned();
-            (0..long)
-                .map(|i| {
-                    let (x, y) = (pick(&a, i)?, pick(&b, i)?);
-                    match (op, x.value(), y.value()) {
-                        ("Mul", Some(x), Some(y)) => x.checked_mul(y).map(Dim::Static),
-                        ("Add", Some(x), Some(y)) => x.checked_add(y).map(Dim::Static),
-                        ("Sub", Some(x), Some(y)) => x.checked_sub(y).map(Dim::Static),
-                        ("Div", Some(x), Some(y)) if y != 0 && x % y == 0 => {
-                            Some(Dim::Static(x / y))
-                        }
-                        ("Mul", None, Some(1)) | ("Div", None, Some(1)) => Some(x),
-                        ("Mul", Some(1), None) => Some(y),
-                        _ => None,
-                    }
-                })
-                .collect()
-        }
         _ => None,
     }
 }
