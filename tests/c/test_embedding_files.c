@@ -203,11 +203,33 @@ static void precision_variant(void) {
     CHECK_OK(sam2_last_error_message(message, sizeof message, NULL));
     CHECK(strstr(message, "(int8)") != NULL);
     unlink(file);
+
+    /* The fp16 variant (for GPUs) says so too, and its embedding is refused the same way. */
+    sam2_encoder *fp16 = NULL;
+    CHECK_OK(sam2_encoder_new(test_model_path(path, "variants/tiny_a_fp16/tiny_a_encoder.onnx"),
+                              NULL, &fp16));
+    CHECK_OK(sam2_encoder_precision(fp16, &precision));
+    CHECK(precision == SAM2_PRECISION_FP16);
+    sam2_embedding *half = test_encode(fp16, &image);
+    precision = 777;
+    CHECK_OK(sam2_embedding_precision(half, &precision));
+    CHECK(precision == SAM2_PRECISION_FP16);
+    sam2_point pt = {10.0f, 10.0f, SAM2_POINT_POSITIVE};
+    sam2_prompt click = test_points_prompt(&pt, 1);
+    sam2_masks *masks = NULL;
+    CHECK_STATUS(sam2_predict(original, half, &click, 1, NULL, &masks), SAM2_ERR_MODEL_MISMATCH);
+    CHECK(masks == NULL);
+    CHECK_OK(sam2_last_error_message(message, sizeof message, NULL));
+    CHECK(strstr(message, "(fp16)") != NULL);
+    sam2_embedding_free(half);
+    sam2_encoder_free(fp16);
+
     sam2_predictor_free(original);
     sam2_embedding_free(embedding);
     sam2_encoder_free(int8);
     sam2_encoder_free(fp32);
-    printf("  int8 variant: reported, carried by its embedding and file, refused by the original\n");
+    printf("  int8 and fp16 variants: reported, carried by their embeddings (int8: and file), refused "
+           "by the original\n");
 }
 
 static void residency(void) {
