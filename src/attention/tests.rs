@@ -193,9 +193,27 @@ fn assert_left(model: &[u8], why: Option<&str>) {
 /// queries' shape, `sqrt(1 / sqrt(H))` on each side), between the head split and merge of a
 /// [1, S, 8] projection in 2 heads of 4, over a key length the caller chooses.
 fn sdpa_heads() -> Vec<u8> {
-    let to_float = vec![("to", Attr::Int(graph::FLOAT as i64))];
-    let nodes = vec![
-        node("Reshape", &["q", "split_q"], "q4", vec![]),
+    sdpa_heads_in(false)
+}
+
+/// [`sdpa_heads`], in float16 when `half` as `tools/models/make_variant.py fp16` leaves it:
+/// float32 inputs and output cast at the edges, the attention in float16, its scale computed in
+/// float32 from the shapes and cast to float16 where it meets the queries and keys.
+fn sdpa_heads_in(half: bool) -> Vec<u8> {
+    let to = |t: i32| vec![("to", Attr::Int(t as i64))];
+    let (q, k, v, scale, out) = if half {
+        ("q16", "k16", "v16", "scale16", "out16")
+    } else {
+        ("q", "k", "v", "scale", "out")
+    };
+    let mut nodes = Vec::new();
+    if half {
+        for (from, into) in [("q", q), ("k", k), ("v", v)] {
+            nodes.push(node("Cast", &[from], into, to(graph::FLOAT16)));
+        }
+    }
+    nodes.extend([
+        node("Reshape", &[q, "split_q"], "q4", vec![]),
         node("Transpose", &["q4"], "qh", perm(&[0, 2, 1, 3])),
         node("Shape", &["qh"], "q_shape", vec![]),
         node(
@@ -204,24 +222,32 @@ fn sdpa_heads() -> Vec<u8> {
             "head",
             vec![],
         ),
-        node("Cast", &["head"], "head_f", to_float.clone()),
+        node("Cast", &["head"], "head_f", to(graph::FLOAT)),
         node("Sqrt", &["head_f"], "root", vec![]),
         node("Div", &["one", "root"], "inv_root", vec![]),
-        node("Cast", &["inv_root"], "inv_root_f", to_float),
+        node("Cast", &["inv_root"], "inv_root_f", to(graph::FLOAT)),
         node("Sqrt", &["inv_root_f"], "scale", vec![]),
-        node("Reshape", &["k", "split_kv"], "k4", vec![]),
+    ]);
+    if half {
+        nodes.push(node("Cast", &["scale"], scale, to(graph::FLOAT16)));
+    }
+    nodes.extend([
+        node("Reshape", &[k, "split_kv"], "k4", vec![]),
         node("Transpose", &["k4"], "kh", perm(&[0, 2, 1, 3])),
-        node("Reshape", &["v", "split_kv"], "v4", vec![]),
+        node("Reshape", &[v, "split_kv"], "v4", vec![]),
         node("Transpose", &["v4"], "vh", perm(&[0, 2, 1, 3])),
         node("Transpose", &["kh"], "kt", perm(&[0, 1, 3, 2])),
-        node("Mul", &["qh", "scale"], "qs", vec![]),
-        node("Mul", &["kt", "scale"], "ks", vec![]),
+        node("Mul", &["qh", scale], "qs", vec![]),
+        node("Mul", &["kt", scale], "ks", vec![]),
         node("MatMul", &["qs", "ks"], "scores", vec![]),
         node("Softmax", &["scores"], "p", vec![("axis", Attr::Int(-1))]),
         node("MatMul", &["p", "vh"], "o", vec![]),
         node("Transpose", &["o"], "om", perm(&[0, 2, 1, 3])),
-        node("Reshape", &["om", "merge"], "out", vec![]),
-    ];
+        node("Reshape", &["om", "merge"], out, vec![]),
+    ]);
+    if half {
+        nodes.push(node("Cast", &[out], "out", to(graph::FLOAT)));
+    }
     model(
         &nodes,
         &[float_init("one", &[], &[1.0])],
@@ -261,65 +287,9 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     assert_eq!(report.fused[0].0, "[1×2] 6 queries × ? keys, head dim 4");
 }
 
-/// [`sdpa_heads`] as `tools/models/make_variant.py fp16` leaves it: float32 inputs and output cast
-/// at the edges, the attention in float16, its scale computed in float32 from the shapes and cast
-/// to float16 where it meets the queries and keys.
-fn sdpa_heads_fp16() -> Vec<u8> {
-    let to = |t: i32| vec![("to", Attr::Int(t as i64))];
-    let nodes = vec![
-        node("Cast", &["q"], "q16", to(graph::FLOAT16)),
-        node("Cast", &["k"], "k16", to(graph::FLOAT16)),
-        node("Cast", &["v"], "v16", to(graph::FLOAT16)),
-        node("Reshape", &["q16", "split_q"], "q4", vec![]),
-        node("Transpose", &["q4"], "qh", perm(&[0, 2, 1, 3])),
-        node("Shape", &["qh"], "q_shape", vec![]),
-        node(
-            "Slice",
-            &["q_shape", "minus_one", "int_max"],
-            "head",
-            vec![],
-        ),
-        node("Cast", &["head"], "head_f", to(graph::FLOAT)),
-        node("Sqrt", &["head_f"], "root", vec![]),
-        node("Div", &["one", "root"], "inv_root", vec![]),
-        node("Sqrt", &["inv_root"], "scale", vec![]),
-        node("Cast", &["scale"], "scale16", to(graph::FLOAT16)),
-        node("Reshape", &["k16", "split_kv"], "k4", vec![]),
-        node("Transpose", &["k4"], "kh", perm(&[0, 2, 1, 3])),
-        node("Reshape", &["v16", "split_kv"], "v4", vec![]),
-        node("Transpose", &["v4"], "vh", perm(&[0, 2, 1, 3])),
-        node("Transpose", &["kh"], "kt", perm(&[0, 1, 3, 2])),
-        node("Mul", &["qh", "scale16"], "qs", vec![]),
-        node("Mul", &["kt", "scale16"], "ks", vec![]),
-        node("MatMul", &["qs", "ks"], "scores", vec![]),
-        node("Softmax", &["scores"], "p", vec![("axis", Attr::Int(-1))]),
-        node("MatMul", &["p", "vh"], "o", vec![]),
-        node("Transpose", &["o"], "om", perm(&[0, 2, 1, 3])),
-        node("Reshape", &["om", "merge"], "out16", vec![]),
-        node("Cast", &["out16"], "out", to(graph::FLOAT)),
-    ];
-    model(
-        &nodes,
-        &[float_init("one", &[], &[1.0])],
-        &[
-            ("minus_one", &[-1]),
-            ("int_max", &[i64::MAX]),
-            ("split_q", &[1, 6, 2, 4]),
-            ("split_kv", &[1, -1, 2, 4]),
-            ("merge", &[1, -1, 8]),
-        ],
-        &[
-            ("q", &[D::N(1), D::N(6), D::N(8)]),
-            ("k", &[D::N(1), D::S("L"), D::N(8)]),
-            ("v", &[D::N(1), D::S("L"), D::N(8)]),
-        ],
-        &["out"],
-    )
-}
-
 #[test]
 fn float16_attention_of_an_fp16_variant_is_fused_and_computes_the_same() {
-    let m = sdpa_heads_fp16();
+    let m = sdpa_heads_in(true);
     let (fused, report) = fuse_with(&m, 0, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
