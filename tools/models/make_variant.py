@@ -25,7 +25,9 @@ those Transposes are folded into transposed initializers first (and nothing else
 fp16 (for GPUs): `onnxruntime.transformers.float16.convert_float_to_float16`, the model's inputs
 and outputs kept float32 (so the library's embedding and the decoder are unchanged). Before it:
 LayerNorm is fused by ONNX Runtime's FusionLayerNormalization (a no-op on both exporters' encoders,
-which write LayerNormalization) and kept float32; what is computed from constants and shapes alone
+which write LayerNormalization) and kept float32 (its statistics need the range; and ONNX
+Runtime's CPU kernel for a float16 LayerNormalization cannot share pre-packed weights, so a CPU
+session with the library's shared weights refused such a model); what is computed from constants and shapes alone
 (position encodings, scales, shape arithmetic) stays float32; and ONNX Runtime's calibrator runs the
 float32 model once on a sample (--sample IMAGE, or a synthetic pattern) and every tensor that
 reaches 4096 in magnitude keeps its producer and readers in float32 (float16 holds up to 65504).
