@@ -31,6 +31,8 @@ session with the library's shared weights refused such a model); what is compute
 (position encodings, scales, shape arithmetic) stays float32; and ONNX Runtime's calibrator runs the
 float32 model once on a sample (--sample IMAGE, or a synthetic pattern) and every tensor that
 reaches 4096 in magnitude keeps its producer and readers in float32 (float16 holds up to 65504).
+After it, float32 readers of a float32 tensor read it directly (the converter casts to float16 and
+back between two float32 nodes; tools/references/variant_check.py checks this).
 The converter writes one identical Cast per float32 reader of a float16 tensor and leaves its
 Casts at the end of the graph: the copies are dropped and the graph sorted, then checked. (ONNX
 Runtime's transformer optimiser for SAM2 is not run: with it the converter gave encoders ONNX
@@ -55,7 +57,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import TensorProto, numpy_helper
 
 ENCODER_SUFFIXES = (".encoder.onnx", "_image_encoder.onnx", "_encoder.onnx")
 
@@ -236,6 +238,47 @@ def large_tensors(path, model, sample):
     return large
 
 
+def skip_round_trips(graph):
+    """Float32 readers of a float32 tensor read it directly. The converter casts each float32
+    node's output to float16 and back to float32 for the next float32 reader, so a chain of nodes
+    kept float32 would still pass every intermediate through float16 (and a tensor past its range
+    would overflow between them). Those readers' Casts now take the float32 tensor (a cast to its
+    own type, which ONNX Runtime removes), and the converter's casts left unread go. Returns how
+    many reads were redirected."""
+    def to(node):
+        return next((a.i for a in node.attribute if a.name == "to"), None)
+
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    redirected = 0
+    for node in graph.node:
+        # The converter's own casts from float32: of a graph input, or of a float32 node's output.
+        ours = node.name.startswith("graph_input_cast") or node.name.endswith("_cast_to_fp16_node")
+        if node.op_type != "Cast" or to(node) != TensorProto.FLOAT16 or not ours:
+            continue
+        for reader in readers.get(node.output[0], []):
+            if reader.op_type == "Cast" and to(reader) == TensorProto.FLOAT:
+                reader.input[0] = node.input[0]
+                redirected += 1
+    while True:
+        read = {name for node in graph.node for name in node.input}
+        read |= {o.name for o in graph.output}
+        for node in graph.node:  # names an If or Loop body reads from the outer graph
+            for attr in node.attribute:
+                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                    read.update(i for n in sub.node for i in n.input)
+        unread = [n for n in graph.node
+                  if n.op_type == "Cast" and (n.name.startswith("graph_input_cast")
+                                              or n.name.endswith("_cast_to_fp16_node"))
+                  and not any(o in read for o in n.output)]
+        if not unread:
+            return redirected
+        for node in unread:
+            graph.node.remove(node)
+
+
 def topological(nodes, graph):
     """`nodes` in an order where each reads only what came before (the converter appends the
     Casts it inserts at the end, where ONNX wants them before their readers)."""
@@ -304,13 +347,15 @@ def make_fp16(src, dst, sample):
     repeated = len(half.graph.node) - len(unique)
     del half.graph.node[:]
     half.graph.node.extend(topological(unique, half.graph))
+    redirected = skip_round_trips(half.graph)
     onnx.checker.check_model(half)
     onnx.save(half, dst)
     peak = max(large.values(), default=0.0)
     if large:
         say("fp16: largest on the sample: " + ", ".join(
             f"{name} {value:.4g}" for name, value in sorted(large.items(), key=lambda kv: -kv[1])[:6]))
-    say(f"fp16: {repeated} repeated Casts of the converter dropped; {fused} LayerNorms fused ({count_ops(model).get('LayerNormalization', 0)} in all, kept "
+    say(f"fp16: {repeated} repeated Casts of the converter dropped, {redirected} float32 reads of float32 "
+        f"tensors made direct; {fused} LayerNorms fused ({count_ops(model).get('LayerNormalization', 0)} in all, kept "
         f"float32); {len(constant_nodes)} nodes computed from constants and shapes kept float32; "
         f"{len(large)} tensors reach {FP16_SAFE:g} on the sample"
         + (f" (largest {peak:.4g}): their {len(overflow_nodes)} nodes kept float32" if large else ""))
