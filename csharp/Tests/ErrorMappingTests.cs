@@ -211,6 +211,24 @@ namespace Sam2.Tests
         }
 
         [Test]
+        private static void AnFp16VariantSaysSoAndIsAnotherModel()
+        {
+            string variant = Path.Combine(Fixture.Models, "variants", "tiny_a_fp16", "tiny_a_encoder.onnx");
+            using (var encoder = new Sam2Encoder(variant))
+            {
+                Assert.Equal(Precision.Fp16, encoder.Precision, "the fp16 variant");
+                PnmImage image = Fixture.ShapesImage;
+                using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
+                {
+                    Assert.Equal(Precision.Fp16, embedding.Precision, "its embedding");
+                    var e = Assert.Throws<Sam2Exception>(() => Fixture.Predictor.Predict(embedding, Sam2Prompt.FromPoint(100, 112)), "the original's predictor");
+                    Assert.Equal(Sam2Status.ModelMismatch, e.Status, "status");
+                    Assert.Contains("(fp16)", e.Message, "the message names the precision");
+                }
+            }
+        }
+
+        [Test]
         private static void AnEmbeddingOfAnotherModelIsAModelMismatch()
         {
             using (var otherEncoder = new Sam2Encoder(Fixture.Model("tiny_c_encoder")))
