@@ -486,7 +486,8 @@ fn the_fp16_variant_runs_on_the_device() {
 /// (256 MiB) in one tensor, past the 128 MiB llvmpipe allows one storage binding, and ONNX
 /// Runtime 1.30's WebGPU `Softmax` then computed wrong values without an error (an embedding at
 /// correlation 0.06 with the CPU's). Fused into `MultiHeadAttention` at load, as on the CPU, the
-/// encoder gives the CPU's embedding there.
+/// encoder gives the CPU's embedding there. Then its fp16 variant, in float16 on the device (its
+/// attention fused in float16), against the float32 original on the CPU.
 #[test]
 fn the_real_sam2_encoder_runs_on_the_device_as_on_the_cpu() {
     let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
