@@ -53,19 +53,18 @@ pub struct Encoder {
     output_memory: MemoryInfo<'static>,
     output_target: OutputTarget,
     device: EffectiveDevice,
-    /// Keeps the shared weights (and their registry entry) alive while the session uses them.
-    weights: Arc<ModelWeights>,
 }
 
-/// The encoder's session and the shared weights it reads in place (dropped in that order).
-/// Embeddings left in device memory hold it too, so that their memory is released while the
-/// session that allocated it is open: an embedding may outlive its encoder, and on WebGPU (ONNX
-/// Runtime 1.30) releasing one after its encoder had closed and another session had opened on the
-/// device crashed the process (`sam2 segment --device webgpu` did, after writing its masks).
+/// The encoder's session and the shared weights it reads in place (dropped in that order; the
+/// weights' registry entry lives as long as they do). Embeddings left in device memory hold it
+/// too, so that their memory is released while the session that allocated it is open: an
+/// embedding may outlive its encoder, and on WebGPU (ONNX Runtime 1.30) releasing one after its
+/// encoder had closed and another session had opened on the device crashed the process
+/// (`sam2 segment --device webgpu` did, after writing its masks).
 #[derive(Debug)]
 struct Running {
     session: Mutex<Session>,
-    _weights: Arc<ModelWeights>,
+    weights: Arc<ModelWeights>,
 }
 
 impl Encoder {
@@ -96,7 +95,7 @@ impl Encoder {
         Ok(Encoder {
             running: Arc::new(Running {
                 session: Mutex::new(session),
-                _weights: Arc::clone(&weights),
+                weights,
             }),
             spec,
             fingerprint,
@@ -104,29 +103,28 @@ impl Encoder {
             output_memory,
             output_target: options.output_target,
             device,
-            weights,
         })
     }
 
     /// Which attention subgraphs were fused when the model was loaded.
     pub fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
-        &self.weights.attention
+        &self.running.weights.attention
     }
 
     /// The precision the encoder runs in: as exported, or a variant
     /// (`tools/models/make_variant.py`).
     pub fn variant(&self) -> &Variant {
-        &self.weights.variant
+        &self.running.weights.variant
     }
 
     /// Bytes of weights this model holds outside ONNX Runtime's sessions (shared or copied).
     pub fn weight_bytes(&self) -> usize {
-        self.weights.weight_bytes
+        self.running.weights.weight_bytes
     }
 
     /// Address of the first shared weight's data: equal for every encoder sharing one copy.
     pub fn weights_address(&self) -> Option<usize> {
-        weights_address(&self.weights)
+        weights_address(&self.running.weights)
     }
 
     /// What the encoder's session effectively runs on.
@@ -257,7 +255,7 @@ impl Encoder {
             image_width: width,
             image_height: height,
             fingerprint: self.fingerprint,
-            precision: self.weights.variant.precision,
+            precision: self.running.weights.variant.precision,
             family: self.spec.family,
         })
     }
