@@ -36,10 +36,6 @@ fn variant_pair(precision: &str) -> (Encoder, Predictor) {
     (encoder, predictor)
 }
 
-fn int8_pair() -> (Encoder, Predictor) {
-    variant_pair("int8")
-}
-
 #[test]
 fn each_variant_says_what_it_is_and_the_original_is_float32() {
     let (original, _) = open_pair("tiny_a");
@@ -113,7 +109,7 @@ fn each_variants_masks_match_the_ground_truth_as_the_original_does() {
 
 #[test]
 fn a_variants_embedding_is_another_models_in_memory_and_in_files() {
-    let (encoder, _) = int8_pair();
+    let (encoder, _) = variant_pair("int8");
     let (fp32_encoder, fp32_predictor) = open_pair("tiny_a");
     let embedding = encode_shapes(&encoder);
     // The original's predictor (bound to the original encoder) refuses it, naming the variant.
@@ -147,7 +143,7 @@ fn a_variants_embedding_is_another_models_in_memory_and_in_files() {
 
 #[test]
 fn the_cache_keeps_a_variant_apart_from_its_original() {
-    let encoder = std::sync::Arc::new(int8_pair().0);
+    let encoder = std::sync::Arc::new(variant_pair("int8").0);
     let fp32_encoder = std::sync::Arc::new(open_pair("tiny_a").0);
     let img = read_pnm(&testdata("shapes.ppm"));
     let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
@@ -172,13 +168,6 @@ fn tempdir() -> PathBuf {
     let dir = std::env::temp_dir().join(format!("sam2-precision-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn floats(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect()
 }
 
 /// The real SAM2.1 tiny pairs against their int8 and fp16 variants, on the parity cases of the
@@ -236,8 +225,8 @@ fn real_variants_agree_with_their_originals() {
             let corr: Vec<f64> = (0..3)
                 .map(|i| {
                     correlation(
-                        &floats(a.tensors()[i].host_bytes().unwrap()),
-                        &floats(b.tensors()[i].host_bytes().unwrap()),
+                        &le_floats(a.tensors()[i].host_bytes().unwrap()),
+                        &le_floats(b.tensors()[i].host_bytes().unwrap()),
                     )
                 })
                 .collect();

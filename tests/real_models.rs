@@ -668,12 +668,7 @@ fn large_images_are_resized_as_sam2_image_predictor_resizes_them() {
         assert_eq!(shape, [3, 1024, 1024]);
         let input_diff = max_abs_diff(&sam2::test_support::preprocess(&view, 1024), &meta_input);
         let embedding = encoder.encode(&view).unwrap();
-        let ours: Vec<f32> = embedding.tensors()[2]
-            .host_bytes()
-            .unwrap()
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect();
+        let ours = le_floats(embedding.tensors()[2].host_bytes().unwrap());
         let (_, meta_embed) = npy_f32(&dir.join(img["embed"].as_str().unwrap()));
         let embed_diff = max_abs_diff(&ours, &meta_embed);
         if input_diff > MAX_INPUT_DIFF || embed_diff > MAX_EMBED_DIFF {

@@ -508,13 +508,7 @@ fn the_real_sam2_encoder_runs_on_the_device_as_on_the_cpu() {
     );
     assert!(!resident.is_serializable(), "the embedding left the device");
     let back = resident.copy_to_host().unwrap();
-    let floats = |t: &sam2::embedding::EmbeddingTensor| -> Vec<f32> {
-        t.host_bytes()
-            .unwrap()
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-            .collect()
-    };
+    let floats = |t: &sam2::embedding::EmbeddingTensor| le_floats(t.host_bytes().unwrap());
     for (i, (d, c)) in back.tensors().iter().zip(host.tensors()).enumerate() {
         let r = correlation(&floats(d), &floats(c));
         assert!(

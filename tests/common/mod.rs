@@ -346,10 +346,7 @@ pub fn npy_f32(path: &Path) -> (Vec<usize>, Vec<f32>) {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect();
-    let data: Vec<f32> = bytes[start + header_len..]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-        .collect();
+    let data = le_floats(&bytes[start + header_len..]);
     assert_eq!(
         data.len(),
         shape.iter().product::<usize>(),
@@ -366,4 +363,12 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f64 {
         .zip(b)
         .map(|(&x, &y)| (x as f64 - y as f64).abs())
         .fold(0.0, f64::max)
+}
+
+/// Little-endian float32 values, as embedding tensors and `.npy` files hold them.
+pub fn le_floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
