@@ -170,6 +170,16 @@ def make_int8(src, dst, conv):
 FP16_SAFE = 4096.0
 
 
+def reads_of(node):
+    """The names `node` reads: its inputs, and what the bodies of an If or Loop read from the
+    graph around them."""
+    reads = list(node.input)
+    for attr in node.attribute:
+        for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+            reads.extend(i for n in sub.node for i in n.input)
+    return reads
+
+
 def value_dependent_nodes(model):
     """Names of the nodes whose outputs depend on the values of a graph input (the image): the
     rest (positions, scales, shape arithmetic) is computed from constants and shapes alone."""
@@ -177,10 +187,7 @@ def value_dependent_nodes(model):
     dependent = {i.name for i in graph.input}
     names = set()
     for node in graph.node:  # ONNX keeps nodes in a topological order
-        reads = list(node.input)
-        for attr in node.attribute:  # names an If or Loop body reads from the outer graph
-            for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                reads.extend(i for n in sub.node for i in n.input)
+        reads = reads_of(node)
         if node.op_type in ("Shape", "Size"):
             continue  # a shape is known from the input's dimensions, not its values
         if any(name in dependent for name in reads):
@@ -248,31 +255,28 @@ def skip_round_trips(graph):
     def to(node):
         return next((a.i for a in node.attribute if a.name == "to"), None)
 
+    def ours(node):
+        """One of the converter's casts from float32: of a graph input, or of a float32 node's
+        output."""
+        return node.op_type == "Cast" and (node.name.startswith("graph_input_cast")
+                                           or node.name.endswith("_cast_to_fp16_node"))
+
     readers = {}
     for node in graph.node:
         for name in node.input:
             readers.setdefault(name, []).append(node)
     redirected = 0
     for node in graph.node:
-        # The converter's own casts from float32: of a graph input, or of a float32 node's output.
-        ours = node.name.startswith("graph_input_cast") or node.name.endswith("_cast_to_fp16_node")
-        if node.op_type != "Cast" or to(node) != TensorProto.FLOAT16 or not ours:
+        if not ours(node) or to(node) != TensorProto.FLOAT16:
             continue
         for reader in readers.get(node.output[0], []):
             if reader.op_type == "Cast" and to(reader) == TensorProto.FLOAT:
                 reader.input[0] = node.input[0]
                 redirected += 1
     while True:
-        read = {name for node in graph.node for name in node.input}
+        read = {name for node in graph.node for name in reads_of(node)}
         read |= {o.name for o in graph.output}
-        for node in graph.node:  # names an If or Loop body reads from the outer graph
-            for attr in node.attribute:
-                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                    read.update(i for n in sub.node for i in n.input)
-        unread = [n for n in graph.node
-                  if n.op_type == "Cast" and (n.name.startswith("graph_input_cast")
-                                              or n.name.endswith("_cast_to_fp16_node"))
-                  and not any(o in read for o in n.output)]
+        unread = [n for n in graph.node if ours(n) and not any(o in read for o in n.output)]
         if not unread:
             return redirected
         for node in unread:
@@ -288,11 +292,7 @@ def topological(nodes, graph):
     while waiting:
         left = []
         for node in waiting:
-            reads = list(node.input)
-            for attr in node.attribute:
-                for sub in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
-                    reads.extend(i for n in sub.node for i in n.input)
-            if all(r in ready or r not in producer for r in reads):
+            if all(r in ready or r not in producer for r in reads_of(node)):
                 order.append(node)
                 ready.update(node.output)
             else:
