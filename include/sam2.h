@@ -1739,6 +1739,14 @@ sam2_status sam2_tracker_device(const struct sam2_tracker *tracker,
                                 int32_t *out_fell_back);
 
 /**
+ * Writes the precision of the tracker's image encoder (`SAM2_PRECISION_*`): as exported, or a
+ * precision variant's (`tools/models/make_variant.py` on a video export converts its image encoder
+ * and copies the three other modules; see `sam2_encoder_precision`). Out-parameters are untouched
+ * on failure.
+ */
+sam2_status sam2_tracker_precision(const struct sam2_tracker *tracker, uint32_t *out_precision);
+
+/**
  * Releases a result. NULL is a no-op. Do not free it twice, nor while it is in use.
  */
 void sam2_track_result_free(struct sam2_track_result *result);

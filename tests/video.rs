@@ -9,6 +9,7 @@ mod common;
 
 use common::track_clip::{distractor_centre, frame, target_centre, FRAMES, HEIGHT, WIDTH};
 use common::*;
+use sam2::models::Precision;
 use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Point, Prompt};
 
@@ -35,11 +36,52 @@ fn tracker(options: &TrackerOptions) -> Tracker {
 
 #[test]
 fn both_objects_are_followed_and_the_disc_is_absent_behind_the_bar() {
+    follow_both(&VideoModelPaths::in_dir(model("track"), ""));
+}
+
+/// The int8 variant of the generated tracker (tools/models/make_variant.py on models/track: its
+/// image encoder's MatMul weights int8, made by tools/setup/setup.sh) says so, module by module,
+/// and follows both objects through the clip as the original does.
+#[test]
+fn the_int8_variant_follows_both_objects_as_the_original_does() {
+    init_runtime();
+    let paths = VideoModelPaths::find(model("variants/track_int8")).unwrap();
+    let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
+    assert_eq!(tracker.variant().precision, Precision::Int8);
+    let tool = tracker.variant().tool.clone().unwrap_or_default();
+    assert!(tool.contains("quantize_dynamic"), "{tool}");
+    let roles: Vec<(&str, Precision)> = tracker
+        .variants()
+        .into_iter()
+        .map(|(role, v)| (role, v.precision))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("image encoder", Precision::Int8),
+            ("memory attention", Precision::Fp32),
+            ("image decoder", Precision::Fp32),
+            ("memory encoder", Precision::Fp32),
+        ]
+    );
+    let original = Tracker::new(
+        &VideoModelPaths::in_dir(model("track"), ""),
+        &TrackerOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(original.variant().precision, Precision::Fp32);
+    follow_both(&paths);
+}
+
+/// Prompts the disc and the square on frame 0 and tracks the clip with the modules at `paths`:
+/// each followed at IoU ≥ 0.9 with the truth, the disc absent (with no mask) behind the bar.
+fn follow_both(paths: &VideoModelPaths) {
     let options = TrackerOptions {
         num_frames: Some(FRAMES),
         ..Default::default()
     };
-    let tracker = tracker(&options);
+    init_runtime();
+    let tracker = Tracker::new(paths, &options).unwrap();
     let (rgb, disc, square) = frame(0);
     let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
     let (cx, cy) = target_centre(0);

@@ -27,16 +27,33 @@ mod common;
 use std::path::PathBuf;
 
 use common::{confident_iou, correlation, init_runtime};
+use sam2::models::Precision;
 use sam2::video::{
     Direction, TrackedObject, Tracker, TrackerOptions, VideoFamily, VideoModelPaths,
 };
 use sam2::{ImageView, PixelFormat, Point, Prompt};
 use serde_json::Value;
 
-const MIN_CORRELATION: f64 = 0.999;
-const MIN_IOU: f64 = 0.99;
-const MAX_SCORE_DIFF: f64 = 1e-3;
-const MAX_POINTER_REL: f64 = 1e-3;
+/// What one object's result on one frame must meet against the reference.
+#[derive(Clone, Copy)]
+struct Bounds {
+    /// The low-res logits' correlation, at least.
+    correlation: f64,
+    /// The masks' IoU over the pixels whose reference logit is at least 1 in magnitude, at least.
+    iou: f64,
+    /// The object score's difference, at most.
+    score_diff: f64,
+    /// The object pointer's difference relative to its norm, at most.
+    pointer_rel: f64,
+}
+
+/// Parity: the same network in the same arithmetic, up to float rounding.
+const PARITY: Bounds = Bounds {
+    correlation: 0.999,
+    iou: 0.99,
+    score_diff: 1e-3,
+    pointer_rel: 1e-3,
+};
 
 struct Reference {
     dir: PathBuf,
@@ -230,11 +247,11 @@ impl Figures {
         }
     }
 
-    fn ok(&self) -> bool {
-        self.correlation >= MIN_CORRELATION
-            && self.iou >= MIN_IOU
-            && self.score_diff <= MAX_SCORE_DIFF
-            && self.pointer_rel <= MAX_POINTER_REL
+    fn within(&self, b: &Bounds) -> bool {
+        self.correlation >= b.correlation
+            && self.iou >= b.iou
+            && self.score_diff <= b.score_diff
+            && self.pointer_rel <= b.pointer_rel
     }
 }
 
@@ -252,6 +269,7 @@ struct Run {
     report: String,
     failures: Vec<String>,
     worst: Figures,
+    bounds: Bounds,
     memory_bound: Option<(f64, f64)>,
 }
 
@@ -266,6 +284,7 @@ impl Run {
             report,
             failures: Vec::new(),
             worst: Figures::best(),
+            bounds: PARITY,
             memory_bound: None,
         };
         say(
@@ -297,7 +316,7 @@ impl Run {
         let within_memory_bound = self.memory_bound.map_or(true, |(diff, iou)| {
             f.mean_logit_diff <= diff && f.iou_all >= iou
         });
-        let ok = f.ok() && within_memory_bound;
+        let ok = f.within(&self.bounds) && within_memory_bound;
         say(
             &mut self.report,
             format!(
@@ -420,11 +439,18 @@ impl Run {
     /// The worst figures on one line (the test command prints it), the report written as
     /// `file` in `$SAM2_REPORT_DIR`, and the failures asserted.
     fn finish(mut self, label: &str, file: &str, seconds: f64) {
-        let w = &self.worst;
+        let (w, b) = (&self.worst, &self.bounds);
         let mut line = format!(
-            "{label}: worst: correlation {:.6} (goal >= {MIN_CORRELATION}), IoU {:.4} (>= {MIN_IOU}), \
-             score diff {:.2e} (<= {MAX_SCORE_DIFF:e}), pointer rel {:.2e} (<= {MAX_POINTER_REL:e})",
-            w.correlation, w.iou, w.score_diff, w.pointer_rel
+            "{label}: worst: correlation {:.6} (goal >= {}), IoU {:.4} (>= {}), score diff {:.2e} \
+             (<= {:e}), pointer rel {:.2e} (<= {:e})",
+            w.correlation,
+            b.correlation,
+            w.iou,
+            b.iou,
+            w.score_diff,
+            b.score_diff,
+            w.pointer_rel,
+            b.pointer_rel
         );
         if let Some((diff, iou)) = self.memory_bound {
             line += &format!(
@@ -478,6 +504,80 @@ fn tracking_matches_sam2_video_predictor_through_a_correction() {
     run.finish(
         "SAM2.1 tiny",
         "video_parity.txt",
+        start.elapsed().as_secs_f64(),
+    );
+}
+
+/// What an int8 image encoder may cost against Meta's float32 predictor (issue 30). Measured on
+/// this session (2026-12-05): correlation ≥ 0.99981, IoU 1.0000, score difference ≤ 7.2e-4,
+/// pointer ≤ 6.3e-3 relative; the logits' correlation and the masks' IoU keep the parity bounds,
+/// the score and the pointer get about three times what was measured. Random weights are not
+/// trained ones (README, "What was verified where").
+const INT8: Bounds = Bounds {
+    score_diff: 2e-3,
+    pointer_rel: 2e-2,
+    ..PARITY
+};
+
+/// Issue 30: the int8 variant of the video export (tools/models/make_variant.py on the export's
+/// directory: the image encoder's MatMul weights int8, the three other modules copied as they
+/// are; `$SAM2_VIDEO_INT8`, made by tools/setup/setup-video.sh) says what it is and tracks the
+/// same session, every frame compared with Meta's float32 predictor and printed.
+#[test]
+fn the_int8_variant_tracks_the_session_close_to_the_float32_predictor() {
+    init_runtime();
+    let (reference, original) = Reference::load();
+    let dir = PathBuf::from(std::env::var_os("SAM2_VIDEO_INT8").expect(
+        "SAM2_VIDEO_INT8 is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
+    ));
+    let paths = VideoModelPaths::find(&dir).unwrap();
+    for (copy, export) in [
+        (&paths.memory_attention, &original.memory_attention),
+        (&paths.image_decoder, &original.image_decoder),
+        (&paths.memory_encoder, &original.memory_encoder),
+    ] {
+        assert!(
+            std::fs::read(copy).unwrap() == std::fs::read(export).unwrap(),
+            "{} is not the export's module",
+            copy.display()
+        );
+    }
+    let frames = reference.json["num_frames"].as_u64().unwrap() as u32;
+    let tracker = Tracker::new(
+        &paths,
+        &TrackerOptions {
+            num_frames: Some(frames),
+            corrections_as_conditioning: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let variant = tracker.variant();
+    assert_eq!(variant.precision, Precision::Int8);
+    assert!(
+        variant
+            .source
+            .as_deref()
+            .is_some_and(|s| s.starts_with("image_encoder.onnx sha256:")),
+        "{variant:?}"
+    );
+    let variants = tracker.variants();
+    assert_eq!(variants.len(), 4);
+    for (role, v) in &variants {
+        let want = if *role == "image encoder" {
+            Precision::Int8
+        } else {
+            Precision::Fp32
+        };
+        assert_eq!(v.precision, want, "{role}");
+    }
+    let start = std::time::Instant::now();
+    let mut run = Run::new();
+    run.bounds = INT8;
+    run.session(&reference, &tracker, "correct_as_cond");
+    run.finish(
+        "SAM2.1 tiny, int8 variant, against Meta's float32 predictor",
+        "video_int8.txt",
         start.elapsed().as_secs_f64(),
     );
 }

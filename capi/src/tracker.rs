@@ -7,7 +7,7 @@ use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
     SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
 };
-use super::encoder::image_arg;
+use super::encoder::{image_arg, PrecisionCodes};
 use super::predictor::{convert_prompt, sam2_prompt};
 use super::{
     arg_out, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status, Handle,
@@ -352,6 +352,23 @@ pub extern "C" fn sam2_tracker_device(
     guard(|| {
         let t = handle_ref(tracker, "tracker")?;
         super::device::write_device(t.device(), out_provider, out_device_id, out_fell_back)
+    })
+}
+
+/// Writes the precision of the tracker's image encoder (`SAM2_PRECISION_*`): as exported, or a
+/// precision variant's (`tools/models/make_variant.py` on a video export converts its image encoder
+/// and copies the three other modules; see `sam2_encoder_precision`). Out-parameters are untouched
+/// on failure.
+#[no_mangle]
+pub extern "C" fn sam2_tracker_precision(
+    tracker: *const sam2_tracker,
+    out_precision: *mut u32,
+) -> sam2_status {
+    guard(|| {
+        let t = handle_ref(tracker, "tracker")?;
+        let out = arg_out(out_precision, "out_precision")?;
+        out.set(PrecisionCodes::code(t.variant().precision));
+        Ok(())
     })
 }
 

@@ -14,10 +14,29 @@ pub(crate) fn run(i: args::Info) -> Result<(), Failure> {
     let files: Vec<PathBuf> = if i.model.is_file() {
         vec![i.model.clone()]
     } else {
-        let pair =
-            sam2::models::find_model_pair(&i.model).map_err(|e| Failure::of(e, exit::MODEL))?;
-        println!("pair: {} ({} naming)", pair.name, pair.naming.name());
-        vec![pair.encoder, pair.decoder]
+        // A video export's four modules, and an image pair beside them (EdgeTAM's export holds
+        // both); the video image encoder and decoder are not shown again as a pair.
+        let video = sam2::video::VideoModelPaths::find(&i.model).ok();
+        let pair = sam2::models::find_model_pair(&i.model);
+        let mut files = Vec::new();
+        match (pair, &video) {
+            (Ok(pair), v) if v.as_ref().map_or(true, |v| v.image_encoder != pair.encoder) => {
+                println!("pair: {} ({} naming)", pair.name, pair.naming.name());
+                files.extend([pair.encoder, pair.decoder]);
+            }
+            (Err(e), None) => return Err(Failure::of(e, exit::MODEL)),
+            _ => {}
+        }
+        if let Some(v) = video {
+            println!("video modules (the four-module contract, docs/video.md)");
+            files.extend([
+                v.image_encoder,
+                v.memory_attention,
+                v.image_decoder,
+                v.memory_encoder,
+            ]);
+        }
+        files
     };
     for file in files {
         describe(&file, i.device)?;
@@ -82,9 +101,10 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
             Ok(())
         }
         Err(decoder_error) => match sam2::video::describe_video_module(file, &session_options(device)) {
-            Ok((role, family, attention)) => {
-                let family = family.map_or("SAM2 or EdgeTAM (the same contract for both)", |f| f.name());
-                println!("  role: video {role} (four-module contract)\n  family: {family}\n  attention: {attention}");
+            Ok(module) => {
+                let family = module.family.map_or("SAM2 or EdgeTAM (the same contract for both)", |f| f.name());
+                println!("  role: video {} (four-module contract)\n  family: {family}", module.role);
+                println!("  precision: {}\n  attention: {}", module.variant, module.attention);
                 Ok(())
             }
             Err(_) => Err(Failure::new(

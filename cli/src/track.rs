@@ -271,7 +271,7 @@ pub fn run(t: Track) -> Result<(), Failure> {
     }
     drop(bar);
 
-    write_outputs(&t, &files, &results, &paths, tracker.device())
+    write_outputs(&t, &files, &results, &paths, &tracker)
 }
 
 fn write_outputs(
@@ -279,8 +279,9 @@ fn write_outputs(
     files: &[PathBuf],
     results: &BTreeMap<u32, TrackedFrame>,
     paths: &VideoModelPaths,
-    device: &sam2::device::EffectiveDevice,
+    tracker: &Tracker,
 ) -> Result<(), Failure> {
+    let device = tracker.device();
     let names = frame_names(files);
     let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
     ids.sort_unstable();
@@ -348,6 +349,7 @@ fn write_outputs(
             "memory_encoder": paths.memory_encoder.display().to_string(),
             "device": device.primary.ort_name(),
             "fell_back": device.fell_back,
+            "precision": tracker.variant().precision.name(),
         },
         "frames": files.len(),
         "direction": match t.directions {

@@ -636,6 +636,37 @@ fn info_names_the_export_and_the_fingerprint() {
     assert_eq!(code(&run), 4, "{}", stderr(&run));
 }
 
+/// A video export's directory: the four modules, each with its role, family and precision, and
+/// no image pair made of its image encoder and decoder.
+#[test]
+fn info_lists_a_video_exports_four_modules() {
+    let run = sam2(&["info", models().join("track").to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        text.contains("video modules (the four-module contract"),
+        "{text}"
+    );
+    assert!(!text.contains("pair:"), "{text}");
+    for role in [
+        "image encoder",
+        "memory attention",
+        "image decoder",
+        "memory encoder",
+    ] {
+        assert_eq!(
+            text.matches(&format!("role: video {role} ")).count(),
+            1,
+            "{role}: {text}"
+        );
+    }
+    assert_eq!(
+        text.matches("precision: fp32 (as exported)").count(),
+        4,
+        "{text}"
+    );
+}
+
 /// Runs the command with a deadline: a hang is a failure, not a stuck test.
 fn sam2_within(args: &[&std::ffi::OsStr], dir: Option<&Path>, seconds: u64) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_sam2"));
@@ -1257,6 +1288,7 @@ fn track_follows_two_objects_forward_writing_a_mask_per_frame_and_a_coco_json() 
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("track.json")).unwrap())
             .unwrap();
     assert_eq!(json["frames"], 24);
+    assert_eq!(json["model"]["precision"], "fp32");
     assert_eq!(json["images"].as_array().unwrap().len(), 24);
     let annotations = json["annotations"].as_array().unwrap();
     assert_eq!(annotations.len(), 48, "one annotation per object per frame");

@@ -507,6 +507,9 @@ namespace Sam2
         internal static extern Sam2Status sam2_tracker_device(TrackerHandle tracker, out uint out_provider, out int out_device_id, out int out_fell_back);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_tracker_precision(TrackerHandle tracker, out uint out_precision);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern void sam2_track_result_free(IntPtr result);
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]

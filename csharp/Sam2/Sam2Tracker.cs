@@ -314,6 +314,17 @@ namespace Sam2
             get { return (TrackerHandle)OpenHandle; }
         }
 
+        /// <summary>The precision of the image encoder (<c>sam2_tracker_precision</c>): as exported, or a variant's (make_variant on a video export converts its image encoder).</summary>
+        public Precision Precision
+        {
+            get
+            {
+                uint value;
+                Sam2Error.Check(NativeMethods.sam2_tracker_precision(Handle, out value));
+                return (Precision)value;
+            }
+        }
+
         /// <summary>What the modules effectively run on (<c>sam2_tracker_device</c>).</summary>
         public Sam2DeviceInfo Device
         {

@@ -125,6 +125,7 @@ namespace Sam2.Tests
             using (Sam2Tracker tracker = Clip.OpenTracker(options))
             {
                 Assert.Equal(ExecutionProvider.Cpu, tracker.Device.Provider, "device");
+                Assert.Equal(Precision.Fp32, tracker.Precision, "precision");
                 byte[] disc, square;
                 var first = new Sam2Image(Clip.Frame(0, out disc, out square), Clip.Width, Clip.Height, PixelFormat.Rgb);
                 Sam2TrackedObject d0 = tracker.AddPrompt(0, first, 1, Clip.DiscClick(0));
@@ -170,6 +171,25 @@ namespace Sam2.Tests
                 Assert.Equal(4, hidden, "the disc is hidden on frames 11-14");
                 Assert.AtLeast(0.95, minDisc, "the disc's worst IoU where visible");
                 Assert.Equal(2L * (1 + 16), tracker.MemoryFrames, "prompted frame and 16 tracked frames per object");
+            }
+        }
+
+        /// <summary>The int8 variant of the generated tracker (made by the set-up with tools/models/make_variant.py) says so and follows the disc as the original does.</summary>
+        [Test]
+        private static void TheInt8VariantSaysSoAndFollowsTheDisc()
+        {
+            string dir = Path.Combine(Fixture.Models, "variants", "track_int8");
+            using (Sam2Tracker tracker = Sam2Tracker.FromDirectory(dir))
+            {
+                Assert.Equal(Precision.Int8, tracker.Precision, "precision");
+                byte[] disc, square;
+                var first = new Sam2Image(Clip.Frame(0, out disc, out square), Clip.Width, Clip.Height, PixelFormat.Rgb);
+                Check(tracker.AddPrompt(0, first, 1, Clip.DiscClick(0)), disc, "int8: prompted disc");
+                for (int t = 1; t < 4; t++)
+                {
+                    var image = new Sam2Image(Clip.Frame(t, out disc, out square), Clip.Width, Clip.Height, PixelFormat.Rgb);
+                    Check(tracker.Track(t, image).Find(1), disc, "int8: frame " + t + " disc");
+                }
             }
         }
 

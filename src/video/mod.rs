@@ -35,7 +35,7 @@ use crate::predictor::{prompt_points, validate_prompts, Prompt};
 use crate::session::SessionOptions;
 
 use modules::Modules;
-pub use modules::{describe_video_module, VideoFamily, VideoModelPaths};
+pub use modules::{describe_video_module, VideoFamily, VideoModelPaths, VideoModuleInfo};
 use reuse::{Constants, Reused};
 use state::{ObjectState, State};
 use tensors::*;
@@ -188,6 +188,18 @@ impl Tracker {
     /// Which attention subgraphs of each module were fused when it was loaded, by role.
     pub fn attention_fusion(&self) -> Vec<(&'static str, crate::attention::AttentionFusion)> {
         self.modules.attention_fusion()
+    }
+
+    /// The precision of the image encoder: as exported, or the variant's
+    /// (`tools/models/make_variant.py` converts a video export's image encoder and copies the
+    /// three other modules). The other modules' are in [`Tracker::variants`].
+    pub fn variant(&self) -> &crate::precision::Variant {
+        self.modules.encoder.variant()
+    }
+
+    /// The precision of each module, by role.
+    pub fn variants(&self) -> Vec<(&'static str, crate::precision::Variant)> {
+        self.modules.variants()
     }
 
     /// Which network the modules run (SAM2's or EdgeTAM's memories and rules).

@@ -16,6 +16,7 @@ use ort::value::DynValue;
 
 use crate::device::EffectiveDevice;
 use crate::error::{Error, Result};
+use crate::precision::Variant;
 use crate::session::{self, SessionOptions};
 use crate::weights::{self, ModelWeights};
 
@@ -290,6 +291,11 @@ impl Module {
         &self._weights.attention
     }
 
+    /// The precision the module runs in: as exported, or a variant's.
+    pub(crate) fn variant(&self) -> &Variant {
+        &self._weights.variant
+    }
+
     pub(crate) fn has_input(&self, name: &str) -> bool {
         self.inputs.iter().any(|n| n == name)
     }
@@ -398,18 +404,23 @@ const ROLES: [(&str, &[&str], &[&str]); 4] = [
     ),
 ];
 
-/// Which of the four video modules the file at `path` is (by its tensor names), of which network
-/// when its shapes tell (memory attention and the memory encoder: [`VideoFamily`]; the image
-/// encoder and the decoder are the same contract for both), and which of its attention subgraphs
-/// the library fuses when it loads it with `options`.
-pub fn describe_video_module(
-    path: &Path,
-    options: &SessionOptions,
-) -> Result<(
-    &'static str,
-    Option<VideoFamily>,
-    crate::attention::AttentionFusion,
-)> {
+/// What [`describe_video_module`] tells of one module file.
+#[derive(Debug, Clone)]
+pub struct VideoModuleInfo {
+    /// `image encoder`, `memory attention`, `image decoder` or `memory encoder`.
+    pub role: &'static str,
+    /// The network, when the module's shapes tell (memory attention and the memory encoder:
+    /// [`VideoFamily`]; the image encoder and the decoder are the same contract for both).
+    pub family: Option<VideoFamily>,
+    /// Which of its attention subgraphs the library fuses when it loads it.
+    pub attention: crate::attention::AttentionFusion,
+    /// The precision it runs in: as exported, or a variant's (`tools/models/make_variant.py`).
+    pub variant: Variant,
+}
+
+/// Which of the four video modules the file at `path` is (by its tensor names), as loaded with
+/// `options`.
+pub fn describe_video_module(path: &Path, options: &SessionOptions) -> Result<VideoModuleInfo> {
     let weights = weights::get(
         path,
         options.weights,
@@ -433,7 +444,12 @@ pub fn describe_video_module(
         .find(|(_, i, o)| {
             i.iter().all(|n| inputs.contains(n)) && o.iter().all(|n| outputs.contains(n))
         })
-        .map(|(role, _, _)| (*role, family, weights.attention.clone()))
+        .map(|(role, _, _)| VideoModuleInfo {
+            role,
+            family,
+            attention: weights.attention.clone(),
+            variant: weights.variant.clone(),
+        })
         .ok_or_else(|| {
             Error::model(
                 path,
@@ -449,15 +465,27 @@ impl Modules {
     pub(crate) fn attention_fusion(
         &self,
     ) -> Vec<(&'static str, crate::attention::AttentionFusion)> {
+        self.each()
+            .iter()
+            .map(|m| (m.role, m.attention_fusion().clone()))
+            .collect()
+    }
+
+    /// The precision of each module, by role.
+    pub(crate) fn variants(&self) -> Vec<(&'static str, Variant)> {
+        self.each()
+            .iter()
+            .map(|m| (m.role, m.variant().clone()))
+            .collect()
+    }
+
+    fn each(&self) -> [&Module; 4] {
         [
             &self.encoder,
             &self.attention,
             &self.decoder,
             &self.memory_encoder,
         ]
-        .iter()
-        .map(|m| (m.role, m.attention_fusion().clone()))
-        .collect()
     }
 
     pub(crate) fn load(paths: &VideoModelPaths, options: &SessionOptions) -> Result<Modules> {

@@ -1346,6 +1346,9 @@ static void tracker_calls(void) {
                                b.want, "`tracker`", held_bytes == 777);
     uint32_t provider = 777;
     int32_t device = 777, fell_back = 777;
+    uint32_t precision = 777;
+    FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_precision", sam2_tracker_precision(b.ptr, &precision),
+                               b.want, "`tracker`", precision == 777);
     FOR_BAD(TRACKER, b) TRY_IF("sam2_tracker_device",
                                sam2_tracker_device(b.ptr, &provider, &device, &fell_back), b.want,
                                "`tracker`", UNTOUCHED_DEVICE);

@@ -691,6 +691,11 @@ static sam2_track_result *tracker_calls(sam2_tracker *tracker) {
     TRY_IF(E, sam2_tracker_memory_bytes(NULL, &bytes), NULL_ARG, "`tracker`", bytes == 777);
     TRY(E, sam2_tracker_memory_bytes(tracker, NULL), NULL_ARG, "`out_bytes`");
 
+    E = "sam2_tracker_precision";
+    uint32_t precision = 777;
+    TRY_IF(E, sam2_tracker_precision(NULL, &precision), NULL_ARG, "`tracker`", precision == 777);
+    TRY(E, sam2_tracker_precision(tracker, NULL), NULL_ARG, "`out_precision`");
+
     E = "sam2_tracker_device";
     uint32_t provider = 777;
     int32_t device = 777, fell_back = 777;

@@ -122,6 +122,9 @@ static void forward_both_objects(void) {
     int32_t device = 99, fell_back = 99;
     CHECK_OK(sam2_tracker_device(tracker, &provider, &device, &fell_back));
     CHECK(provider == SAM2_PROVIDER_CPU && fell_back == 0);
+    uint32_t precision = 99;
+    CHECK_OK(sam2_tracker_precision(tracker, &precision));
+    CHECK(precision == SAM2_PRECISION_FP32);
 
     clip_frame(0, rgb, disc, square);
     int x, y;
@@ -343,6 +346,39 @@ static void errors(void) {
     printf("errors: each refused with its status and message, nothing written, no object made\n");
 }
 
+/* The int8 variant of the generated tracker (tools/models/make_variant.py, made by the set-up in
+ * variants/track_int8: its image encoder int8, the three other modules copied) says so, and
+ * follows the disc from a click as the original does. */
+static void int8_variant(void) {
+    static const char *const files[TRACK_MODULES] = {
+        "variants/track_int8/image_encoder.onnx", "variants/track_int8/memory_attention.onnx",
+        "variants/track_int8/image_decoder.onnx", "variants/track_int8/memory_encoder.onnx"};
+    char p[TRACK_MODULES][TEST_PATH_MAX];
+    for (int i = 0; i < TRACK_MODULES; i++) test_model_path(p[i], files[i]);
+    sam2_tracker_options options;
+    CHECK_OK(sam2_tracker_options_init(&options, sizeof options));
+    sam2_tracker *tracker = NULL;
+    CHECK_OK(sam2_tracker_new(p[0], p[1], p[2], p[3], &options, &tracker));
+    uint32_t precision = 99;
+    CHECK_OK(sam2_tracker_precision(tracker, &precision));
+    CHECK(precision == SAM2_PRECISION_INT8);
+
+    clip_frame(0, rgb, disc, square);
+    int x, y;
+    clip_disc_centre(0, &x, &y);
+    sam2_track_result *first = prompt_object(tracker, 0, 1, x, y);
+    printf("int8 variant: prompted disc IoU %.3f", check_object(first, 0, 1, disc, 0));
+    sam2_track_result_free(first);
+    for (int t = 1; t < 4; t++) {
+        clip_frame(t, rgb, disc, square);
+        sam2_track_result *r = track(tracker, t, SAM2_TRACK_FORWARD);
+        printf(", frame %d %.3f", t, check_object(r, 0, 1, disc, t));
+        sam2_track_result_free(r);
+    }
+    printf("\n");
+    sam2_tracker_free(tracker);
+}
+
 int main(void) {
     test_default_environment();
     test_init_runtime();
@@ -350,6 +386,7 @@ int main(void) {
     backward_from_the_last_frame();
     remove_and_reset();
     errors();
+    int8_variant();
     printf("test_tracker: ok\n");
     return 0;
 }

@@ -11,7 +11,12 @@ arithmetic):
 The variant is written into OUT_DIR under the source's file names, so the library finds the pair
 there as it finds the original (`--model OUT_DIR`). Only the image encoder changes (it is nearly
 all of the arithmetic); the decoder is copied as it is, so clicks give the original's masks from
-the variant's embedding.
+the variant's embedding. A video export (the four modules of docs/video.md) works the same way:
+its image encoder is converted and memory attention, the memory encoder and the image decoder are
+copied as they are, so the tracker reads OUT_DIR as it reads the export. (Memory attention stays
+float32: its weighty work is attention between activations, which quantize_dynamic leaves alone,
+and with its projections in int8 it ran slower in the library, whose fused attention then no
+longer projects the values after the kernel.)
 
 int8: the weights of every MatMul (and, with --conv, every Conv) quantised per output channel to
 int8 by `onnxruntime.quantization.quantize_dynamic`; activations are quantised per run by the
@@ -74,20 +79,50 @@ def sha256(path):
     return h.hexdigest()
 
 
+VIDEO_MODULES = ("image_encoder", "memory_attention", "memory_encoder", "image_decoder")
+
+
+def video_modules(folder, name=None):
+    """The four modules of a video export in `folder` (docs/video.md: each under the contract's
+    name after a common prefix), as {module: path}, when the folder holds one set (of the image
+    encoder `name`, when given); None otherwise."""
+    if name is not None:
+        if not name.endswith(VIDEO_MODULES[0] + ".onnx"):
+            return None
+        prefixes = [name[: -len(VIDEO_MODULES[0] + ".onnx")]]
+    else:
+        suffix = VIDEO_MODULES[1] + ".onnx"
+        prefixes = [f[: -len(suffix)] for f in os.listdir(folder) if f.endswith(suffix)]
+    if len(prefixes) != 1:
+        return None
+    paths = {m: os.path.join(folder, f"{prefixes[0]}{m}.onnx") for m in VIDEO_MODULES}
+    return paths if all(os.path.isfile(p) for p in paths.values()) else None
+
+
 def find_encoder(source):
-    """The encoder file of a model directory (one pair), or the file itself."""
+    """The encoder file of a model directory (one pair, or one video export's four modules), or
+    the file itself."""
     if os.path.isfile(source):
         return source
+    video = video_modules(source)
+    if video:
+        return video["image_encoder"]
     found = sorted(f for f in os.listdir(source) if f.endswith(ENCODER_SUFFIXES))
     if len(found) != 1:
         raise SystemExit(f"{source}: expected one encoder (*.encoder.onnx, *_image_encoder.onnx or "
-                         f"*_encoder.onnx), found {found or 'none'}; name the encoder file instead")
+                         f"*_encoder.onnx) or one video export (*memory_attention.onnx beside its "
+                         f"three other modules), found {found or 'none'}; name the encoder file "
+                         f"instead")
     return os.path.join(source, found[0])
 
 
 def partner_files(encoder):
-    """The files of the same pair beside the encoder (decoders, the ONNX Runtime multi-mask one)."""
+    """The files that go with the encoder, copied as they are: a video export's three other
+    modules, or the pair's decoders beside it (with the ONNX Runtime multi-mask one)."""
     folder, name = os.path.split(encoder)
+    video = video_modules(folder or ".", name)
+    if video:
+        return [video[m] for m in VIDEO_MODULES[1:]]
     for suffix in ENCODER_SUFFIXES:
         if name.endswith(suffix):
             stem = name[: -len(suffix)]
@@ -157,6 +192,12 @@ def make_int8(src, dst, conv):
     quantised = after.get("MatMulInteger", 0) + after.get("ConvInteger", 0)
     left = after.get("MatMul", 0)
     total = before.get("MatMul", 0) + (before.get("Conv", 0) if conv else 0)
+    if quantised == 0:
+        hint = ("" if conv or not before.get("Conv") else
+                f"; its {before['Conv']} Convs would be with --conv, but ONNX Runtime's ConvInteger"
+                " is slower on CPUs than its float32 Conv (4.5x on EdgeTAM's RepViT encoder)")
+        raise SystemExit(f"{src}: no {' or '.join(ops)} node has constant weights to quantise, so "
+                         f"an int8 variant would compute exactly what the original does{hint}")
     say(f"int8: {folded} weight Transposes folded; {quantised} of {total} {' and '.join(ops)} nodes"
         f" quantised ({left} MatMuls stay float32: between activations, or weights not constant)")
     tool = ("onnxruntime.quantization.quantize_dynamic: weights int8 per channel (7-bit range), "
@@ -368,7 +409,8 @@ def make_fp16(src, dst, sample):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("precision", choices=["int8", "fp16"], help="int8 (CPUs) or fp16 (GPUs)")
-    parser.add_argument("source", help="a model directory holding one pair, or an encoder file")
+    parser.add_argument("source", help="a model directory holding one pair or one video export's "
+                        "four modules, or an encoder file")
     parser.add_argument("--out", required=True, help="the variant's directory (created)")
     parser.add_argument("--conv", action="store_true",
                         help="int8: quantise Conv weights too (ConvInteger), not only MatMul ones")

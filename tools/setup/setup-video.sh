@@ -13,7 +13,9 @@
 #                                   hash (manifest.json's weights_sha256): clip, prompts, arrays
 #   $CACHE/video/resize-<hash>/     keyed by resize_reference.py, the pins and the weights: Meta's
 #                                   frame loader and predictor on a 640x480 clip (`resize` links)
-# A second run recomputes nothing. Exports SAM2_VIDEO_MODELS. tools/references/video_track_check.py
+#   $CACHE/video/int8-<hash>/       keyed by make_variant.py and the export: its int8 variant
+# A second run recomputes nothing. Exports SAM2_VIDEO_MODELS (and SAM2_VIDEO_REFERENCE,
+# SAM2_VIDEO_RESIZE, SAM2_VIDEO_INT8). tools/references/video_track_check.py
 # (SAM2's tracker in numpy on the four modules, against the reference) is a developer's check, not
 # run here: the Rust tests compare the library itself with the same reference.
 
@@ -65,10 +67,28 @@ else
     setup_end cached
 fi
 ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
+# The int8 variant of the export (tools/models/make_variant.py: the image encoder's MatMul weights
+# int8, the three other modules copied; seconds), for tests/video_real.rs and the benchmark.
+variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
+VIDEO_INT8="$CACHE/video/int8-$variant_hash"
+setup_begin "int8 variant of the video modules (tools/models/make_variant.py)"
+if [ ! -f "$VIDEO_INT8/.sam2-video-int8-done" ]; then
+    say "making the int8 variant of the video modules into $VIDEO_INT8"
+    rm -rf "$VIDEO_INT8"
+    mkdir -p "$VIDEO_INT8"
+    logged "$VIDEO_INT8/make.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+        int8 "$VIDEO_MODELS" --out "$VIDEO_INT8"
+    touch "$VIDEO_INT8/.sam2-video-int8-done"
+    setup_end ran
+else
+    setup_end cached
+fi
 # Outputs of other versions of the scripts go once unused for a week (prune_unused, setup-real.sh).
-prune_unused "$CACHE/video" "export-$export_hash" "reference-$reference_hash" "resize-$resize_hash"
+prune_unused "$CACHE/video" "export-$export_hash" "reference-$reference_hash" "resize-$resize_hash" \
+    "int8-$variant_hash"
 export SAM2_VIDEO_MODELS="$VIDEO_MODELS"
 # The reference this checkout's scripts made, by its own path: the `reference` link in the shared
 # export folder names the one made last, by whichever clone ran last.
 export SAM2_VIDEO_REFERENCE="$VIDEO_REFERENCE"
 export SAM2_VIDEO_RESIZE="$VIDEO_RESIZE"
+export SAM2_VIDEO_INT8="$VIDEO_INT8"
