@@ -39,38 +39,45 @@ fn both_objects_are_followed_and_the_disc_is_absent_behind_the_bar() {
     follow_both(&VideoModelPaths::in_dir(model("track"), ""));
 }
 
-/// The int8 variant of the generated tracker (tools/models/make_variant.py on models/track: its
-/// image encoder's MatMul weights int8, made by tools/setup/setup.sh) says so, module by module,
-/// and follows both objects through the clip as the original does.
+/// The int8 and fp16 variants of the generated tracker (tools/models/make_variant.py on
+/// models/track: its image encoder converted, the three other modules copied; made by
+/// tools/setup/setup.sh) say so, module by module, and follow both objects through the clip as the
+/// original does.
 #[test]
-fn the_int8_variant_follows_both_objects_as_the_original_does() {
+fn each_variant_follows_both_objects_as_the_original_does() {
     init_runtime();
-    let paths = VideoModelPaths::find(model("variants/track_int8")).unwrap();
-    let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
-    assert_eq!(tracker.variant().precision, Precision::Int8);
-    let tool = tracker.variant().tool.clone().unwrap_or_default();
-    assert!(tool.contains("quantize_dynamic"), "{tool}");
-    let roles: Vec<(&str, Precision)> = tracker
-        .variants()
-        .into_iter()
-        .map(|(role, v)| (role, v.precision))
-        .collect();
-    assert_eq!(
-        roles,
-        [
-            ("image encoder", Precision::Int8),
-            ("memory attention", Precision::Fp32),
-            ("image decoder", Precision::Fp32),
-            ("memory encoder", Precision::Fp32),
-        ]
-    );
     let original = Tracker::new(
         &VideoModelPaths::in_dir(model("track"), ""),
         &TrackerOptions::default(),
     )
     .unwrap();
     assert_eq!(original.variant().precision, Precision::Fp32);
-    follow_both(&paths);
+    for (name, precision, tool) in [
+        ("int8", Precision::Int8, "quantize_dynamic"),
+        ("fp16", Precision::Fp16, "convert_float_to_float16"),
+    ] {
+        let paths = VideoModelPaths::find(model(&format!("variants/track_{name}"))).unwrap();
+        let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
+        assert_eq!(tracker.variant().precision, precision);
+        let made_by = tracker.variant().tool.clone().unwrap_or_default();
+        assert!(made_by.contains(tool), "{made_by}");
+        let roles: Vec<(&str, Precision)> = tracker
+            .variants()
+            .into_iter()
+            .map(|(role, v)| (role, v.precision))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                ("image encoder", precision),
+                ("memory attention", Precision::Fp32),
+                ("image decoder", Precision::Fp32),
+                ("memory encoder", Precision::Fp32),
+            ]
+        );
+        println!("{name} variant:");
+        follow_both(&paths);
+    }
 }
 
 /// Prompts the disc and the square on frame 0 and tracks the clip with the modules at `paths`:

@@ -75,12 +75,11 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
 else
     setup_end cached
 fi
-# 4. The int8 and fp16 precision variants of a generated pair, and the int8 variant of the generated
-# tracker (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; seconds),
+# 4. The int8 and fp16 precision variants of a generated pair and of the generated tracker (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; seconds),
 # for the tests of variants (tests/precision.rs, tests/webgpu.rs, tests/video.rs), redone when the
 # tool or the models change.
-setup_begin "int8 and fp16 variants of the generated tiny_a pair, int8 of the tracker (tools/models/make_variant.py)"
-variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$gen_hash tiny_a int8 fp16, track int8") | sha256sum | cut -c1-16)"
+setup_begin "int8 and fp16 variants of the generated tiny_a pair and tracker (tools/models/make_variant.py)"
+variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$gen_hash tiny_a int8 fp16, track int8 fp16") | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/variants/.sam2-variants-$variant_hash" ]; then
     rm -rf "$MODELS/variants"
     mkdir -p "$MODELS/variants/tiny_a_int8"
@@ -90,11 +89,13 @@ if [ ! -f "$MODELS/variants/.sam2-variants-$variant_hash" ]; then
     ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" fp16 \
         "$MODELS/tiny_a_encoder.onnx" --out "$MODELS/variants/tiny_a_fp16" >/dev/null 2>>"$MODELS/variants/make.log" ||
         { cat "$MODELS/variants/make.log" >&2; exit 1; }
-    # The generated tracker's four modules, its image encoder int8 (tests/video.rs, the C and
-    # .NET tracker tests).
-    ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" int8 \
-        "$MODELS/track" --out "$MODELS/variants/track_int8" >/dev/null 2>>"$MODELS/variants/make.log" ||
-        { cat "$MODELS/variants/make.log" >&2; exit 1; }
+    # The generated tracker's four modules, its image encoder int8 or fp16 (tests/video.rs; the
+    # C and .NET tracker tests read the int8 one).
+    for precision in int8 fp16; do
+        ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" "$precision" \
+            "$MODELS/track" --out "$MODELS/variants/track_$precision" >/dev/null 2>>"$MODELS/variants/make.log" ||
+            { cat "$MODELS/variants/make.log" >&2; exit 1; }
+    done
     touch "$MODELS/variants/.sam2-variants-$variant_hash"
     setup_end ran
 else
