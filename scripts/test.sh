@@ -120,6 +120,7 @@ logged_suite cargo-test cargo test --release
 printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/video_real.rs; every frame in %s):\n' \
     "$SAM2_REPORT_DIR/video_parity.txt"
 awk 'END { print }' "$SAM2_REPORT_DIR/video_parity.txt"
+awk 'END { print }' "$SAM2_REPORT_DIR/video_int8.txt"
 printf 'the int8 variant against the float32 original (tests/precision.rs; every case in %s):\n' \
     "$SAM2_REPORT_DIR/precision_agreement.txt"
 awk 'END { print }' "$SAM2_REPORT_DIR/precision_agreement.txt"

@@ -373,6 +373,8 @@ impl Plain {
 /// concatenating the memories and the pointers).
 struct Timings {
     library: Vec<f64>,
+    /// The library on the variant's modules, when one was given.
+    variant: Vec<f64>,
     alone: Vec<f64>,
     preprocess: Vec<f64>,
     assemble: Vec<f64>,
@@ -382,6 +384,8 @@ struct Timings {
 #[derive(Clone, Copy)]
 struct Summary {
     library: f64,
+    /// The library on the variant's modules.
+    variant: Option<f64>,
     alone: f64,
     /// The four modules with their input work, frame by frame.
     alone_with_inputs: f64,
@@ -396,6 +400,7 @@ impl Timings {
             .collect();
         Summary {
             library: median(&self.library),
+            variant: (!self.variant.is_empty()).then(|| median(&self.variant)),
             alone: median(&self.alone),
             alone_with_inputs: median(&with_inputs),
             resize: median(&self.preprocess),
@@ -417,6 +422,15 @@ impl Summary {
             self.library / self.alone,
             self.library / self.alone_with_inputs
         );
+        if let Some(v) = self.variant {
+            println!(
+                "| {model} | library, the int8 variant (`Tracker::track`; tools/models/make_variant.py: the image encoder int8) | {} | {} | {:.3}× ONNX Runtime alone on the float32 files; {:.3}× the library's float32 frame |",
+                ms(v),
+                fps(v),
+                v / self.alone,
+                v / self.library
+            );
+        }
         println!(
             "| {model} | ONNX Runtime alone, the four modules | {} | {} | 1 |",
             ms(self.alone),
@@ -440,6 +454,8 @@ impl Summary {
             "ratio_with_inputs": self.library / self.alone_with_inputs,
             "library_fps": 1.0 / self.library, "onnxruntime_alone_fps": 1.0 / self.alone,
             "inputs_resize_s": self.resize, "inputs_assemble_s": self.assemble,
+            "int8_variant_library_s": self.variant,
+            "int8_variant_ratio": self.variant.map(|v| v / self.alone),
         });
         if let (Some(map), serde_json::Value::Object(figures)) = (fields.as_object_mut(), figures) {
             map.extend(figures);
@@ -448,10 +464,20 @@ impl Summary {
     }
 }
 
-/// One model set, both sides interleaved.
-fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Timings> {
+/// One model set, both sides interleaved; with `variant`, the library on a precision variant of
+/// the set as a third side.
+fn compare(
+    paths: &VideoModelPaths,
+    variant: Option<&VideoModelPaths>,
+    size: (usize, usize),
+    timed: u32,
+) -> Res<Timings> {
     let (w, h) = size;
     let tracker = Tracker::new(paths, &TrackerOptions::default())?;
+    let variant = match variant {
+        Some(p) => Some(Tracker::new(p, &TrackerOptions::default())?),
+        None => None,
+    };
     let mut plain = Plain::new(paths)?;
     let click = first_click(w, h);
     let rgb = clip_frame(0, w, h);
@@ -465,21 +491,39 @@ fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Tim
         ..Default::default()
     };
     tracker.add_prompt(0, &view, 1, &prompt)?;
+    if let Some(v) = &variant {
+        v.add_prompt(0, &view, 1, &prompt)?;
+    }
     // ONNX Runtime alone's input buffer, kept between frames as the library keeps its own.
     let mut image = new_image()?;
     model_input(&rgb, w, h, &mut image)?;
     plain.prompt(&image, click, size)?;
-    let (mut lib, mut alone) = (Vec::new(), Vec::new());
+    let (mut lib, mut alone, mut on_variant) = (Vec::new(), Vec::new(), Vec::new());
     let (mut preprocess, mut assemble) = (Vec::new(), Vec::new());
     for t in 1..=WARM_FRAMES + timed {
         let rgb = clip_frame(t, w, h);
         let view = ImageView::packed(&rgb, w, h, PixelFormat::Rgb)?;
         // What is the same at steady state (positions, constants), before any clock.
         let mut prepared = plain.prepare(t)?;
-        // Alternate which side goes first, so neither always runs on a warmer cache.
-        let order = if t % 2 == 0 { [0, 1] } else { [1, 0] };
-        for side in order {
-            if side == 0 {
+        // Rotate which side goes first, so none always runs on a warmer cache.
+        let sides: Vec<u32> = if variant.is_some() {
+            vec![0, 1, 2]
+        } else {
+            vec![0, 1]
+        };
+        let n = sides.len();
+        for k in 0..n {
+            let side = sides[(k + t as usize) % n];
+            if side == 2 {
+                let v = variant.as_ref().expect("a third side only with a variant");
+                let start = Instant::now();
+                let result = v.track(t, &view, Direction::Forward)?;
+                let secs = start.elapsed().as_secs_f64();
+                black_box(&result);
+                if t > WARM_FRAMES {
+                    on_variant.push(secs);
+                }
+            } else if side == 0 {
                 let start = Instant::now();
                 let result = tracker.track(t, &view, Direction::Forward)?;
                 let secs = start.elapsed().as_secs_f64();
@@ -512,6 +556,7 @@ fn compare(paths: &VideoModelPaths, size: (usize, usize), timed: u32) -> Res<Tim
     }
     Ok(Timings {
         library: lib,
+        variant: on_variant,
         alone,
         preprocess,
         assemble,
@@ -710,6 +755,7 @@ fn main() -> Res<()> {
     let gen_size = (320, 240);
     let gen = compare(
         &VideoModelPaths::in_dir(models.join("track"), ""),
+        None,
         gen_size,
         frames,
     )?;
@@ -718,14 +764,26 @@ fn main() -> Res<()> {
     let real_size = (1280, 720);
     let real = match &real_dir {
         Some(dir) => {
-            Some(compare(&VideoModelPaths::in_dir(dir, ""), real_size, real_frames)?.summary())
+            // Its int8 variant (tools/setup/setup-video.sh makes it) as a third side.
+            let int8 = std::env::var_os("SAM2_VIDEO_INT8")
+                .map(|d| VideoModelPaths::find(PathBuf::from(d)))
+                .transpose()?;
+            Some(
+                compare(
+                    &VideoModelPaths::in_dir(dir, ""),
+                    int8.as_ref(),
+                    real_size,
+                    real_frames,
+                )?
+                .summary(),
+            )
         }
         None => None,
     };
     // EdgeTAM: its four modules (tools/models/export_edgetam.py) on the same frames.
     let edgetam = match std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) {
         Some(dir) => {
-            Some(compare(&VideoModelPaths::find(&dir)?, real_size, real_frames)?.summary())
+            Some(compare(&VideoModelPaths::find(&dir)?, None, real_size, real_frames)?.summary())
         }
         None => None,
     };
