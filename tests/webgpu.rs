@@ -831,6 +831,24 @@ fn tracker_on_the_device_as_on_the_cpu(paths: &VideoModelPaths, frames: u32, wha
     }
 }
 
+/// The real SAM2.1 tiny tracker (tools/models/export_video.py's four modules, `$SAM2_VIDEO_MODELS`)
+/// on the device: the clicked frame and one tracked frame, its memory attention (RoPE self- and
+/// cross-attention, fused at load) reading the first frame's memory and pointer from WebGPU
+/// buffers, against the CPU tracker. About two minutes on llvmpipe (Hiera's encoder twice, on
+/// each side), so the clip is short.
+#[test]
+fn the_real_sam2_tracker_runs_on_the_device_as_on_the_cpu() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let dir = PathBuf::from(std::env::var_os("SAM2_VIDEO_MODELS").expect(
+        "SAM2_VIDEO_MODELS is not set: run tools/setup/setup-real.sh (scripts/test.sh does)",
+    ));
+    let paths = VideoModelPaths::in_dir(&dir, "");
+    tracker_on_the_device_as_on_the_cpu(&paths, 2, "SAM2.1 tiny");
+}
+
 /// The tracker stacks its memories on WebGPU in a session of its own (a WebGPU buffer cannot be
 /// written at an offset: `device_copy::concat_webgpu`): parts of different lengths, on the
 /// device, come back in order, in one WebGPU buffer. (The EdgeTAM test below stacks a single
