@@ -225,8 +225,9 @@ pub(crate) struct Module {
     output_shapes: HashMap<String, Vec<i64>>,
     /// The generated test models' marker (`sam2.synthetic`), when the module has one.
     marker: Option<String>,
-    /// Keeps the shared weights alive while the session uses them.
-    _weights: Arc<ModelWeights>,
+    /// The shared weights, kept alive while the session uses them (and what loading made of them:
+    /// the attention fused, the precision).
+    weights: Arc<ModelWeights>,
 }
 
 impl std::fmt::Debug for Module {
@@ -280,7 +281,7 @@ impl Module {
                 input_shapes,
                 output_shapes,
                 marker,
-                _weights: weights,
+                weights,
             },
             device,
         ))
@@ -288,12 +289,12 @@ impl Module {
 
     /// Which attention subgraphs of the module were fused when it was loaded.
     pub(crate) fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
-        &self._weights.attention
+        &self.weights.attention
     }
 
     /// The precision the module runs in: as exported, or a variant's.
     pub(crate) fn variant(&self) -> &Variant {
-        &self._weights.variant
+        &self.weights.variant
     }
 
     pub(crate) fn has_input(&self, name: &str) -> bool {
