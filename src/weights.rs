@@ -186,6 +186,8 @@ pub(crate) struct ModelWeights {
     device_values: Mutex<Vec<((String, i32), Vec<(String, Arc<DynValue>)>)>>,
     /// The device copies that `device_values` are views of (declared after them, so dropped after).
     device_owners: Mutex<Vec<ort::value::DynTensor>>,
+    /// Weights kept in host memory on every device: those that are graph outputs as they are.
+    host_only: std::collections::HashSet<String>,
     /// The private file the external-data entries name when sessions may read weights
     /// ([`Plan`]'s `readable_weights`); removed with the weights.
     pub weights_file: Option<WeightsFile>,
@@ -364,7 +366,15 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     };
     let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, location)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
+    // Weights that are graph outputs as they are (the memory encoder's constant `temporal_code`
+    // and `maskmem_pos_enc`) feed no kernel: ONNX Runtime plans them in host memory, and a device
+    // copy would be refused with a warning and copied back by every session.
+    let outputs: std::collections::HashSet<String> = onnx_split::graph_output_names(&optimized)
+        .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?
+        .into_iter()
+        .collect();
     let mut values = Vec::with_capacity(split.initializers.len());
+    let mut host_only = std::collections::HashSet::new();
     let mut weight_bytes = 0;
     for init in &split.initializers {
         let src = &optimized[init.offset..init.offset + init.len];
@@ -378,6 +388,9 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
             )
         })??;
         weight_bytes += init.len;
+        if outputs.contains(&init.name) {
+            host_only.insert(init.name.clone());
+        }
         values.push((init.name.clone(), Arc::new(value)));
     }
     Ok(ModelWeights {
@@ -388,6 +401,7 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         weight_bytes,
         device_values: Mutex::new(Vec::new()),
         device_owners: Mutex::new(Vec::new()),
+        host_only,
         weights_file,
         attention,
         variant,
@@ -449,9 +463,10 @@ impl ModelWeights {
             .iter()
             .map(|(name, value)| {
                 let tensor = value.view().downcast::<ort::value::DynTensorValueType>()?;
-                if !request.provider.computes_on_device(&tensor) {
+                if self.host_only.contains(name) || !request.provider.computes_on_device(&tensor) {
                     // Integer weights (shapes, indices) feed the CPU kernels ONNX Runtime keeps
-                    // shape arithmetic on; they stay on the host, used in place there.
+                    // shape arithmetic on, and graph outputs feed no kernel: they stay on the
+                    // host, used in place there.
                     return Ok((name.clone(), Arc::clone(value), None));
                 }
                 let on_device =

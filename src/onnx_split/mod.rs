@@ -161,6 +161,33 @@ pub fn split_with_location(
     })
 }
 
+/// The names of the main graph's outputs (`GraphProto.output`, field 12; each a `ValueInfoProto`
+/// whose name is field 1).
+pub(crate) fn graph_output_names(model: &[u8]) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let mut fields = Fields::new(model, 0, model.len(), "ModelProto");
+    while let Some(f) = fields.next_field()? {
+        let (7, Value::Bytes(start, end)) = (f.number, f.value) else {
+            continue;
+        };
+        let mut graph = Fields::new(model, start, end, "GraphProto");
+        while let Some(g) = graph.next_field()? {
+            let (12, Value::Bytes(vs, ve)) = (g.number, g.value) else {
+                continue;
+            };
+            let mut info = Fields::new(model, vs, ve, "ValueInfoProto");
+            while let Some(i) = info.next_field()? {
+                if let (1, Value::Bytes(ns, ne)) = (i.number, i.value) {
+                    let name = std::str::from_utf8(&model[ns..ne])
+                        .map_err(|_| format!("graph output name at byte {ns} is not UTF-8"))?;
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
 /// Rewrites the GraphProto in `model[start..end]` into `out`; returns whether anything moved.
 #[allow(clippy::too_many_arguments)]
 fn split_graph(

@@ -577,3 +577,23 @@ fn generated_models_if_present() {
     check_file(&dir.join("tiny_a_decoder.onnx"), 1);
     check_file(&dir.join("bench_a_encoder.onnx"), 1024);
 }
+
+#[test]
+fn graph_output_names_are_read_from_the_main_graph() {
+    // The hand-built model's graph declares one output, `x` (a ValueInfoProto of name only).
+    let built = build_model();
+    assert_eq!(graph_output_names(&built.model).unwrap(), ["x"]);
+    // Two outputs, one with a type after its name; a subgraph's outputs (inside a node) are not
+    // the main graph's.
+    let typed = cat(&[&lfield(1, b"pos"), &lfield(2, b"\x0a\x02\x08\x01")]);
+    let sub = lfield(12, &lfield(1, b"inner"));
+    let node = lfield(5, &lfield(6, &sub));
+    let graph = cat(&[
+        &lfield(1, &node),
+        &lfield(12, &lfield(1, b"mask")),
+        &lfield(12, &typed),
+    ]);
+    let model = cat(&[&vfield(1, 8), &lfield(7, &graph)]);
+    assert_eq!(graph_output_names(&model).unwrap(), ["mask", "pos"]);
+    assert!(graph_output_names(&[0xff]).is_err());
+}
