@@ -796,6 +796,17 @@ fn track_clip(tracker: &Tracker, frames: u32) -> (Vec<(Vec<f32>, f32)>, String) 
 /// device's memory), and every frame's logits follow the CPU tracker's (correlation ≥ 0.999,
 /// IoU ≥ 0.99 on pixels either side is confident about) and its object score.
 fn tracker_on_the_device_as_on_the_cpu(paths: &VideoModelPaths, frames: u32, what: &str) {
+    tracker_on_the_device_as_the_cpus(paths, paths, frames, what);
+}
+
+/// [`tracker_on_the_device_as_on_the_cpu`], the device running the modules at `device_paths` (a
+/// precision variant of those at `cpu_paths`, which the CPU runs).
+fn tracker_on_the_device_as_the_cpus(
+    cpu_paths: &VideoModelPaths,
+    device_paths: &VideoModelPaths,
+    frames: u32,
+    what: &str,
+) {
     let options = |device: DeviceOptions| {
         let mut options = TrackerOptions {
             num_frames: Some(frames),
@@ -804,7 +815,7 @@ fn tracker_on_the_device_as_on_the_cpu(paths: &VideoModelPaths, frames: u32, wha
         options.session.device = device;
         options
     };
-    let cpu = Tracker::new(paths, &options(DeviceOptions::default())).unwrap();
+    let cpu = Tracker::new(cpu_paths, &options(DeviceOptions::default())).unwrap();
     // ONNX Runtime warns when it cannot use a weight where the library placed it (a device copy
     // of a weight it plans in host memory, which it then copies back): none may.
     let refused = Arc::new(Mutex::new(Vec::<String>::new()));
@@ -817,11 +828,18 @@ fn tracker_on_the_device_as_on_the_cpu(paths: &VideoModelPaths, frames: u32, wha
         })),
         LogLevel::Warning,
     );
-    let device = Tracker::new(paths, &options(webgpu(MismatchPolicy::Fail)));
+    let device = Tracker::new(device_paths, &options(webgpu(MismatchPolicy::Fail)));
     log::set_sink(None, LogLevel::Warning);
     let device = device.unwrap();
     let refused = refused.lock().unwrap().clone();
     assert!(refused.is_empty(), "{what}: {refused:?}");
+    if cpu_paths.image_encoder != device_paths.image_encoder {
+        assert_ne!(
+            device.variant().precision,
+            cpu.variant().precision,
+            "{what}: a variant on the device"
+        );
+    }
     let effective = device.device();
     assert_eq!(effective.primary, device_provider(), "{what}");
     assert!(!effective.fell_back, "{what}: the device tracker fell back");
@@ -892,7 +910,8 @@ fn memories_are_stacked_on_the_device_in_order() {
 /// EdgeTAM (issue 31) on the device: its image pair (encode, a click and a box, against the
 /// CPU's), and its four video modules over 2 frames of the tracking clip: the first frame's
 /// memory and pointer kept in WebGPU buffers and read there by the second (stacking many memories
-/// on the device: the test above). On llvmpipe a frame of EdgeTAM's tracker takes 20–30 s, so
+/// on the device: the test above); then the fp16 variant of the four modules on the device (its
+/// image encoder in float16) against the float32 tracker on the CPU. On llvmpipe a frame of EdgeTAM's tracker takes 20–30 s, so
 /// the clip is short. (The generated tracker cannot run here: the rig's ONNX Runtime 1.30
 /// refuses its decoder's `If` subgraph, "initializer name is not unique", which 1.31 loads.)
 #[test]
@@ -937,4 +956,12 @@ fn edgetam_runs_on_the_device_as_on_the_cpu() {
 
     let paths = VideoModelPaths::find(&dir).unwrap();
     tracker_on_the_device_as_on_the_cpu(&paths, 2, "EdgeTAM");
+
+    // The fp16 variant of the video modules (tools/setup/setup-edgetam.sh), its image encoder in
+    // float16 on the device, against the float32 tracker on the CPU.
+    let fp16 = PathBuf::from(std::env::var_os("SAM2_EDGETAM_FP16").expect(
+        "SAM2_EDGETAM_FP16 is not set: run tools/setup/setup-edgetam.sh (scripts/test.sh does)",
+    ));
+    let fp16 = VideoModelPaths::find(&fp16).unwrap();
+    tracker_on_the_device_as_the_cpus(&paths, &fp16, 2, "EdgeTAM, its fp16 variant on the device");
 }
