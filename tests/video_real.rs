@@ -126,6 +126,20 @@ impl Reference {
         )
     }
 
+    /// A tracker of the modules at `paths` for the reference's clip, with the scenario's rule for
+    /// corrections.
+    fn tracker(&self, paths: &VideoModelPaths, corrections_as_conditioning: bool) -> Tracker {
+        Tracker::new(
+            paths,
+            &TrackerOptions {
+                num_frames: Some(self.json["num_frames"].as_u64().unwrap() as u32),
+                corrections_as_conditioning,
+                ..Default::default()
+            },
+        )
+        .unwrap()
+    }
+
     fn frame(&self, t: u32) -> ImageView<'_> {
         let (w, h) = self.size;
         let len = w * h * 3;
@@ -477,16 +491,7 @@ impl Run {
 fn tracking_matches_sam2_video_predictor_through_a_correction() {
     init_runtime();
     let (reference, paths) = Reference::load();
-    let frames = reference.json["num_frames"].as_u64().unwrap() as u32;
-    let tracker = Tracker::new(
-        &paths,
-        &TrackerOptions {
-            num_frames: Some(frames),
-            corrections_as_conditioning: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let tracker = reference.tracker(&paths, true);
     assert_eq!(tracker.family(), VideoFamily::Sam2);
     let scenario = &reference.json["scenarios"]["correct_as_cond"];
     for key in ["pass2", "pass3"] {
@@ -542,16 +547,7 @@ fn the_int8_variant_tracks_the_session_close_to_the_float32_predictor() {
             copy.display()
         );
     }
-    let frames = reference.json["num_frames"].as_u64().unwrap() as u32;
-    let tracker = Tracker::new(
-        &paths,
-        &TrackerOptions {
-            num_frames: Some(frames),
-            corrections_as_conditioning: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let tracker = reference.tracker(&paths, true);
     let variant = tracker.variant();
     assert_eq!(variant.precision, Precision::Int8);
     assert!(
@@ -592,16 +588,7 @@ fn edgetam_session(scenario: &str, corrections_as_conditioning: bool, file: &str
     init_runtime();
     let (reference, paths) = Reference::edgetam();
     assert_eq!(reference.json["family"], "edgetam");
-    let frames = reference.json["num_frames"].as_u64().unwrap() as u32;
-    let tracker = Tracker::new(
-        &paths,
-        &TrackerOptions {
-            num_frames: Some(frames),
-            corrections_as_conditioning,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let tracker = reference.tracker(&paths, corrections_as_conditioning);
     assert_eq!(tracker.family(), VideoFamily::EdgeTam);
     assert_eq!(
         reference.json["scenarios"][scenario]["add_all_frames_to_correct_as_cond"],

@@ -52,6 +52,12 @@ static sam2_track_result *prompt_object(sam2_tracker *tracker, int t, uint32_t i
     return r;
 }
 
+static void precision_is(const sam2_tracker *tracker, uint32_t want) {
+    uint32_t precision = 99;
+    CHECK_OK(sam2_tracker_precision(tracker, &precision));
+    CHECK(precision == want);
+}
+
 static sam2_track_result *track(sam2_tracker *tracker, int t, uint32_t direction) {
     sam2_track_result *r = NULL;
     CHECK_OK(sam2_tracker_track(tracker, (uint32_t)t, rgb, RGB_LEN, CLIP_WIDTH, CLIP_HEIGHT, 0,
@@ -122,9 +128,7 @@ static void forward_both_objects(void) {
     int32_t device = 99, fell_back = 99;
     CHECK_OK(sam2_tracker_device(tracker, &provider, &device, &fell_back));
     CHECK(provider == SAM2_PROVIDER_CPU && fell_back == 0);
-    uint32_t precision = 99;
-    CHECK_OK(sam2_tracker_precision(tracker, &precision));
-    CHECK(precision == SAM2_PRECISION_FP32);
+    precision_is(tracker, SAM2_PRECISION_FP32);
 
     clip_frame(0, rgb, disc, square);
     int x, y;
@@ -359,9 +363,7 @@ static void int8_variant(void) {
     CHECK_OK(sam2_tracker_options_init(&options, sizeof options));
     sam2_tracker *tracker = NULL;
     CHECK_OK(sam2_tracker_new(p[0], p[1], p[2], p[3], &options, &tracker));
-    uint32_t precision = 99;
-    CHECK_OK(sam2_tracker_precision(tracker, &precision));
-    CHECK(precision == SAM2_PRECISION_INT8);
+    precision_is(tracker, SAM2_PRECISION_INT8);
 
     clip_frame(0, rgb, disc, square);
     int x, y;
