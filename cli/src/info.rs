@@ -25,6 +25,9 @@ pub(crate) fn run(i: args::Info) -> Result<(), Failure> {
                 files.extend([pair.encoder, pair.decoder]);
             }
             (Err(e), None) => return Err(Failure::of(e, exit::MODEL)),
+            // The video modules' image encoder and decoder are a pair too, so with them the only
+            // failure is several pairs (EdgeTAM's export): say which, and how to choose one.
+            (Err(e), Some(_)) => println!("image pairs: {e}"),
             _ => {}
         }
         if let Some(v) = video {
