@@ -75,9 +75,10 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
 else
     setup_end cached
 fi
-# 4. The int8 and fp16 precision variants of a generated pair and of the generated tracker (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; seconds),
-# for the tests of variants (tests/precision.rs, tests/webgpu.rs, tests/video.rs), redone when the
-# tool or the models change.
+# 4. The int8 and fp16 precision variants of a generated pair and of the generated tracker
+# (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; seconds), for the
+# tests of variants (tests/precision.rs, tests/webgpu.rs, tests/video.rs), redone when the tool or
+# the models change.
 setup_begin "int8 and fp16 variants of the generated tiny_a pair and tracker (tools/models/make_variant.py)"
 variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$gen_hash tiny_a int8 fp16, track int8 fp16") | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/variants/.sam2-variants-$variant_hash" ]; then
