@@ -190,40 +190,42 @@ namespace Sam2.Tests
         {
             Assert.Equal(Precision.Fp32, Fixture.Encoder.Precision, "the generated encoder");
             Assert.Equal(Precision.Fp32, Fixture.Shapes.Precision, "its embedding");
-            string variant = Path.Combine(Fixture.Models, "variants", "tiny_a_int8", "tiny_a_encoder.onnx");
-            using (var encoder = new Sam2Encoder(variant))
+            WithVariantEmbedding("int8", Precision.Int8, embedding =>
             {
-                Assert.Equal(Precision.Int8, encoder.Precision, "the variant");
-                PnmImage image = Fixture.ShapesImage;
-                using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
-                {
-                    Assert.Equal(Precision.Int8, embedding.Precision, "the variant's embedding");
-                    string file = Path.Combine(Fixture.Scratch, "int8.sam2emb");
-                    embedding.Save(file);
-                    using (Sam2Embedding loaded = Sam2Embedding.Load(file))
-                        Assert.Equal(Precision.Int8, loaded.Precision, "its file");
-                    var e = Assert.Throws<Sam2Exception>(() => Sam2Embedding.Load(file, Fixture.Predictor), "the original's predictor");
-                    Assert.Equal(Sam2Status.ModelMismatch, e.Status, "status");
-                    Assert.Contains("(int8)", e.Message, "the message names the precision");
-                    File.Delete(file);
-                }
-            }
+                string file = Path.Combine(Fixture.Scratch, "int8.sam2emb");
+                embedding.Save(file);
+                using (Sam2Embedding loaded = Sam2Embedding.Load(file))
+                    Assert.Equal(Precision.Int8, loaded.Precision, "its file");
+                var e = Assert.Throws<Sam2Exception>(() => Sam2Embedding.Load(file, Fixture.Predictor), "the original's predictor");
+                Assert.Equal(Sam2Status.ModelMismatch, e.Status, "status");
+                Assert.Contains("(int8)", e.Message, "the message names the precision");
+                File.Delete(file);
+            });
         }
 
         [Test]
         private static void AnFp16VariantSaysSoAndIsAnotherModel()
         {
-            string variant = Path.Combine(Fixture.Models, "variants", "tiny_a_fp16", "tiny_a_encoder.onnx");
+            WithVariantEmbedding("fp16", Precision.Fp16, embedding =>
+            {
+                var e = Assert.Throws<Sam2Exception>(() => Fixture.Predictor.Predict(embedding, Sam2Prompt.FromPoint(100, 112)), "the original's predictor");
+                Assert.Equal(Sam2Status.ModelMismatch, e.Status, "status");
+                Assert.Contains("(fp16)", e.Message, "the message names the precision");
+            });
+        }
+
+        /// <summary>Opens the generated tiny_a variant of this precision (made by the set-up), checks that it and its embedding of the shapes say so, and hands the embedding to <paramref name="check"/>.</summary>
+        private static void WithVariantEmbedding(string name, Precision want, Action<Sam2Embedding> check)
+        {
+            string variant = Path.Combine(Fixture.Models, "variants", "tiny_a_" + name, "tiny_a_encoder.onnx");
             using (var encoder = new Sam2Encoder(variant))
             {
-                Assert.Equal(Precision.Fp16, encoder.Precision, "the fp16 variant");
+                Assert.Equal(want, encoder.Precision, "the " + name + " variant");
                 PnmImage image = Fixture.ShapesImage;
                 using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
                 {
-                    Assert.Equal(Precision.Fp16, embedding.Precision, "its embedding");
-                    var e = Assert.Throws<Sam2Exception>(() => Fixture.Predictor.Predict(embedding, Sam2Prompt.FromPoint(100, 112)), "the original's predictor");
-                    Assert.Equal(Sam2Status.ModelMismatch, e.Status, "status");
-                    Assert.Contains("(fp16)", e.Message, "the message names the precision");
+                    Assert.Equal(want, embedding.Precision, "the " + name + " variant's embedding");
+                    check(embedding);
                 }
             }
         }

@@ -514,22 +514,20 @@ fn compare(
         let n = sides.len();
         for k in 0..n {
             let side = sides[(k + t as usize) % n];
-            if side == 2 {
-                let v = variant.as_ref().expect("a third side only with a variant");
+            if side != 1 {
+                // The library, on the files or on their variant.
+                let (on, times) = if side == 0 {
+                    (&tracker, &mut lib)
+                } else {
+                    let v = variant.as_ref().expect("a third side only with a variant");
+                    (v, &mut on_variant)
+                };
                 let start = Instant::now();
-                let result = v.track(t, &view, Direction::Forward)?;
+                let result = on.track(t, &view, Direction::Forward)?;
                 let secs = start.elapsed().as_secs_f64();
                 black_box(&result);
                 if t > WARM_FRAMES {
-                    on_variant.push(secs);
-                }
-            } else if side == 0 {
-                let start = Instant::now();
-                let result = tracker.track(t, &view, Direction::Forward)?;
-                let secs = start.elapsed().as_secs_f64();
-                black_box(&result);
-                if t > WARM_FRAMES {
-                    lib.push(secs);
+                    times.push(secs);
                 }
             } else {
                 // The input work, then the four modules.
