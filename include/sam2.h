@@ -1739,10 +1739,11 @@ sam2_status sam2_tracker_device(const struct sam2_tracker *tracker,
                                 int32_t *out_fell_back);
 
 /**
- * Writes the precision of the tracker's image encoder (`SAM2_PRECISION_*`): as exported, or a
- * precision variant's (`tools/models/make_variant.py` on a video export converts its image encoder
- * and copies the three other modules; see `sam2_encoder_precision`). Out-parameters are untouched
- * on failure.
+ * Writes the precision the tracker runs in (`SAM2_PRECISION_*`): as exported, or a precision
+ * variant's (`tools/models/make_variant.py` on a video export: its image encoder converted where it
+ * has MatMul weights and, for int8, memory attention marked for int8 attention scores; see
+ * `sam2_encoder_precision`). The image encoder's when it is a variant, else memory attention's
+ * (EdgeTAM's int8 variant). Out-parameters are untouched on failure.
  */
 sam2_status sam2_tracker_precision(const struct sam2_tracker *tracker, uint32_t *out_precision);
 

@@ -61,6 +61,11 @@ pub struct Variant {
     pub tool: Option<String>,
     /// The precision is read from the graph (no `sam2.precision` in its metadata).
     pub inferred: bool,
+    /// `sam2.attention_scores = int8`: the model asks for its attention scores in int8
+    /// (`make_variant.py int8 --attention-scores int8` marks a video export's memory attention so).
+    /// The library honours it on the CPU where the CPU multiplies int8 without saturating
+    /// ([`crate::models::AttentionFusion`] says whether it did).
+    pub int8_scores: bool,
 }
 
 impl fmt::Display for Variant {
@@ -72,6 +77,9 @@ impl fmt::Display for Variant {
                 write!(f, "{p} variant")?;
                 if let Some(source) = &self.source {
                     write!(f, " of {source}")?;
+                }
+                if self.int8_scores {
+                    write!(f, "; attention scores int8")?;
                 }
                 if let Some(tool) = &self.tool {
                     write!(f, "; made by {tool}")?;
@@ -129,6 +137,7 @@ pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
     let mut declared: Option<String> = None;
     let mut source = None;
     let mut tool = None;
+    let mut scores: Option<String> = None;
     let mut graph = None;
     let mut fields = Fields::new(model, 0, model.len(), "model");
     while let Ok(Some(field)) = fields.next_field() {
@@ -152,12 +161,23 @@ pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
                     Some("sam2.precision") => declared = Some(value),
                     Some("sam2.precision.source") => source = Some(value),
                     Some("sam2.precision.tool") => tool = Some(value),
+                    Some("sam2.attention_scores") => scores = Some(value),
                     _ => {}
                 }
             }
             _ => {}
         }
     }
+    let int8_scores = match scores.as_deref() {
+        None => false,
+        Some("int8") => true,
+        Some(other) => {
+            return Err(format!(
+                "its metadata declares sam2.attention_scores = `{other}`, which this library does \
+                 not know (it reads int8)"
+            ))
+        }
+    };
     if let Some(name) = declared {
         let precision = Precision::parse(&name).ok_or_else(|| {
             format!(
@@ -171,6 +191,7 @@ pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
             source,
             tool,
             inferred: false,
+            int8_scores,
         });
     }
     let precision = graph.map_or(Precision::Fp32, |(start, end)| {
@@ -181,6 +202,7 @@ pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
         source: None,
         tool: None,
         inferred: precision != Precision::Fp32,
+        int8_scores,
     })
 }
 
@@ -293,6 +315,32 @@ mod tests {
             v.to_string(),
             "int8 variant of a.onnx sha256:00; made by quantize_dynamic"
         );
+    }
+
+    #[test]
+    fn metadata_may_ask_for_int8_attention_scores() {
+        let m = model(
+            &[
+                ("sam2.precision", "int8"),
+                ("sam2.precision.source", "m.onnx sha256:00"),
+                ("sam2.attention_scores", "int8"),
+            ],
+            &["MatMul"],
+            &[],
+        );
+        let v = detect(&m).unwrap();
+        assert!(v.int8_scores);
+        assert_eq!(
+            v.to_string(),
+            "int8 variant of m.onnx sha256:00; attention scores int8"
+        );
+        assert!(
+            !detect(&model(&[("sam2.precision", "int8")], &[], &[]))
+                .unwrap()
+                .int8_scores
+        );
+        let e = detect(&model(&[("sam2.attention_scores", "int4")], &[], &[])).unwrap_err();
+        assert!(e.contains("`int4`"), "{e}");
     }
 
     #[test]

@@ -115,6 +115,8 @@ pub(crate) struct Plan {
     /// ([`crate::attention`]): on the CPU, CUDA and WebGPU, which have kernels for it, at every
     /// level but `None` (the graph as exported).
     fuse_attention: bool,
+    /// The sessions run on the CPU provider.
+    cpu: bool,
 }
 
 impl Plan {
@@ -135,12 +137,14 @@ impl Plan {
                 providers: None,
                 readable_weights: false,
                 fuse_attention: level != Optimization::None,
+                cpu: true,
             },
             Some(Provider::Cuda) => Plan {
                 level,
                 providers: Some(device.clone()),
                 readable_weights: false,
                 fuse_attention: level != Optimization::None,
+                cpu: false,
             },
             Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl | Provider::WebGpu) => {
                 Plan {
@@ -154,6 +158,7 @@ impl Plan {
                     // Verified on WebGPU (tests/webgpu.rs); on the others the graph stays as
                     // exported.
                     fuse_attention: first == Some(Provider::WebGpu) && level != Optimization::None,
+                    cpu: false,
                 }
             }
         }
@@ -330,7 +335,7 @@ fn optimize(path: &Path, plan: &Plan, source: Option<&[u8]>) -> Result<Vec<u8>> 
 fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
     let variant = precision::detect(bytes).map_err(|e| Error::model(path, e))?;
-    let (fused, mut attention) = fuse_attention(path, bytes, plan);
+    let (fused, mut attention) = fuse_attention(path, bytes, plan, &variant);
     let optimized = match fused.map(|model| optimize(path, plan, Some(&model))) {
         Some(Ok(optimized)) => Ok(optimized),
         Some(Err(e)) => {
@@ -410,7 +415,12 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
 
 /// The model with its attention fused, when the plan asks for it and the rewriter found some;
 /// and the report. A failure of the rewriter itself leaves the model as exported.
-fn fuse_attention(path: &Path, bytes: &[u8], plan: &Plan) -> (Option<Vec<u8>>, AttentionFusion) {
+fn fuse_attention(
+    path: &Path,
+    bytes: &[u8],
+    plan: &Plan,
+    variant: &Variant,
+) -> (Option<Vec<u8>>, AttentionFusion) {
     if !plan.fuse_attention {
         let why = if plan.level == Optimization::None {
             "optimisation off"
@@ -419,8 +429,30 @@ fn fuse_attention(path: &Path, bytes: &[u8], plan: &Plan) -> (Option<Vec<u8>>, A
         };
         return (None, AttentionFusion::not_tried(why));
     }
-    match attention::fuse(bytes) {
-        Ok(done) => done,
+    // A model that asks for int8 attention scores gets them where their kernel runs (ONNX
+    // Runtime's int8 matrix kernels are CPU ones) and sums exactly.
+    let mut note = None;
+    let scores = match (
+        variant.int8_scores,
+        plan.cpu,
+        attention::int8_scores_exact(),
+    ) {
+        (true, true, Ok(())) => attention::Scores::INT8,
+        (true, true, Err(why)) => {
+            note = Some(format!("int8 scores asked for, not used: {why}"));
+            attention::Scores::Float
+        }
+        (true, false, _) => {
+            note = Some("int8 scores asked for, not used: they are for the CPU".to_string());
+            attention::Scores::Float
+        }
+        (false, _, _) => attention::Scores::Float,
+    };
+    match attention::fuse(bytes, scores) {
+        Ok((model, mut report)) => {
+            report.note = note;
+            (model, report)
+        }
         Err(e) => {
             crate::log::emit(
                 crate::log::LogLevel::Debug,

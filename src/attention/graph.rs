@@ -13,6 +13,7 @@ use crate::onnx_split::{put_len_field, put_varint_field, read_varint, Field, Fie
 pub(crate) const FLOAT: i32 = 1;
 pub(crate) const FLOAT16: i32 = 10;
 pub(crate) const INT64: i32 = 7;
+pub(crate) const INT8: i32 = 3;
 
 /// One attribute of a node, as far as the rewriter needs to know it.
 #[derive(Debug, Clone, PartialEq)]
@@ -586,20 +587,38 @@ impl NewNode {
     }
 }
 
-/// An int64 initializer the rewriter adds (a shape).
+/// An initializer the rewriter adds: a shape, or a float constant of the int8 attention core.
 #[derive(Debug, Clone)]
 pub(crate) struct NewTensor {
     pub name: String,
-    pub values: Vec<i64>,
+    pub values: TensorValues,
+}
+
+/// The elements of a [`NewTensor`], one dimension of them.
+#[derive(Debug, Clone)]
+pub(crate) enum TensorValues {
+    Int64(Vec<i64>),
+    Float(Vec<f32>),
 }
 
 impl NewTensor {
     pub(crate) fn encode(&self) -> Vec<u8> {
+        let (len, data_type, raw): (usize, i32, Vec<u8>) = match &self.values {
+            TensorValues::Int64(v) => (
+                v.len(),
+                INT64,
+                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            ),
+            TensorValues::Float(v) => (
+                v.len(),
+                FLOAT,
+                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            ),
+        };
         let mut out = Vec::new();
-        put_varint_field(&mut out, 1, self.values.len() as u64);
-        put_varint_field(&mut out, 2, INT64 as u64);
+        put_varint_field(&mut out, 1, len as u64);
+        put_varint_field(&mut out, 2, data_type as u64);
         put_len_field(&mut out, 8, self.name.as_bytes());
-        let raw: Vec<u8> = self.values.iter().flat_map(|v| v.to_le_bytes()).collect();
         put_len_field(&mut out, 9, &raw);
         out
     }

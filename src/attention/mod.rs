@@ -46,7 +46,7 @@ mod values;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
-use graph::{Attr, Graph, NewNode, NewTensor};
+use graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
 use values::{Projected, Projection};
 
 /// What the library did to a model's attention when it loaded it.
@@ -60,6 +60,8 @@ pub struct AttentionFusion {
     /// Why nothing was tried at all (optimisation off, a provider without the fused kernel,
     /// weights in external files), if so.
     pub not_tried: Option<String>,
+    /// A remark on how the cores were fused (int8 scores asked for and not used, and why).
+    pub note: Option<String>,
 }
 
 impl AttentionFusion {
@@ -98,6 +100,9 @@ impl fmt::Display for AttentionFusion {
         if !self.left.is_empty() {
             let n: usize = self.left.iter().map(|(_, n)| n).sum();
             write!(f, ", {n} left as exported ({})", list(&self.left))?;
+        }
+        if let Some(note) = &self.note {
+            write!(f, "; {note}")?;
         }
         Ok(())
     }
@@ -433,6 +438,10 @@ impl<'g> Finder<'g> {
 
 /// A candidate checked against the inferred types: what the rewrite needs to know.
 struct Verified {
+    /// The element type of queries, keys and values.
+    elem: Elem,
+    /// The graph's default opset (the int8 kernel's operators need 13).
+    opset: i64,
     /// The scale known at load time (the kernel's `scale`).
     scale: f64,
     /// Scale factors known only at run time (tensor, whether it divides), applied to the queries.
@@ -551,6 +560,8 @@ fn verify(
         }
     }
     Ok(Verified {
+        elem: q.elem,
+        opset: g.opset,
         scale,
         in_graph,
         rank: r,
@@ -565,19 +576,35 @@ fn verify(
 }
 
 impl Verified {
-    fn kind(&self) -> String {
+    fn kind(&self, scores: Scores) -> String {
         let batch: Vec<String> = self.batch.iter().map(ToString::to_string).collect();
         let h = self.h.map_or("?".to_string(), |h| h.to_string());
         let values = match &self.projected {
             Some(p) => format!(", values projected after ({} → {})", p.din, p.dout),
             None => String::new(),
         };
+        let int8 = if self.int8(scores) {
+            ", int8 scores"
+        } else {
+            ""
+        };
         format!(
-            "[{}] {} queries × {} keys, head dim {h}{values}",
+            "[{}] {} queries × {} keys, head dim {h}{values}{int8}",
             batch.join("×"),
             self.s,
             self.l,
         )
+    }
+
+    /// Whether this core gets the int8 kernel: asked for, float32 (a float16 graph is a GPU
+    /// variant's, whose kernel stays the float one), and a head dimension not known to be below
+    /// [`INT8_MIN_HEAD_DIM`] (memory attention's later layers have theirs known only at run
+    /// time: 256).
+    fn int8(&self, scores: Scores) -> bool {
+        matches!(scores, Scores::Int8 { .. })
+            && self.elem == Elem::Float32
+            && self.opset >= 13
+            && self.h.map_or(true, |h| h >= INT8_MIN_HEAD_DIM)
     }
 
     /// The batch's size, when every shape the rewrite writes is known at load time.
@@ -594,6 +621,7 @@ impl Verified {
 /// Writes the nodes that replace one verified candidate.
 struct Emitter<'a> {
     g: &'a mut Graph,
+    scores: Scores,
     nodes: Vec<NewNode>,
     tensors: &'a mut Vec<NewTensor>,
 }
@@ -629,7 +657,7 @@ impl Emitter<'_> {
         let name = self.g.fresh("sam2_fused_attention_shape");
         self.tensors.push(NewTensor {
             name: name.clone(),
-            values,
+            values: TensorValues::Int64(values),
         });
         name
     }
@@ -667,6 +695,187 @@ impl Emitter<'_> {
         let tail = self.shape_of(&x, Some(-2), None)?;
         let shape = self.concat(vec![minus_one, tail])?;
         self.node("Reshape", "", vec![x, shape], None, Vec::new())
+    }
+
+    /// A float32 constant of one dimension.
+    fn floats(&mut self, values: Vec<f32>) -> String {
+        let name = self.g.fresh("sam2_fused_attention_constant");
+        self.tensors.push(NewTensor {
+            name: name.clone(),
+            values: TensorValues::Float(values),
+        });
+        name
+    }
+
+    /// The attention of `q` `[B, S, H]`, `k` `[B, L, H]` and `val` `[B, L, W]` with int8 scores,
+    /// from ONNX Runtime's own quantisation operators:
+    ///
+    /// ```text
+    ///   q₈, s_q, z_q = DynamicQuantizeLinear(q)        one scale for all queries (uint8)
+    ///   s_k[l]       = max |k[·, l, ·]| / 127           one scale per key (int8, symmetric)
+    ///   k₈           = Cast(Round(k / s_k), int8)
+    ///   scores       = MatMulIntegerToFloat(q₈, k₈ᵀ, s_q, s_k · scale, z_q)
+    ///   out          = MatMul(Softmax(scores), val)
+    /// ```
+    ///
+    /// The score matrix is held a block of queries at a time: blocks of at most 2²⁴ scores
+    /// (64 MB, [`INT8_BLOCK_SCORES`]), so memory attention's 4096 × 28,736 holds 59 MB where the
+    /// graph as exported held 470 MB (memory attention's later layers, whose lengths are known
+    /// only at run time, in [`INT8_DYNAMIC_BLOCKS`] blocks). The values and the softmax stay float32. A key's scale is its own (over the batch,
+    /// which `MatMulIntegerToFloat`'s per-column scale allows), so one large key does not cost the
+    /// others their precision.
+    fn int8_core(
+        &mut self,
+        inputs: Vec<String>,
+        v: &Verified,
+        out: Option<String>,
+    ) -> Result<String, String> {
+        let Scores::Int8 { block_scores } = self.scores else {
+            return Err("the int8 kernel was not asked for".into());
+        };
+        let block_scores = block_scores.max(1);
+        let [q, k, val]: [String; 3] = inputs
+            .try_into()
+            .map_err(|_| "the int8 kernel takes three inputs".to_string())?;
+        let q8 = self.g.fresh("sam2_fused_attention_q8");
+        let qs = self.g.fresh("sam2_fused_attention_q_scale");
+        let qz = self.g.fresh("sam2_fused_attention_q_zero");
+        let name = self
+            .g
+            .fresh("sam2_fused_attention_DynamicQuantizeLinear_node");
+        self.nodes.push(NewNode {
+            name,
+            op_type: "DynamicQuantizeLinear",
+            domain: "",
+            inputs: vec![q],
+            outputs: vec![q8.clone(), qs.clone(), qz.clone()],
+            attrs: Vec::new(),
+        });
+        let abs = self.node("Abs", "", vec![k.clone()], None, Vec::new())?;
+        let largest = if self.g.opset >= 18 {
+            let axes = self.shape(vec![0, 2]);
+            self.node(
+                "ReduceMax",
+                "",
+                vec![abs, axes],
+                None,
+                vec![("keepdims", Attr::Int(1))],
+            )?
+        } else {
+            self.node(
+                "ReduceMax",
+                "",
+                vec![abs],
+                None,
+                vec![("axes", Attr::Ints(vec![0, 2])), ("keepdims", Attr::Int(1))],
+            )?
+        };
+        // A key of zeros gets a tiny scale rather than a division by zero.
+        let tiny = self.floats(vec![f32::MIN_POSITIVE]);
+        let largest = self.node("Max", "", vec![largest, tiny], None, Vec::new())?;
+        let per_step = self.floats(vec![1.0 / 127.0]);
+        let ks = self.node("Mul", "", vec![largest, per_step], None, Vec::new())?;
+        let steps = self.node("Div", "", vec![k, ks.clone()], None, Vec::new())?;
+        let steps = self.node("Round", "", vec![steps], None, Vec::new())?;
+        let k8 = self.node(
+            "Cast",
+            "",
+            vec![steps],
+            None,
+            vec![("to", Attr::Int(i64::from(graph::INT8)))],
+        )?;
+        let k8t = self.node(
+            "Transpose",
+            "",
+            vec![k8],
+            None,
+            vec![("perm", Attr::Ints(vec![0, 2, 1]))],
+        )?;
+        let flat = self.shape(vec![-1]);
+        let ks = self.node("Reshape", "", vec![ks, flat], None, Vec::new())?;
+        let scale = self.floats(vec![v.scale as f32]);
+        let bs = self.node("Mul", "", vec![ks, scale], None, Vec::new())?;
+        // Blocks of queries: their bounds when the shapes are known at load time; otherwise
+        // `DYNAMIC_BLOCKS` blocks of ⌈S / n⌉ queries each, computed when the model runs (Slice
+        // clamps the last one).
+        let batch = v
+            .batch
+            .iter()
+            .try_fold(1i64, |n, d| d.value().and_then(|x| n.checked_mul(x)));
+        let ranges: Vec<Block> = match (batch, v.s.value(), v.l.value()) {
+            (Some(b), Some(s), Some(l)) if b > 0 && s > 0 && l > 0 => {
+                let scores = b.saturating_mul(s).saturating_mul(l);
+                let blocks = (scores + block_scores - 1) / block_scores;
+                let rows = (s + blocks - 1) / blocks.max(1);
+                if blocks <= 1 {
+                    vec![Block::All]
+                } else {
+                    (0..s)
+                        .step_by(rows as usize)
+                        .map(|a| Block::Static(a, (a + rows).min(s)))
+                        .collect()
+                }
+            }
+            _ => (0..INT8_DYNAMIC_BLOCKS).map(Block::Dynamic).collect(),
+        };
+        let rows = if ranges.iter().any(|b| matches!(b, Block::Dynamic(_))) {
+            // ⌈S / n⌉ = (S + n − 1) / n, as a one-element tensor.
+            let s = self.shape_of(&q8, Some(1), Some(2))?;
+            let bias = self.shape(vec![INT8_DYNAMIC_BLOCKS - 1]);
+            let n = self.shape(vec![INT8_DYNAMIC_BLOCKS]);
+            let s = self.node("Add", "", vec![s, bias], None, Vec::new())?;
+            Some(self.node("Div", "", vec![s, n], None, Vec::new())?)
+        } else {
+            None
+        };
+        let single = ranges.len() == 1;
+        let mut parts = Vec::with_capacity(ranges.len());
+        for range in ranges {
+            let (starts, ends) = match (range, &rows) {
+                (Block::All, _) => (None, None),
+                (Block::Static(a, b), _) => (Some(self.shape(vec![a])), Some(self.shape(vec![b]))),
+                (Block::Dynamic(i), Some(rows)) => {
+                    let (i0, i1) = (self.shape(vec![i]), self.shape(vec![i + 1]));
+                    let a = self.node("Mul", "", vec![rows.clone(), i0], None, Vec::new())?;
+                    let b = self.node("Mul", "", vec![rows.clone(), i1], None, Vec::new())?;
+                    (Some(a), Some(b))
+                }
+                (Block::Dynamic(_), None) => unreachable!("dynamic blocks have their size"),
+            };
+            let rows = match (starts, ends) {
+                (Some(starts), Some(ends)) => {
+                    let axes = self.shape(vec![1]);
+                    self.node(
+                        "Slice",
+                        "",
+                        vec![q8.clone(), starts, ends, axes],
+                        None,
+                        Vec::new(),
+                    )?
+                }
+                _ => q8.clone(),
+            };
+            let scores = self.node(
+                "MatMulIntegerToFloat",
+                "com.microsoft",
+                vec![rows, k8t.clone(), qs.clone(), bs.clone(), qz.clone()],
+                None,
+                Vec::new(),
+            )?;
+            let p = self.node(
+                "Softmax",
+                "",
+                vec![scores],
+                None,
+                vec![("axis", Attr::Int(2))],
+            )?;
+            let part_out = if single { out.clone() } else { None };
+            parts.push(self.node("MatMul", "", vec![p, val.clone()], part_out, Vec::new())?);
+        }
+        if single {
+            return Ok(parts.remove(0));
+        }
+        self.node("Concat", "", parts, out, vec![("axis", Attr::Int(1))])
     }
 
     /// The fused attention of a verified candidate, its result named `c.out`.
@@ -773,13 +982,12 @@ impl Emitter<'_> {
             after.push(("Reshape", shape));
         }
         let last = after.len();
-        let mut o = self.node(
-            "MultiHeadAttention",
-            "com.microsoft",
-            inputs,
-            (last == 0).then(|| c.out.clone()),
-            attrs,
-        )?;
+        let out = (last == 0).then(|| c.out.clone());
+        let mut o = if v.int8(self.scores) {
+            self.int8_core(inputs, v, out)?
+        } else {
+            self.node("MultiHeadAttention", "com.microsoft", inputs, out, attrs)?
+        };
         for (i, (op, operand)) in after.into_iter().enumerate() {
             let out = (i + 1 == last).then(|| c.out.clone());
             o = self.node(op, "", vec![o, operand], out, Vec::new())?;
@@ -788,12 +996,34 @@ impl Emitter<'_> {
     }
 }
 
+/// How the rewritten cores compute their scores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Scores {
+    /// In float, by ONNX Runtime's flash-attention kernel (`MultiHeadAttention`): the
+    /// arithmetic as exported, up to rounding.
+    #[default]
+    Float,
+    /// Queries and keys quantised to 8 bits when the model runs, their product taken in integers
+    /// ([`Emitter::int8_core`]): for an int8 variant on the CPU, whose int8 matrix kernels run
+    /// about three times the float32 rate. Float32 cores only. The scores are held a block of
+    /// queries at a time, at most `block_scores` of them.
+    Int8 { block_scores: i64 },
+}
+
+impl Scores {
+    /// Int8 scores in blocks of [`INT8_BLOCK_SCORES`].
+    pub(crate) const INT8: Scores = Scores::Int8 {
+        block_scores: INT8_BLOCK_SCORES,
+    };
+}
+
 /// Rewrites `model`'s attention cores into `MultiHeadAttention`. `probe` gets a copy of the model
 /// with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns the
 /// rewritten model (`None` when nothing was fused) and the report.
 pub(crate) fn fuse_with(
     model: &[u8],
     min_scores: i64,
+    scores: Scores,
     probe: impl FnOnce(&[u8]) -> Result<HashMap<String, TensorType>, String>,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
     let mut g = Graph::parse(model)?;
@@ -845,6 +1075,7 @@ pub(crate) fn fuse_with(
         }
         let mut e = Emitter {
             g: &mut g,
+            scores,
             nodes: Vec::new(),
             tensors: &mut tensors,
         };
@@ -854,7 +1085,7 @@ pub(crate) fn fuse_with(
             Ok(()) => {
                 removed.extend(c.removed.iter().copied());
                 added.entry(c.anchor).or_default().extend(nodes);
-                report.fused(v.kind());
+                report.fused(v.kind(scores));
             }
             Err(why) => report.left(why),
         }
@@ -943,6 +1174,7 @@ impl Tally {
             fused: self.fused,
             left: self.left,
             not_tried: None,
+            note: None,
         }
     }
 }
@@ -1007,7 +1239,75 @@ pub(crate) fn ort_probe(model: &[u8]) -> Result<HashMap<String, TensorType>, Str
 /// 4096 × 28,736 and Hiera's global 4096 × 4096 are well above.
 pub(crate) const MIN_SCORES: i64 = 1 << 20;
 
+/// Whether this CPU's int8 matrix kernels sum exactly: with VNNI on x86-64 (AVX512-VNNI or
+/// AVX-VNNI) and the dot-product instructions on AArch64. Without VNNI, ONNX Runtime's AVX2 and
+/// AVX-512 kernels multiply uint8 by int8 into saturating 16-bit pair sums
+/// (`VPMADDUBSW`), which full-range keys and queries can overflow; the int8 variant of the
+/// encoder has 7-bit weights for that reason, and 7-bit keys moved EdgeTAM's tracked logits by
+/// more than dropping a memory frame does (3.6e-2 against 2.7e-2 mean).
+pub(crate) fn int8_scores_exact() -> Result<(), &'static str> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // CPUID leaf 7: AVX512-VNNI is ECX bit 11 of sub-leaf 0, AVX-VNNI EAX bit 4 of sub-leaf
+        // 1 (read directly: their names in `is_x86_feature_detected!` are newer than our MSRV);
+        // the AVX-512 and AVX checks say the OS keeps those registers.
+        // SAFETY: CPUID exists on every x86-64 CPU. (`__cpuid_count` is safe from Rust 1.87 on,
+        // unsafe in our MSRV's.)
+        #[allow(unused_unsafe)]
+        let (leaf0, leaf1) = unsafe {
+            (
+                std::arch::x86_64::__cpuid_count(7, 0),
+                std::arch::x86_64::__cpuid_count(7, 1),
+            )
+        };
+        let avx512_vnni =
+            leaf0.ecx & (1 << 11) != 0 && std::arch::is_x86_feature_detected!("avx512f");
+        let avx_vnni = leaf1.eax & (1 << 4) != 0 && std::arch::is_x86_feature_detected!("avx2");
+        if avx512_vnni || avx_vnni {
+            return Ok(());
+        }
+        Err("this CPU has no VNNI, and ONNX Runtime's int8 kernels without it can saturate")
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if std::arch::is_aarch64_feature_detected!("dotprod") {
+            return Ok(());
+        }
+        Err("this CPU has no int8 dot-product instructions")
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    {
+        Err("int8 scores are used on x86-64 and AArch64 only")
+    }
+}
+
+/// Most scores the int8 kernel holds at once ([`Emitter::int8_core`]): 64 MB of float32.
+const INT8_BLOCK_SCORES: i64 = 1 << 24;
+
+/// Smallest head dimension given the int8 kernel: the integer product gains with the length of
+/// its dot products. One core of 4096 × 4096 scores on 2 AMD EPYC cores with AVX-512 VNNI
+/// (ONNX Runtime's Python API, medians of 3): head dim 96, 35 ms int8 against 36 ms fused float;
+/// 128, 42–45 against 46; 256, 74 against 98; 4096 × 28,736 at 256, 241 against 433.
+const INT8_MIN_HEAD_DIM: i64 = 192;
+
+/// Blocks of queries the int8 kernel takes when the number of queries or keys is known only when
+/// the model runs (memory attention's keys: the memories so far).
+const INT8_DYNAMIC_BLOCKS: i64 = 8;
+
+/// A block of queries of the int8 kernel.
+#[derive(Debug, Clone, Copy)]
+enum Block {
+    All,
+    /// Rows `a..b`.
+    Static(i64, i64),
+    /// The `i`-th of [`INT8_DYNAMIC_BLOCKS`], its bounds computed at run time.
+    Dynamic(i64),
+}
+
 /// [`fuse_with`] with ONNX Runtime's probe and [`MIN_SCORES`].
-pub(crate) fn fuse(model: &[u8]) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
-    fuse_with(model, MIN_SCORES, ort_probe)
+pub(crate) fn fuse(
+    model: &[u8],
+    scores: Scores,
+) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
+    fuse_with(model, MIN_SCORES, scores, ort_probe)
 }

@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use super::graph::{Attr, NewNode, NewTensor};
+use super::graph::{Attr, NewNode, NewTensor, TensorValues};
 use super::*;
 use crate::onnx_split::{put_len_field, put_varint_field};
 
@@ -87,7 +87,7 @@ fn model(
     for (name, values) in shapes {
         let t = NewTensor {
             name: name.to_string(),
-            values: values.to_vec(),
+            values: TensorValues::Int64(values.to_vec()),
         };
         put_len_field(&mut g, 5, &t.encode());
     }
@@ -161,7 +161,7 @@ fn assert_fused_within(
     feed_sets: &[Vec<(&str, Vec<i64>)>],
     tolerance: f32,
 ) -> AttentionFusion {
-    let (fused, report) = fuse_with(model, 0, ort_probe).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, Scores::Float, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
     assert!(report.left.is_empty(), "{report}");
@@ -186,7 +186,7 @@ fn assert_fused_within(
 
 /// Leaves `model` alone, for `why` when given.
 fn assert_left(model: &[u8], why: Option<&str>) {
-    let (fused, report) = fuse_with(model, 0, ort_probe).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, Scores::Float, ort_probe).expect("the rewriter runs");
     assert!(fused.is_none(), "fused a near miss: {report}");
     assert_eq!(report.fused_count(), 0);
     match why {
@@ -288,7 +288,7 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     };
     let report = assert_fused(&m, &[feeds(10), feeds(3)]);
     // The scale's computation went with the scores it scaled.
-    let (fused, _) = fuse_with(&m, 0, ort_probe).unwrap();
+    let (fused, _) = fuse_with(&m, 0, Scores::Float, ort_probe).unwrap();
     let fused = fused.unwrap();
     for op in ["Shape", "Sqrt", "Slice", "Cast"] {
         assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
@@ -542,7 +542,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
         "[1×1] 6 queries × L keys, head dim 8, values projected after (4 → 8)"
     );
     // The kernel reads the inputs: the projection before it is gone, one after it is left.
-    let (fused, _) = fuse_with(&m, 0, ort_probe).unwrap();
+    let (fused, _) = fuse_with(&m, 0, Scores::Float, ort_probe).unwrap();
     let fused = fused.unwrap();
     assert_eq!(op_count(&fused, "MatMul"), 1);
     let g = graph::Graph::parse(&fused).unwrap();
@@ -639,7 +639,7 @@ fn a_scale_that_is_not_a_constant_scalar_is_left_as_written() {
 #[test]
 fn small_score_matrices_are_left_as_exported_by_default() {
     // 5 queries × 7 keys: far below MIN_SCORES.
-    let (fused, report) = fuse(&rank3(None, false, false)).unwrap();
+    let (fused, report) = fuse(&rank3(None, false, false), Scores::Float).unwrap();
     assert!(fused.is_none());
     assert!(
         report
@@ -656,15 +656,137 @@ fn the_report_says_what_was_fused_and_what_was_left() {
         fused: vec![("[1×1] 4096 queries × 4096 keys, head dim 256".into(), 4)],
         left: vec![("the scores have another reader".into(), 1)],
         not_tried: None,
+        note: None,
     };
     assert_eq!(
         report.to_string(),
         "4 fused (4 × [1×1] 4096 queries × 4096 keys, head dim 256), 1 left as exported \
          (1 × the scores have another reader)"
     );
+    let noted = AttentionFusion {
+        note: Some("int8 scores asked for, not used: this CPU has no VNNI".into()),
+        left: Vec::new(),
+        ..report.clone()
+    };
+    assert_eq!(
+        noted.to_string(),
+        "4 fused (4 × [1×1] 4096 queries × 4096 keys, head dim 256); int8 scores asked for, not \
+         used: this CPU has no VNNI"
+    );
     assert_eq!(AttentionFusion::default().to_string(), "none found");
     assert_eq!(
         AttentionFusion::not_tried("optimisation off").to_string(),
         "as exported (optimisation off)"
     );
+}
+
+/// Rank-3 attention of 2 batch entries, head dim `h`, the scores multiplied by 8/√h (sharper than
+/// a model's 1/√h on these inputs in [-1, 1), so that the softmax picks some keys out): queries
+/// and keys of lengths `s` and `l` (sizes, or named free ones).
+fn wide(s: D, l: D, h: i64) -> Vec<u8> {
+    let nodes = vec![
+        node("Transpose", &["k"], "kt", perm(&[0, 2, 1])),
+        node("MatMul", &["q", "kt"], "scores", vec![]),
+        node("Mul", &["scores", "scale"], "scaled", vec![]),
+        node("Softmax", &["scaled"], "p", vec![("axis", Attr::Int(-1))]),
+        node("MatMul", &["p", "v"], "out", vec![]),
+    ];
+    let l2 = match &l {
+        D::N(n) => D::N(*n),
+        D::S(name) => D::S(name),
+    };
+    model(
+        &nodes,
+        &[float_init("scale", &[1], &[8.0 / (h as f32).sqrt()])],
+        &[],
+        &[
+            ("q", &[D::N(2), s, D::N(h)]),
+            ("k", &[D::N(2), l, D::N(h)]),
+            ("v", &[D::N(2), l2, D::N(8)]),
+        ],
+        &["out"],
+    )
+}
+
+/// Fuses `model` with int8 scores in blocks of at most `block_scores`; checks the report and
+/// the kernel's operators, and returns the fused model.
+fn fuse_int8(model: &[u8], block_scores: i64, blocks: usize) -> Vec<u8> {
+    let scores = Scores::Int8 { block_scores };
+    let (fused, report) = fuse_with(model, 0, scores, ort_probe).expect("the rewriter runs");
+    let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
+    assert_eq!(report.fused_count(), 1, "{report}");
+    assert!(report.fused[0].0.ends_with(", int8 scores"), "{report}");
+    assert_eq!(op_count(&fused, "MultiHeadAttention"), 0);
+    assert_eq!(op_count(&fused, "DynamicQuantizeLinear"), 1);
+    assert_eq!(op_count(&fused, "MatMulIntegerToFloat"), blocks);
+    assert_eq!(op_count(&fused, "Softmax"), blocks);
+    fused
+}
+
+/// The largest difference between two outputs, and the largest magnitude of the first.
+fn worst_and_largest(want: &[f32], got: &[f32]) -> (f32, f32) {
+    assert_eq!(want.len(), got.len());
+    let worst = want
+        .iter()
+        .zip(got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    (worst, want.iter().map(|a| a.abs()).fold(0f32, f32::max))
+}
+
+#[test]
+fn int8_scores_compute_the_attention_within_their_precision_in_blocks_of_queries() {
+    let m = wide(D::N(40), D::N(300), 256);
+    let feeds = vec![
+        ("q", vec![2, 40, 256]),
+        ("k", vec![2, 300, 256]),
+        ("v", vec![2, 300, 8]),
+    ];
+    let want = run(&m, &feeds, "out");
+    // In one block, and in blocks of 2 × 7 × 300 scores (6 blocks, the last of 5 queries).
+    let whole = run(&fuse_int8(&m, i64::MAX, 1), &feeds, "out");
+    let blocked = run(&fuse_int8(&m, 2 * 7 * 300, 6), &feeds, "out");
+    assert_eq!(whole, blocked, "blocks change the result");
+    let (worst, largest) = worst_and_largest(&want, &whole);
+    // Scores of magnitude up to about 4 to 8-bit steps: the outputs (magnitude up to 1) move by
+    // a few hundredths at most; a kernel that lost a key's scale, or a block, moves them by
+    // tenths.
+    assert!(
+        worst < 3e-2 && largest > 0.5,
+        "int8 scores differ from float by {worst} (outputs up to {largest})"
+    );
+}
+
+#[test]
+fn int8_scores_of_lengths_known_at_run_time_take_blocks_computed_then() {
+    let m = wide(D::S("S"), D::S("L"), 256);
+    let fused = fuse_int8(&m, INT8_BLOCK_SCORES, INT8_DYNAMIC_BLOCKS as usize);
+    // More queries than blocks, and fewer (some blocks empty).
+    for s in [37, 3] {
+        let feeds = vec![
+            ("q", vec![2, s, 256]),
+            ("k", vec![2, 50, 256]),
+            ("v", vec![2, 50, 8]),
+        ];
+        let (worst, largest) =
+            worst_and_largest(&run(&m, &feeds, "out"), &run(&fused, &feeds, "out"));
+        assert!(
+            worst < 3e-2 && largest > 0.5,
+            "{s} queries: int8 scores differ from float by {worst} (outputs up to {largest})"
+        );
+    }
+}
+
+#[test]
+fn int8_scores_are_not_given_to_small_heads_nor_to_float16() {
+    for (m, why) in [
+        (wide(D::N(40), D::N(300), 96), "head dim 96"),
+        (sdpa_heads_in(true), "float16"),
+    ] {
+        let (fused, report) = fuse_with(&m, 0, Scores::INT8, ort_probe).expect("the rewriter runs");
+        let fused = fused.unwrap_or_else(|| panic!("{why}: nothing fused: {report}"));
+        assert_eq!(op_count(&fused, "MultiHeadAttention"), 1, "{why}");
+        assert_eq!(op_count(&fused, "MatMulIntegerToFloat"), 0, "{why}");
+        assert!(!report.to_string().contains("int8"), "{why}: {report}");
+    }
 }

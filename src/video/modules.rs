@@ -473,6 +473,15 @@ impl Modules {
     }
 
     /// The precision of each module, by role.
+    /// The tracker's precision: see [`crate::Tracker::variant`].
+    pub(crate) fn variant(&self) -> &Variant {
+        self.each()
+            .into_iter()
+            .map(Module::variant)
+            .find(|v| v.precision != crate::precision::Precision::Fp32)
+            .unwrap_or_else(|| self.encoder.variant())
+    }
+
     pub(crate) fn variants(&self) -> Vec<(&'static str, Variant)> {
         self.each()
             .iter()

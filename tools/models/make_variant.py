@@ -13,10 +13,15 @@ there as it finds the original (`--model OUT_DIR`). Only the image encoder chang
 all of the arithmetic); the decoder is copied as it is, so clicks give the original's masks from
 the variant's embedding. A video export (the four modules of docs/video.md) works the same way:
 its image encoder is converted and memory attention, the memory encoder and the image decoder are
-copied as they are, so the tracker reads OUT_DIR as it reads the export. (Memory attention stays
-float32: its weighty work is attention between activations, which quantize_dynamic leaves alone,
-and with its projections in int8 it ran slower in the library, whose fused attention then no
-longer projects the values after the kernel.)
+copied as they are, so the tracker reads OUT_DIR as it reads the export. Memory attention's
+weighty work is attention between activations, which quantize_dynamic leaves alone (and with its
+projections in int8 it ran slower in the library, whose fused attention then no longer projects
+the values after the kernel). With `--attention-scores int8`, memory attention is copied with its
+weights as they are and metadata asking the library for its attention scores in int8 (queries
+and keys quantised when the model runs, by ONNX Runtime's DynamicQuantizeLinear and
+MatMulIntegerToFloat; docs/weights.md): faster on CPUs with VNNI, at a measured cost in agreement
+where attention is sharp (docs/performance.md). An image encoder without MatMul weights
+(EdgeTAM's RepViT) is then copied as it is: int8 Convs (ConvInteger) run slower than float32.
 
 int8: the weights of every MatMul (and, with --conv, every Conv) quantised per output channel to
 int8 by `onnxruntime.quantization.quantize_dynamic`; activations are quantised per run by the
@@ -50,6 +55,7 @@ library reads (`sam2 info`, `sam2_encoder_precision`, embedding files):
     sam2.precision         int8
     sam2.precision.source  the source file's name and SHA-256
     sam2.precision.tool    the tool and its settings
+    sam2.attention_scores  int8 (memory attention, with --attention-scores int8)
 """
 
 import argparse
@@ -175,6 +181,29 @@ def count_ops(model):
     return counts
 
 
+class NothingToQuantise(Exception):
+    """The encoder has no weights quantize_dynamic would quantise."""
+
+
+# What memory attention marked by --attention-scores int8 says of itself: its weights are the
+# export's, and the library computes its attention scores in int8 (src/attention/mod.rs,
+# `Scores::Int8`).
+INT8_ATTENTION_TOOL = ("make_variant.py --attention-scores int8: weights as exported; attention "
+                       "scores int8 when the library loads it on a CPU with VNNI (queries uint8 "
+                       "per run, keys int8 per key; DynamicQuantizeLinear, MatMulIntegerToFloat)")
+
+
+def write_metadata(path, props):
+    """Adds `props` to the model's metadata (`metadata_props`), sorted."""
+    model = onnx.load(path)
+    merged = {p.key: p.value for p in model.metadata_props}
+    merged.update(props)
+    del model.metadata_props[:]
+    for key, value in sorted(merged.items()):
+        model.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
+    onnx.save(model, path)
+
+
 def make_int8(src, dst, conv):
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -196,8 +225,9 @@ def make_int8(src, dst, conv):
         hint = ("" if conv or not before.get("Conv") else
                 f"; its {before['Conv']} Convs would be with --conv, but ONNX Runtime's ConvInteger"
                 " is slower on CPUs than its float32 Conv (4.5x on EdgeTAM's RepViT encoder)")
-        raise SystemExit(f"{src}: no {' or '.join(ops)} node has constant weights to quantise, so "
-                         f"an int8 variant would compute exactly what the original does{hint}")
+        raise NothingToQuantise(f"{src}: no {' or '.join(ops)} node has constant weights to "
+                                f"quantise, so an int8 variant would compute exactly what the "
+                                f"original does{hint}")
     say(f"int8: {folded} weight Transposes folded; {quantised} of {total} {' and '.join(ops)} nodes"
         f" quantised ({left} MatMuls stay float32: between activations, or weights not constant)")
     tool = ("onnxruntime.quantization.quantize_dynamic: weights int8 per channel (7-bit range), "
@@ -414,11 +444,19 @@ def main():
     parser.add_argument("--out", required=True, help="the variant's directory (created)")
     parser.add_argument("--conv", action="store_true",
                         help="int8: quantise Conv weights too (ConvInteger), not only MatMul ones")
+    parser.add_argument("--attention-scores", choices=["int8"],
+                        help="int8, video exports: memory attention's attention scores in int8 as "
+                        "well (faster on CPUs with VNNI; less close to the original where "
+                        "attention is sharp: docs/performance.md)")
     parser.add_argument("--sample", help="fp16: an image (PNG/JPEG) to find the tensors that would "
                         "overflow float16 (default: a synthetic pattern)")
     args = parser.parse_args()
 
     encoder = find_encoder(args.source)
+    if args.attention_scores and (args.precision != "int8" or not video_modules(
+            os.path.dirname(encoder) or ".", os.path.basename(encoder))):
+        raise SystemExit("--attention-scores int8 is for the int8 variant of a video export "
+                         "(its memory attention)")
     os.makedirs(args.out, exist_ok=True)
     if os.path.samefile(os.path.dirname(os.path.abspath(encoder)), args.out):
         raise SystemExit("--out must be another directory than the source's")
@@ -429,28 +467,46 @@ def main():
     if already:
         raise SystemExit(f"{encoder} is already a {already} variant; make variants of the original")
     say(f"{args.precision} variant of {encoder} -> {dst}")
-    if args.precision == "int8":
-        tool = make_int8(encoder, dst, args.conv)
-    else:
-        tool = make_fp16(encoder, dst, args.sample)
-
-    model = onnx.load(dst)
-    props = {p.key: p.value for p in model.metadata_props}
-    props.update({
-        "sam2.precision": args.precision,
-        "sam2.precision.source": f"{name} sha256:{sha256(encoder)}",
-        "sam2.precision.tool": tool,
-    })
-    del model.metadata_props[:]
-    for key, value in sorted(props.items()):
-        model.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
-    onnx.save(model, dst)
+    folder = os.path.dirname(encoder) or "."
+    video = video_modules(folder, name)
+    converted = True
+    try:
+        if args.precision == "int8":
+            tool = make_int8(encoder, dst, args.conv)
+        else:
+            tool = make_fp16(encoder, dst, args.sample)
+    except NothingToQuantise as e:
+        if not args.attention_scores:
+            raise SystemExit(str(e))
+        # Still worth making for memory attention's int8 scores.
+        say(f"{e}: the image encoder is copied as it is")
+        shutil.copyfile(encoder, dst)
+        converted = False
+    if converted:
+        write_metadata(dst, {
+            "sam2.precision": args.precision,
+            "sam2.precision.source": f"{name} sha256:{sha256(encoder)}",
+            "sam2.precision.tool": tool,
+        })
     for partner in partner_files(encoder):
-        shutil.copyfile(partner, os.path.join(args.out, os.path.basename(partner)))
-        say(f"copied {os.path.basename(partner)} as it is")
+        out = os.path.join(args.out, os.path.basename(partner))
+        shutil.copyfile(partner, out)
+        if args.attention_scores and partner == video["memory_attention"]:
+            write_metadata(out, {
+                "sam2.precision": "int8",
+                "sam2.precision.source": f"{os.path.basename(partner)} sha256:{sha256(partner)}",
+                "sam2.precision.tool": INT8_ATTENTION_TOOL,
+                "sam2.attention_scores": "int8",
+            })
+            say(f"copied {os.path.basename(partner)}, its weights as they are, marked for int8 "
+                f"attention scores")
+        else:
+            say(f"copied {os.path.basename(partner)} as it is")
     size = lambda p: os.path.getsize(p) / 1e6
-    say(f"{name}: {size(encoder):.1f} MB -> {size(dst):.1f} MB")
-    print(json.dumps({"precision": args.precision, "encoder": dst, "source": encoder}))
+    if converted:
+        say(f"{name}: {size(encoder):.1f} MB -> {size(dst):.1f} MB")
+    print(json.dumps({"precision": args.precision, "encoder": dst, "source": encoder,
+                      "encoder_converted": converted}))
 
 
 if __name__ == "__main__":

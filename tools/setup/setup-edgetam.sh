@@ -20,12 +20,13 @@
 #                           video modules, the checkpoint, manifest.json; `reference` links to
 #     reference-<hash>/     keyed by the reference scripts, the pins and the weights' own hash
 #                           (manifest.json's weights_sha256): clip, prompts, arrays, reference.json
-#     fp16-<hash>/          keyed by make_variant.py and the export: the video modules' fp16 variant
+#     fp16-<hash>/, int8-<hash>/  keyed by make_variant.py and the export: the video modules'
+#                           fp16 and int8 variants
 # Measured 2026-12-02 on 2 cores shared with a load of 5-8: the venv 20 s (one 1 MB wheel; before,
 # a second 7 GB venv took 6 minutes), the export 86 s, the reference 423 s. A second run
 # recomputes nothing. Source it
 # (`. tools/setup/setup-edgetam.sh`) to get SAM2_EDGETAM_MODELS (the export directory),
-# SAM2_EDGETAM_PYTHON and SAM2_EDGETAM_FP16 exported.
+# SAM2_EDGETAM_PYTHON, SAM2_EDGETAM_FP16 and SAM2_EDGETAM_INT8 exported.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -123,30 +124,43 @@ else
     setup_end cached
 fi
 ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
-# 3. The fp16 variant of the video modules (tools/models/make_variant.py: the image encoder in
-# float16, the three other modules copied; seconds), for the device tests (tests/webgpu.rs).
-setup_begin "EdgeTAM's fp16 video variant (tools/models/make_variant.py)"
-fp16_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
-EDGETAM_FP16="$CACHE/edgetam/fp16-$fp16_hash"
-if [ ! -f "$EDGETAM_FP16/.sam2-edgetam-fp16-done" ]; then
-    say "making the fp16 variant of EdgeTAM's video modules into $EDGETAM_FP16"
-    rm -rf "$EDGETAM_FP16"
-    mkdir -p "$EDGETAM_FP16"
-    logged "$EDGETAM_FP16/make.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
-        fp16 "$EDGETAM_MODELS" --out "$EDGETAM_FP16"
-    touch "$EDGETAM_FP16/.sam2-edgetam-fp16-done"
-    setup_end ran
-else
-    setup_end cached
-fi
+# 3. The precision variants of the video modules (tools/models/make_variant.py; seconds): fp16
+# (the image encoder in float16, the three other modules copied) for the device tests
+# (tests/webgpu.rs), and int8 with --attention-scores int8 (memory attention marked for int8
+# attention scores; the RepViT encoder, without MatMuls, and the two other modules copied) for
+# tests/video_real.rs and the bench.
+variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
+for precision in fp16 int8; do
+    extra=()
+    if [ "$precision" = int8 ]; then
+        extra=(--attention-scores int8)
+    fi
+    setup_begin "EdgeTAM's $precision video variant (tools/models/make_variant.py)"
+    out="$CACHE/edgetam/$precision-$variant_hash"
+    if [ ! -f "$out/.sam2-edgetam-$precision-done" ]; then
+        say "making the $precision variant of EdgeTAM's video modules into $out"
+        rm -rf "$out"
+        mkdir -p "$out"
+        logged "$out/make.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+            "$precision" "${extra[@]}" "$EDGETAM_MODELS" --out "$out"
+        touch "$out/.sam2-edgetam-$precision-done"
+        setup_end ran
+    else
+        setup_end cached
+    fi
+done
+EDGETAM_FP16="$CACHE/edgetam/fp16-$variant_hash"
+EDGETAM_INT8="$CACHE/edgetam/int8-$variant_hash"
 # Outputs of other versions of the scripts go once unused for a week (setup-real.sh's
 # prune_unused: another clone sharing the cache may still need them), when that script was sourced.
 if declare -F prune_unused >/dev/null; then
-    prune_unused "$CACHE/edgetam" venv "export-$export_hash" "reference-$reference_hash" "fp16-$fp16_hash"
+    prune_unused "$CACHE/edgetam" venv "export-$export_hash" "reference-$reference_hash" \
+        "fp16-$variant_hash" "int8-$variant_hash"
 fi
 export SAM2_EDGETAM_MODELS="$EDGETAM_MODELS"
 export SAM2_EDGETAM_PYTHON="$EDGETAM_VENV/bin/python"
 export SAM2_EDGETAM_FP16="$EDGETAM_FP16"
+export SAM2_EDGETAM_INT8="$EDGETAM_INT8"
 # The reference this checkout's scripts made, by its own path (the export's `reference` link names
 # the one made last, by whichever clone ran last).
 export SAM2_EDGETAM_REFERENCE="$EDGETAM_REFERENCE"

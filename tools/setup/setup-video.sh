@@ -67,9 +67,10 @@ else
     setup_end cached
 fi
 ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
-# The int8 variant of the export (tools/models/make_variant.py: the image encoder's MatMul weights
-# int8, the three other modules copied; seconds), for tests/video_real.rs and the benchmark.
-variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
+# The int8 variant of the export (tools/models/make_variant.py --attention-scores int8: the image
+# encoder's MatMul weights int8, memory attention marked for int8 attention scores, the two other
+# modules copied; seconds), for tests/video_real.rs and the benchmark.
+variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 VIDEO_INT8="$CACHE/video/int8-$variant_hash"
 setup_begin "int8 variant of the video modules (tools/models/make_variant.py)"
 if [ ! -f "$VIDEO_INT8/.sam2-video-int8-done" ]; then
@@ -77,7 +78,7 @@ if [ ! -f "$VIDEO_INT8/.sam2-video-int8-done" ]; then
     rm -rf "$VIDEO_INT8"
     mkdir -p "$VIDEO_INT8"
     logged "$VIDEO_INT8/make.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
-        int8 "$VIDEO_MODELS" --out "$VIDEO_INT8"
+        int8 --attention-scores int8 "$VIDEO_MODELS" --out "$VIDEO_INT8"
     touch "$VIDEO_INT8/.sam2-video-int8-done"
     setup_end ran
 else

@@ -412,7 +412,7 @@ impl Timings {
 impl Summary {
     /// The table's rows for `model`: the library, ONNX Runtime alone, and ONNX Runtime alone
     /// with its input work; `extra` follows the library's ratios.
-    fn print(&self, model: &str, extra: &str) {
+    fn print(&self, model: &str, extra: &str, variant_what: &str) {
         let ms = |s: f64| format!("{:.1} ms", s * 1000.0);
         let fps = |s: f64| format!("{:.2}", 1.0 / s);
         println!(
@@ -424,7 +424,7 @@ impl Summary {
         );
         if let Some(v) = self.variant {
             println!(
-                "| {model} | library, the int8 variant (`Tracker::track`; tools/models/make_variant.py: the image encoder int8) | {} | {} | {:.3}× ONNX Runtime alone on the float32 files; {:.3}× the library's float32 frame |",
+                "| {model} | library, the int8 variant (`Tracker::track`; tools/models/make_variant.py int8 --attention-scores int8: {variant_what}) | {} | {} | {:.3}× ONNX Runtime alone on the float32 files; {:.3}× the library's float32 frame |",
                 ms(v),
                 fps(v),
                 v / self.alone,
@@ -578,16 +578,33 @@ fn noise(n: usize, seed: u64) -> Vec<f32> {
 /// on the same file and the same inputs (`shapes`, filled with [`noise`]), interleaved: the
 /// medians, the largest difference between the two `output`s against the output's largest
 /// magnitude, and the fusion report.
+/// One module alone: the library's session and ONNX Runtime's own on the same file, and, when
+/// given, the library's session on a variant of it (a third side), interleaved.
+struct Alone {
+    library: f64,
+    exported: f64,
+    /// The variant's median, and its largest difference from ONNX Runtime's output.
+    variant: Option<(f64, f32)>,
+    worst: f32,
+    largest: f32,
+    report: String,
+    variant_report: Option<String>,
+}
+
 fn module_alone(
     path: &Path,
+    variant: Option<&Path>,
     shapes: &[(&str, Vec<i64>)],
     output: &str,
     runs: u32,
-) -> Res<(f64, f64, f32, f32, String)> {
+) -> Res<Alone> {
     let env = sam2::runtime::environment()?;
-    let mut library =
-        sam2::test_support::LibrarySession::new(path, &sam2::device::SessionOptions::default())?;
+    let options = sam2::device::SessionOptions::default();
+    let mut library = sam2::test_support::LibrarySession::new(path, &options)?;
     let mut plain = Session::builder(env)?.commit_from_file(path)?;
+    let mut other = variant
+        .map(|v| sam2::test_support::LibrarySession::new(v, &options))
+        .transpose()?;
     let values: Vec<(&str, DynValue)> = shapes
         .iter()
         .enumerate()
@@ -602,16 +619,18 @@ fn module_alone(
             .map(|(name, v)| (Cow::from(*name), v.into()))
             .collect()
     };
-    let (mut fused, mut exported) = (Vec::new(), Vec::new());
-    let (mut worst, mut largest) = (0f32, 0f32);
+    let sides = if other.is_some() { 3 } else { 2 };
+    let mut times: [Vec<f64>; 3] = Default::default();
+    let (mut worst, mut largest, mut variant_worst) = (0f32, 0f32, 0f32);
     for t in 0..=runs {
-        let order = if t % 2 == 0 { [0, 1] } else { [1, 0] };
-        let mut outs: [Vec<f32>; 2] = [Vec::new(), Vec::new()];
-        for side in order {
-            let session = if side == 0 {
-                &mut library.session
-            } else {
-                &mut plain
+        let mut outs: [Vec<f32>; 3] = Default::default();
+        for i in 0..sides {
+            // Each side goes first in turn.
+            let side = (i + t as usize) % sides;
+            let session = match side {
+                0 => &mut library.session,
+                1 => &mut plain,
+                _ => &mut other.as_mut().expect("a third side").session,
             };
             let start = Instant::now();
             let out = session.run(feeds())?;
@@ -619,31 +638,36 @@ fn module_alone(
             outs[side] = values_of(&out[output])?;
             // The first run of each is a warm-up.
             if t > 0 {
-                if side == 0 {
-                    fused.push(secs)
-                } else {
-                    exported.push(secs)
-                }
+                times[side].push(secs);
             }
         }
         for (a, b) in outs[0].iter().zip(&outs[1]) {
             worst = worst.max((a - b).abs());
             largest = largest.max(b.abs());
         }
+        for (a, b) in outs[2].iter().zip(&outs[1]) {
+            variant_worst = variant_worst.max((a - b).abs());
+        }
     }
-    Ok((
-        median(&fused),
-        median(&exported),
+    Ok(Alone {
+        library: median(&times[0]),
+        exported: median(&times[1]),
+        variant: other.as_ref().map(|_| (median(&times[2]), variant_worst)),
         worst,
         largest,
-        library.attention.to_string(),
-    ))
+        report: library.attention.to_string(),
+        variant_report: other.map(|o| o.attention.to_string()),
+    })
 }
 
 /// Memory attention alone at steady state (7 memory frames, 16 pointers: 4096 queries against
 /// 7 × 4096 + 64 memory tokens), then the image encoder alone (one 1024² frame): see
 /// [`module_alone`]. Prints each and returns them as JSON.
-fn modules_alone(paths: &VideoModelPaths, runs: u32) -> Res<serde_json::Value> {
+fn modules_alone(
+    paths: &VideoModelPaths,
+    variant: Option<&VideoModelPaths>,
+    runs: u32,
+) -> Res<serde_json::Value> {
     let (m, n) = (NUM_MASKMEM as i64, MAX_POINTERS as i64);
     let attention = [
         ("current_vision_feat", vec![1, 256, 64, 64]),
@@ -655,11 +679,12 @@ fn modules_alone(paths: &VideoModelPaths, runs: u32) -> Res<serde_json::Value> {
     ];
     let encoder = [("image", vec![1, 3, SIDE as i64, SIDE as i64])];
     let mut json = serde_json::Map::new();
-    for (key, what, path, shapes, output) in [
+    for (key, what, path, variant, shapes, output) in [
         (
             "memory_attention",
             "memory attention alone, 7 memory frames and 16 pointers",
             &paths.memory_attention,
+            variant.map(|v| &v.memory_attention),
             &attention[..],
             "image_embed",
         ),
@@ -667,27 +692,42 @@ fn modules_alone(paths: &VideoModelPaths, runs: u32) -> Res<serde_json::Value> {
             "image_encoder",
             "image encoder alone, one 1024² frame",
             &paths.image_encoder,
+            variant.map(|v| &v.image_encoder),
             &encoder[..],
             "vision_feats",
         ),
     ] {
-        let (fused, exported, worst, largest, report) = module_alone(path, shapes, output, runs)?;
+        let a = module_alone(path, variant.map(PathBuf::as_path), shapes, output, runs)?;
         println!(
             "SAM2.1 hiera-tiny {what}, medians of {runs} interleaved runs: the library {:.1} ms \
-             (attention: {report}), ONNX Runtime alone on the same file {:.1} ms: {:.3}×; \
-             outputs differ by at most {worst:.2e} (largest magnitude {largest:.2})",
-            fused * 1000.0,
-            exported * 1000.0,
-            fused / exported
+             (attention: {}), ONNX Runtime alone on the same file {:.1} ms: {:.3}×; \
+             outputs differ by at most {:.2e} (largest magnitude {:.2})",
+            a.library * 1000.0,
+            a.report,
+            a.exported * 1000.0,
+            a.library / a.exported,
+            a.worst,
+            a.largest,
         );
-        json.insert(
-            key.to_string(),
-            serde_json::json!({
-                "runs": runs, "library_s": fused, "onnxruntime_alone_s": exported,
-                "ratio": fused / exported, "max_abs_difference": worst,
-                "max_abs_output": largest, "fusion": report,
-            }),
-        );
+        let mut entry = serde_json::json!({
+            "runs": runs, "library_s": a.library, "onnxruntime_alone_s": a.exported,
+            "ratio": a.library / a.exported, "max_abs_difference": a.worst,
+            "max_abs_output": a.largest, "fusion": a.report,
+        });
+        if let (Some((secs, diff)), Some(report)) = (a.variant, &a.variant_report) {
+            println!(
+                "  the int8 variant's module in the library: {:.1} ms (attention: {report}): \
+                 {:.3}× ONNX Runtime alone on the float32 file; outputs differ from its by at \
+                 most {diff:.2e}",
+                secs * 1000.0,
+                secs / a.exported,
+            );
+            entry["int8_variant"] = serde_json::json!({
+                "library_s": secs, "ratio_to_float32_alone": secs / a.exported,
+                "max_abs_difference": diff, "fusion": report,
+            });
+        }
+        json.insert(key.to_string(), entry);
     }
     Ok(serde_json::Value::Object(json))
 }
@@ -732,9 +772,14 @@ fn main() -> Res<()> {
     // Memory attention and the image encoder alone first: the largest shares of a real frame,
     // and what the fusion of attention is for.
     let real_dir = std::env::var_os("SAM2_VIDEO_MODELS").map(PathBuf::from);
+    // Its int8 variant (tools/setup/setup-video.sh makes it) as a third side.
+    let int8 = std::env::var_os("SAM2_VIDEO_INT8")
+        .map(|d| VideoModelPaths::find(PathBuf::from(d)))
+        .transpose()?;
     let attention = match &real_dir {
         Some(dir) if attention_runs > 0 => Some(modules_alone(
             &VideoModelPaths::in_dir(dir, ""),
+            int8.as_ref(),
             attention_runs,
         )?),
         _ => None,
@@ -761,27 +806,26 @@ fn main() -> Res<()> {
 
     let real_size = (1280, 720);
     let real = match &real_dir {
-        Some(dir) => {
-            // Its int8 variant (tools/setup/setup-video.sh makes it) as a third side.
-            let int8 = std::env::var_os("SAM2_VIDEO_INT8")
-                .map(|d| VideoModelPaths::find(PathBuf::from(d)))
-                .transpose()?;
-            Some(
-                compare(
-                    &VideoModelPaths::in_dir(dir, ""),
-                    int8.as_ref(),
-                    real_size,
-                    real_frames,
-                )?
-                .summary(),
-            )
-        }
+        Some(dir) => Some(
+            compare(
+                &VideoModelPaths::in_dir(dir, ""),
+                int8.as_ref(),
+                real_size,
+                real_frames,
+            )?
+            .summary(),
+        ),
         None => None,
     };
     // EdgeTAM: its four modules (tools/models/export_edgetam.py) on the same frames.
     let edgetam = match std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) {
         Some(dir) => {
-            Some(compare(&VideoModelPaths::find(&dir)?, None, real_size, real_frames)?.summary())
+            // Its int8 variant (tools/setup/setup-edgetam.sh makes it) as a third side.
+            let int8 = std::env::var_os("SAM2_EDGETAM_INT8")
+                .map(|d| VideoModelPaths::find(PathBuf::from(d)))
+                .transpose()?;
+            let paths = VideoModelPaths::find(&dir)?;
+            Some(compare(&paths, int8.as_ref(), real_size, real_frames)?.summary())
         }
         None => None,
     };
@@ -802,9 +846,13 @@ fn main() -> Res<()> {
     let fps = |s: f64| format!("{:.2}", 1.0 / s);
     println!("| model, frames | side | per frame | frames/s | ratio |");
     println!("|---|---|---|---|---|");
-    gen.print("generated tracker, 320×240", "");
+    gen.print("generated tracker, 320×240", "", "");
     match real {
-        Some(r) => r.print("SAM2.1 hiera-tiny, 1280×720", ""),
+        Some(r) => r.print(
+            "SAM2.1 hiera-tiny, 1280×720",
+            "",
+            "the image encoder's weights and memory attention's scores int8",
+        ),
         None => println!("| SAM2.1 hiera-tiny | not run (SAM2_VIDEO_MODELS unset) | | | |"),
     }
     match edgetam {
@@ -816,7 +864,11 @@ fn main() -> Res<()> {
                     r.library / e.library
                 )
             });
-            e.print("EdgeTAM, 1280×720", &vs_sam2);
+            e.print(
+                "EdgeTAM, 1280×720",
+                &vs_sam2,
+                "memory attention's scores int8; its RepViT encoder has no MatMul to quantise",
+            );
         }
         None => println!(
             "| EdgeTAM | not run (SAM2_EDGETAM_MODELS unset: tools/setup/setup-edgetam.sh) | | | |"
@@ -888,6 +940,10 @@ fn torch_frame(
     models: &Path,
     frames: u32,
 ) -> Result<Option<(f64, u64)>, Box<dyn std::error::Error>> {
+    if frames == 0 {
+        // `--torch-frames 0`: not run (its row says so), rather than a median of nothing.
+        return Ok(None);
+    }
     let out = Command::new(python)
         .arg(root.join("tools/bench/bench_video_torch.py"))
         .arg("--models")
