@@ -126,7 +126,7 @@ printf 'the int8 variant against the float32 original (tests/precision.rs; every
 awk 'END { print }' "$SAM2_REPORT_DIR/precision_agreement.txt"
 printf 'EdgeTAM against its own predictors (tests/video_real.rs, tests/real_models.rs; every frame and case in %s/edgetam_*):\n' \
     "$SAM2_REPORT_DIR"
-for f in edgetam_video_parity.txt edgetam_video_parity_default.txt edgetam_image_parity.txt; do
+for f in edgetam_video_parity.txt edgetam_video_parity_default.txt edgetam_video_int8.txt edgetam_image_parity.txt; do
     awk 'END { print }' "$SAM2_REPORT_DIR/$f"
 done
 printf 'the device path on WebGPU (tests/webgpu.rs, on llvmpipe when the rig is set up):\n'
