@@ -435,7 +435,7 @@ fn fuse_attention(
     let scores = match (
         variant.int8_scores,
         plan.cpu,
-        attention::int8_scores_exact(),
+        attention::int8_scores_available(),
     ) {
         (true, true, Ok(())) => attention::Scores::INT8,
         (true, true, Err(why)) => {

@@ -604,7 +604,7 @@ fn int8_variant(
         .find(|(role, _)| *role == "memory attention")
         .map(|(_, f)| f.to_string())
         .unwrap();
-    if int8_sums_exactly() {
+    if sam2::models::int8_scores_available().is_ok() {
         assert!(fusion.contains(", int8 scores"), "{fusion}");
     } else {
         assert!(
@@ -614,34 +614,6 @@ fn int8_variant(
         println!("this CPU has no VNNI: the int8 variant's attention scores stay float ({fusion})");
     }
     (paths, tracker)
-}
-
-/// Whether this CPU has the int8 instructions the library's int8 scores need (VNNI on x86-64,
-/// the dot-product instructions on AArch64).
-fn int8_sums_exactly() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // CPUID leaf 7: AVX512-VNNI (sub-leaf 0, ECX bit 11), AVX-VNNI (sub-leaf 1, EAX bit 4).
-        // SAFETY: CPUID exists on every x86-64 CPU. (`__cpuid_count` is safe from Rust 1.87 on,
-        // unsafe in our MSRV's.)
-        #[allow(unused_unsafe)]
-        let (leaf0, leaf1) = unsafe {
-            (
-                std::arch::x86_64::__cpuid_count(7, 0),
-                std::arch::x86_64::__cpuid_count(7, 1),
-            )
-        };
-        (leaf0.ecx & (1 << 11) != 0 && std::arch::is_x86_feature_detected!("avx512f"))
-            || (leaf1.eax & (1 << 4) != 0 && std::arch::is_x86_feature_detected!("avx2"))
-    }
-    #[cfg(target_arch = "aarch64")]
-    {
-        std::arch::is_aarch64_feature_detected!("dotprod")
-    }
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    {
-        false
-    }
 }
 
 /// Issue 30: the int8 variant of the video export (`$SAM2_VIDEO_INT8`, made by

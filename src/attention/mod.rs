@@ -721,9 +721,9 @@ impl Emitter<'_> {
     /// The score matrix is held a block of queries at a time: blocks of at most 2²⁴ scores
     /// (64 MB, [`INT8_BLOCK_SCORES`]), so memory attention's 4096 × 28,736 holds 59 MB where the
     /// graph as exported held 470 MB (memory attention's later layers, whose lengths are known
-    /// only at run time, in [`INT8_DYNAMIC_BLOCKS`] blocks). The values and the softmax stay float32. A key's scale is its own (over the batch,
-    /// which `MatMulIntegerToFloat`'s per-column scale allows), so one large key does not cost the
-    /// others their precision.
+    /// only at run time, in [`INT8_DYNAMIC_BLOCKS`] blocks). The values and the softmax stay
+    /// float32. A key's scale is its own (over the batch, which `MatMulIntegerToFloat`'s
+    /// per-column scale allows), so one large key does not cost the others their precision.
     fn int8_core(
         &mut self,
         inputs: Vec<String>,
@@ -796,8 +796,8 @@ impl Emitter<'_> {
         let scale = self.floats(vec![v.scale as f32]);
         let bs = self.node("Mul", "", vec![ks, scale], None, Vec::new())?;
         // Blocks of queries: their bounds when the shapes are known at load time; otherwise
-        // `DYNAMIC_BLOCKS` blocks of ⌈S / n⌉ queries each, computed when the model runs (Slice
-        // clamps the last one).
+        // `INT8_DYNAMIC_BLOCKS` blocks of ⌈S / n⌉ queries each, computed when the model runs
+        // (Slice clamps the last ones).
         let batch = v
             .batch
             .iter()
@@ -1241,29 +1241,33 @@ pub(crate) const MIN_SCORES: i64 = 1 << 20;
 
 /// Whether this CPU's int8 matrix kernels sum exactly: with VNNI on x86-64 (AVX512-VNNI or
 /// AVX-VNNI) and the dot-product instructions on AArch64. Without VNNI, ONNX Runtime's AVX2 and
-/// AVX-512 kernels multiply uint8 by int8 into saturating 16-bit pair sums
-/// (`VPMADDUBSW`), which full-range keys and queries can overflow; the int8 variant of the
-/// encoder has 7-bit weights for that reason, and 7-bit keys moved EdgeTAM's tracked logits by
-/// more than dropping a memory frame does (3.6e-2 against 2.7e-2 mean).
-pub(crate) fn int8_scores_exact() -> Result<(), &'static str> {
+/// AVX-512 kernels multiply uint8 by int8 into saturating 16-bit pair sums (`VPMADDUBSW`), which
+/// full-range keys and queries can overflow; the int8 variant of the encoder has 7-bit weights for
+/// that reason, and 7-bit keys moved EdgeTAM's tracked logits by more than dropping a memory
+/// frame does (3.6e-2 against 2.7e-2 mean). `Err` says why not.
+pub fn int8_scores_available() -> Result<(), &'static str> {
     #[cfg(target_arch = "x86_64")]
     {
+        use std::arch::x86_64::{__cpuid_count, __get_cpuid_max};
         // CPUID leaf 7: AVX512-VNNI is ECX bit 11 of sub-leaf 0, AVX-VNNI EAX bit 4 of sub-leaf
         // 1 (read directly: their names in `is_x86_feature_detected!` are newer than our MSRV);
-        // the AVX-512 and AVX checks say the OS keeps those registers.
-        // SAFETY: CPUID exists on every x86-64 CPU. (`__cpuid_count` is safe from Rust 1.87 on,
-        // unsafe in our MSRV's.)
+        // the AVX-512 and AVX2 checks say the OS keeps those registers.
+        // SAFETY: CPUID exists on every x86-64 CPU, and leaf 7 and its sub-leaf 1 are read only
+        // where the CPU says it has them. (These functions are safe from Rust 1.87 on, unsafe in
+        // our MSRV's.)
         #[allow(unused_unsafe)]
-        let (leaf0, leaf1) = unsafe {
-            (
-                std::arch::x86_64::__cpuid_count(7, 0),
-                std::arch::x86_64::__cpuid_count(7, 1),
-            )
+        let (avx512_vnni, avx_vnni) = unsafe {
+            if __get_cpuid_max(0).0 < 7 {
+                (false, false)
+            } else {
+                let leaf0 = __cpuid_count(7, 0);
+                let avx_vnni = leaf0.eax >= 1 && __cpuid_count(7, 1).eax & (1 << 4) != 0;
+                (leaf0.ecx & (1 << 11) != 0, avx_vnni)
+            }
         };
-        let avx512_vnni =
-            leaf0.ecx & (1 << 11) != 0 && std::arch::is_x86_feature_detected!("avx512f");
-        let avx_vnni = leaf1.eax & (1 << 4) != 0 && std::arch::is_x86_feature_detected!("avx2");
-        if avx512_vnni || avx_vnni {
+        if (avx512_vnni && std::arch::is_x86_feature_detected!("avx512f"))
+            || (avx_vnni && std::arch::is_x86_feature_detected!("avx2"))
+        {
             return Ok(());
         }
         Err("this CPU has no VNNI, and ONNX Runtime's int8 kernels without it can saturate")

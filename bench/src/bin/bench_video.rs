@@ -847,11 +847,16 @@ fn main() -> Res<()> {
     println!("| model, frames | side | per frame | frames/s | ratio |");
     println!("|---|---|---|---|---|");
     gen.print("generated tracker, 320×240", "", "");
+    // Where the CPU cannot take int8 scores the library keeps the float kernel: say so.
+    let scores_note = match sam2::models::int8_scores_available() {
+        Ok(()) => String::new(),
+        Err(why) => format!(" as asked, but kept float here: {why}"),
+    };
     match real {
         Some(r) => r.print(
             "SAM2.1 hiera-tiny, 1280×720",
             "",
-            "the image encoder's weights and memory attention's scores int8",
+            &format!("the image encoder's weights and memory attention's scores int8{scores_note}"),
         ),
         None => println!("| SAM2.1 hiera-tiny | not run (SAM2_VIDEO_MODELS unset) | | | |"),
     }
@@ -867,7 +872,10 @@ fn main() -> Res<()> {
             e.print(
                 "EdgeTAM, 1280×720",
                 &vs_sam2,
-                "memory attention's scores int8; its RepViT encoder has no MatMul to quantise",
+                &format!(
+                    "memory attention's scores int8{scores_note}; its RepViT encoder has no \
+                     MatMul to quantise"
+                ),
             );
         }
         None => println!(
