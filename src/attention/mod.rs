@@ -653,13 +653,19 @@ impl Emitter<'_> {
         Ok(out)
     }
 
-    fn shape(&mut self, values: Vec<i64>) -> String {
-        let name = self.g.fresh("sam2_fused_attention_shape");
+    /// A new initializer of one dimension, its name starting with `stem`.
+    fn initializer(&mut self, stem: &str, values: TensorValues) -> String {
+        let name = self.g.fresh(stem);
         self.tensors.push(NewTensor {
             name: name.clone(),
-            values: TensorValues::Int64(values),
+            values,
         });
         name
+    }
+
+    /// An int64 constant of one dimension (a shape, axes, bounds).
+    fn shape(&mut self, values: Vec<i64>) -> String {
+        self.initializer("sam2_fused_attention_shape", TensorValues::Int64(values))
     }
 
     /// `x` `[b…, T, width]` as `[∏b, T, width]`, with shapes known at load time.
@@ -699,12 +705,7 @@ impl Emitter<'_> {
 
     /// A float32 constant of one dimension.
     fn floats(&mut self, values: Vec<f32>) -> String {
-        let name = self.g.fresh("sam2_fused_attention_constant");
-        self.tensors.push(NewTensor {
-            name: name.clone(),
-            values: TensorValues::Float(values),
-        });
-        name
+        self.initializer("sam2_fused_attention_constant", TensorValues::Float(values))
     }
 
     /// The attention of `q` `[B, S, H]`, `k` `[B, L, H]` and `val` `[B, L, W]` with int8 scores,
