@@ -462,13 +462,17 @@ def main():
         raise SystemExit("--out must be another directory than the source's")
     name = os.path.basename(encoder)
     dst = os.path.join(args.out, name)
-    probe = onnx.load(encoder, load_external_data=False)
-    already = {p.key: p.value for p in probe.metadata_props}.get("sam2.precision")
-    if already:
-        raise SystemExit(f"{encoder} is already a {already} variant; make variants of the original")
-    say(f"{args.precision} variant of {encoder} -> {dst}")
+    # Every module the variant is made of must be the original (a video variant may have left its
+    # encoder as it was and marked memory attention alone).
     folder = os.path.dirname(encoder) or "."
     video = video_modules(folder, name)
+    for module in [encoder] + ([video["memory_attention"]] if video else []):
+        probe = onnx.load(module, load_external_data=False)
+        already = {p.key: p.value for p in probe.metadata_props}.get("sam2.precision")
+        if already:
+            raise SystemExit(f"{module} is already a {already} variant; make variants of the "
+                             f"original")
+    say(f"{args.precision} variant of {encoder} -> {dst}")
     converted = True
     try:
         if args.precision == "int8":
@@ -477,7 +481,9 @@ def main():
             tool = make_fp16(encoder, dst, args.sample)
     except NothingToQuantise as e:
         if not args.attention_scores:
-            raise SystemExit(str(e))
+            more = ("; --attention-scores int8 makes one whose memory attention computes its "
+                    "scores in int8" if video else "")
+            raise SystemExit(f"{e}{more}")
         # Still worth making for memory attention's int8 scores.
         say(f"{e}: the image encoder is copied as it is")
         shutil.copyfile(encoder, dst)
