@@ -472,7 +472,6 @@ impl Modules {
             .collect()
     }
 
-    /// The precision of each module, by role.
     /// The tracker's precision: see [`crate::Tracker::variant`].
     pub(crate) fn variant(&self) -> &Variant {
         self.each()
@@ -482,6 +481,7 @@ impl Modules {
             .unwrap_or_else(|| self.encoder.variant())
     }
 
+    /// The precision of each module, by role.
     pub(crate) fn variants(&self) -> Vec<(&'static str, Variant)> {
         self.each()
             .iter()

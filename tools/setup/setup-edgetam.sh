@@ -47,6 +47,23 @@ logged() {
     grep -h '^\[' "$log" >&2 || true
 }
 export ORT_DISABLE_TELEMETRY=1
+# One cached step: unless DIR holds its marker MARK, DIR is made afresh by the command (its output
+# in DIR/LOG) and marked; the step is timed as ran or cached.
+#   made_once DIR MARK LOG "what it says it is making" command...
+made_once() {
+    local dir="$1" mark="$2" log="$3" what="$4"
+    shift 4
+    if [ ! -f "$dir/$mark" ]; then
+        say "$what"
+        rm -rf "$dir"
+        mkdir -p "$dir"
+        logged "$dir/$log" "$@"
+        touch "$dir/$mark"
+        setup_end ran
+    else
+        setup_end cached
+    fi
+}
 
 # 1. EdgeTAM's venv: edgetam-dimos over setup-real.sh's venv.
 REAL_VENV="$CACHE/real-venv"
@@ -92,17 +109,9 @@ export_hash="$(cat "$ROOT/tools/models/export_edgetam.py" "$ROOT/tools/models/ed
     "$ROOT/tools/models/export_video.py" "$ROOT/tools/setup/edgetam-requirements.txt" \
     "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
 EDGETAM_MODELS="$CACHE/edgetam/export-$export_hash"
-if [ ! -f "$EDGETAM_MODELS/.sam2-edgetam-export-done" ]; then
-    say "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (minutes)"
-    rm -rf "$EDGETAM_MODELS"
-    mkdir -p "$EDGETAM_MODELS"
-    logged "$EDGETAM_MODELS/export.log" "$EDGETAM_VENV/bin/python" "$ROOT/tools/models/export_edgetam.py" \
-        --out "$EDGETAM_MODELS"
-    touch "$EDGETAM_MODELS/.sam2-edgetam-export-done"
-    setup_end ran
-else
-    setup_end cached
-fi
+made_once "$EDGETAM_MODELS" .sam2-edgetam-export-done export.log \
+    "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (minutes)" \
+    "$EDGETAM_VENV/bin/python" "$ROOT/tools/models/export_edgetam.py" --out "$EDGETAM_MODELS"
 setup_begin "EdgeTAM reference (tools/references/edgetam_reference.py)"
 weights="$("$EDGETAM_VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' \
     "$EDGETAM_MODELS/manifest.json")"
@@ -112,17 +121,10 @@ reference_hash="$( (cat "$ROOT/tools/references/edgetam_reference.py" "$ROOT/too
     "$ROOT/tools/setup/real-requirements.txt"; echo "$weights") \
     | sha256sum | cut -c1-16)"
 EDGETAM_REFERENCE="$CACHE/edgetam/reference-$reference_hash"
-if [ ! -f "$EDGETAM_REFERENCE/.sam2-edgetam-reference-done" ]; then
-    say "running EdgeTAM's PyTorch predictors (image cases, the generated clip) into $EDGETAM_REFERENCE"
-    rm -rf "$EDGETAM_REFERENCE"
-    mkdir -p "$EDGETAM_REFERENCE"
-    logged "$EDGETAM_REFERENCE/reference.log" "$EDGETAM_VENV/bin/python" "$ROOT/tools/references/edgetam_reference.py" \
-        --models "$EDGETAM_MODELS" --image "$ROOT/testdata/demo.ppm" --out "$EDGETAM_REFERENCE"
-    touch "$EDGETAM_REFERENCE/.sam2-edgetam-reference-done"
-    setup_end ran
-else
-    setup_end cached
-fi
+made_once "$EDGETAM_REFERENCE" .sam2-edgetam-reference-done reference.log \
+    "running EdgeTAM's PyTorch predictors (image cases, the generated clip) into $EDGETAM_REFERENCE" \
+    "$EDGETAM_VENV/bin/python" "$ROOT/tools/references/edgetam_reference.py" \
+    --models "$EDGETAM_MODELS" --image "$ROOT/testdata/demo.ppm" --out "$EDGETAM_REFERENCE"
 ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
 # 3. The precision variants of the video modules (tools/models/make_variant.py; seconds): fp16
 # (the image encoder in float16, the three other modules copied) for the device tests
@@ -137,17 +139,10 @@ for precision in fp16 int8; do
     fi
     setup_begin "EdgeTAM's $precision video variant (tools/models/make_variant.py)"
     out="$CACHE/edgetam/$precision-$variant_hash"
-    if [ ! -f "$out/.sam2-edgetam-$precision-done" ]; then
-        say "making the $precision variant of EdgeTAM's video modules into $out"
-        rm -rf "$out"
-        mkdir -p "$out"
-        logged "$out/make.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
-            "$precision" "${extra[@]}" "$EDGETAM_MODELS" --out "$out"
-        touch "$out/.sam2-edgetam-$precision-done"
-        setup_end ran
-    else
-        setup_end cached
-    fi
+    made_once "$out" ".sam2-edgetam-$precision-done" make.log \
+        "making the $precision variant of EdgeTAM's video modules into $out" \
+        "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+        "$precision" "${extra[@]}" "$EDGETAM_MODELS" --out "$out"
 done
 EDGETAM_FP16="$CACHE/edgetam/fp16-$variant_hash"
 EDGETAM_INT8="$CACHE/edgetam/int8-$variant_hash"
