@@ -142,7 +142,7 @@ SAM2_SOAK_PAIRS=real_samexporter SAM2_SOAK_ENCODES=10 SAM2_SOAK_PREDICTS=100 \
 step "Python reference check (onnxruntime's Python API, numpy pre/post-processing)"
 "$SAM2_PYTHON" tools/references/reference_check.py --models "$SAM2_MODELS" --testdata "$SAM2_TESTDATA"
 
-step "fp16 variants keep a tensor past float16's range in float32 (tools/references/variant_check.py)"
+step "variants: int8 quantises only the feed-forward layers of a video module; fp16 keeps a tensor past float16's range in float32 (tools/references/variant_check.py)"
 ORT_DISABLE_TELEMETRY=1 "$SAM2_PYTHON" tools/references/variant_check.py
 
 step "libsam2.so with its test hooks again in target/release (cargo test may have built it there without; mask formats and C# link it, the packaging step builds the shipped one)"

@@ -11,17 +11,21 @@ arithmetic):
 The variant is written into OUT_DIR under the source's file names, so the library finds the pair
 there as it finds the original (`--model OUT_DIR`). Only the image encoder changes (it is nearly
 all of the arithmetic); the decoder is copied as it is, so clicks give the original's masks from
-the variant's embedding. A video export (the four modules of docs/video.md) works the same way:
-its image encoder is converted and memory attention, the memory encoder and the image decoder are
-copied as they are, so the tracker reads OUT_DIR as it reads the export. Memory attention's
-weighty work is attention between activations, which quantize_dynamic leaves alone (and with its
-projections in int8 it ran slower in the library, whose fused attention then no longer projects
-the values after the kernel). With `--attention-scores int8`, memory attention is copied with its
-weights as they are and metadata asking the library for its attention scores in int8 (queries
-and keys quantised when the model runs, by ONNX Runtime's DynamicQuantizeLinear and
+the variant's embedding. A video export (the four modules of docs/video.md) works the same way,
+so the tracker reads OUT_DIR as it reads the export: its image encoder is converted; the
+feed-forward layers of memory attention and of the memory encoder (Linear → ReLU or GELU →
+Linear over the image's 64 x 64 positions) get int8 weights the same way; their attention
+projections stay float32 (with them in int8 memory attention ran slower in the library, whose
+fused attention then no longer projects the values after the kernel), and so do EdgeTAM's
+perceiver's feed-forward layers over its few hundred latents, which cost little and are the
+memory itself. The image decoder is copied as it is. Memory attention's weightiest work is
+attention between activations, which quantize_dynamic leaves alone. With `--attention-scores
+int8`, memory attention also gets metadata asking the library for its attention scores in int8
+(queries and keys quantised when the model runs, by ONNX Runtime's DynamicQuantizeLinear and
 MatMulIntegerToFloat; docs/weights.md): faster on CPUs with VNNI, at a measured cost in agreement
 where attention is sharp (docs/performance.md). An image encoder without MatMul weights
-(EdgeTAM's RepViT) is then copied as it is: int8 Convs (ConvInteger) run slower than float32.
+(EdgeTAM's RepViT) is copied as it is in a video variant: int8 Convs (ConvInteger) run slower
+than float32.
 
 int8: the weights of every MatMul (and, with --conv, every Conv) quantised per output channel to
 int8 by `onnxruntime.quantization.quantize_dynamic`; activations are quantised per run by the
@@ -233,6 +237,139 @@ def make_int8(src, dst, conv):
     tool = ("onnxruntime.quantization.quantize_dynamic: weights int8 per channel (7-bit range), "
             f"activations uint8 per run; ops {', '.join(ops)}; MatMulConstBOnly")
     return tool
+
+
+def fold_weight_identities(model):
+    """Lets the readers of Identity(initializer) read the initializer itself (the exporter writes
+    an Identity where layers share a weight), so that quantize_dynamic sees the weights, and
+    quantises a shared one once. Identities whose output is a graph output stay. Returns how
+    many were folded."""
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    source = {node.output[0]: node.input[0] for node in graph.node
+              if node.op_type == "Identity" and node.input[0] in inits
+              and node.output[0] not in outputs}
+    if not source:
+        return 0
+    keep = []
+    for node in graph.node:
+        if node.op_type == "Identity" and node.output[0] in source:
+            continue
+        for i, name in enumerate(node.input):
+            if name in source:
+                node.input[i] = source[name]
+        keep.append(node)
+    del graph.node[:]
+    graph.node.extend(keep)
+    return len(source)
+
+
+def feed_forward_matmuls(model, min_rows):
+    """The MatMuls of the model's feed-forward layers: Linear → activation → Linear, each Linear
+    a MatMul with an initializer as its weights (after fold_weight_identities and
+    fold_weight_transposes). The first is the MatMul whose output (through its bias Add, if any)
+    a Relu reads, or a Div that an Erf reads (the exporters' erf GELU, x / √2); the second is the
+    MatMul whose input a Relu wrote, or the last Mul of an erf GELU. Attention projections are
+    not feed-forward layers and stay as they are: the library's fused attention reads them.
+    Only layers over at least `min_rows` rows known to ONNX's shape inference count: those over
+    the image's positions, not those over a few hundred latents."""
+    graph = model.graph
+    inits = {i.name for i in graph.initializer}
+    producer = {o: n for n in graph.node for o in n.output}
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+
+    def read_by(name):
+        return readers.get(name, [])
+
+    def through_bias(name):
+        """`name`, and the output of an Add of it with a constant, if one reads it."""
+        out = [name]
+        for r in read_by(name):
+            if r.op_type == "Add" and any(i in inits for i in r.input):
+                out.append(r.output[0])
+        return out
+
+    def activates(name):
+        for r in read_by(name):
+            if r.op_type == "Relu":
+                return True
+            if r.op_type == "Div" and any(e.op_type == "Erf" for e in read_by(r.output[0])):
+                return True
+        return False
+
+    def erf_above(node, depth):
+        if node is None or depth < 0:
+            return False
+        if node.op_type == "Erf":
+            return True
+        return any(erf_above(producer.get(i), depth - 1) for i in node.input)
+
+    def activated(name):
+        p = producer.get(name)
+        return p is not None and (p.op_type == "Relu" or (p.op_type == "Mul" and erf_above(p, 3)))
+
+    # The rows of each MatMul's input that ONNX's shape inference can vouch for: the product of
+    # its known dimensions but the last (a batch of unknown size counts as one).
+    inferred = onnx.shape_inference.infer_shapes(model)
+    shapes = {v.name: [d.dim_value if d.HasField("dim_value") else 1
+                       for d in v.type.tensor_type.shape.dim]
+              for v in list(inferred.graph.value_info) + list(inferred.graph.input)}
+
+    def rows(name):
+        dims = shapes.get(name)
+        return int(np.prod(dims[:-1], dtype=np.int64)) if dims else 0
+
+    names = []
+    for node in graph.node:
+        if node.op_type != "MatMul" or node.input[1] not in inits:
+            continue
+        if not (any(activates(o) for o in through_bias(node.output[0]))
+                or activated(node.input[0])):
+            continue
+        if rows(node.input[0]) >= min_rows:
+            names.append(node.name)
+    return names
+
+
+# Feed-forward layers over fewer rows stay float32: EdgeTAM's perceiver runs its feed-forward
+# layers over 256 latents each of its global and 2D halves (a few milliseconds of the memory
+# encoder), and those latents are the memory itself. With them int8 as well, the memory
+# encoder's int8 layers moved EdgeTAM's tracked logits by 1.32e-2, half of what dropping a memory
+# frame does (2.69e-2); its two layers over the 64 x 64 positions alone, by 7.3e-4.
+FEED_FORWARD_MIN_ROWS = 1024
+
+
+def make_int8_feed_forward(src, dst):
+    """Quantises the feed-forward MatMuls of a video module (memory attention, the memory
+    encoder) as make_int8 does an encoder's: weights int8 per channel (7-bit range), activations
+    uint8 per run. Returns the tool's description, or None where the module has none."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(src)
+    fold_weight_identities(model)
+    fold_weight_transposes(model)
+    names = feed_forward_matmuls(model, FEED_FORWARD_MIN_ROWS)
+    if not names:
+        return None
+    total = count_ops(model).get("MatMul", 0)
+    with tempfile.TemporaryDirectory() as tmp:
+        folded_path = os.path.join(tmp, "folded.onnx")
+        onnx.save(model, folded_path)
+        quantize_dynamic(folded_path, dst, weight_type=QuantType.QInt8, per_channel=True,
+                         reduce_range=True, op_types_to_quantize=["MatMul"],
+                         nodes_to_quantize=names, extra_options={"MatMulConstBOnly": True})
+    quantised = count_ops(onnx.load(dst)).get("MatMulInteger", 0)
+    if quantised != len(names):
+        raise SystemExit(f"{src}: {len(names)} feed-forward MatMuls found, {quantised} quantised")
+    say(f"int8: {quantised} feed-forward MatMuls of {total} in {os.path.basename(src)} quantised "
+        f"(attention projections and products stay float32)")
+    return ("onnxruntime.quantization.quantize_dynamic: the feed-forward layers' weights int8 per "
+            f"channel (7-bit range), activations uint8 per run ({quantised} MatMuls); the rest "
+            "as exported")
 
 
 # fp16: tensors whose largest magnitude on the sample reaches this stay float32 (with their
@@ -466,7 +603,7 @@ def main():
     # encoder as it was and marked memory attention alone).
     folder = os.path.dirname(encoder) or "."
     video = video_modules(folder, name)
-    for module in [encoder] + ([video["memory_attention"]] if video else []):
+    for module in [encoder] + ([video["memory_attention"], video["memory_encoder"]] if video else []):
         probe = onnx.load(module, load_external_data=False)
         already = {p.key: p.value for p in probe.metadata_props}.get("sam2.precision")
         if already:
@@ -480,11 +617,10 @@ def main():
         else:
             tool = make_fp16(encoder, dst, args.sample)
     except NothingToQuantise as e:
-        if not args.attention_scores:
-            more = ("; --attention-scores int8 makes one whose memory attention computes its "
-                    "scores in int8" if video else "")
-            raise SystemExit(f"{e}{more}")
-        # Still worth making for memory attention's int8 scores.
+        if not video:
+            raise SystemExit(str(e))
+        # Still worth making for the other modules' feed-forward layers (and memory attention's
+        # int8 scores); if they have nothing either, the variant is refused below.
         say(f"{e}: the image encoder is copied as it is")
         shutil.copyfile(encoder, dst)
         converted = False
@@ -494,20 +630,34 @@ def main():
             "sam2.precision.source": f"{name} sha256:{sha256(encoder)}",
             "sam2.precision.tool": tool,
         })
+    # int8, video exports: the feed-forward layers of memory attention and the memory encoder
+    # (the Linear → activation → Linear pairs; their attention projections stay float32).
+    feed_forward = ([video["memory_attention"], video["memory_encoder"]]
+                    if video and args.precision == "int8" else [])
+    any_module_converted = False
     for partner in partner_files(encoder):
-        out = os.path.join(args.out, os.path.basename(partner))
-        shutil.copyfile(partner, out)
-        if args.attention_scores and partner == video["memory_attention"]:
+        base = os.path.basename(partner)
+        out = os.path.join(args.out, base)
+        scores = bool(args.attention_scores) and partner == video["memory_attention"]
+        tool = make_int8_feed_forward(partner, out) if partner in feed_forward else None
+        any_module_converted = any_module_converted or tool is not None or scores
+        if tool is None:
+            shutil.copyfile(partner, out)
+        if tool or scores:
             write_metadata(out, {
                 "sam2.precision": "int8",
-                "sam2.precision.source": f"{os.path.basename(partner)} sha256:{sha256(partner)}",
-                "sam2.precision.tool": INT8_ATTENTION_TOOL,
-                "sam2.attention_scores": "int8",
+                "sam2.precision.source": f"{base} sha256:{sha256(partner)}",
+                "sam2.precision.tool": "; ".join(
+                    t for t in (tool, INT8_ATTENTION_TOOL if scores else None) if t),
+                **({"sam2.attention_scores": "int8"} if scores else {}),
             })
-            say(f"copied {os.path.basename(partner)}, its weights as they are, marked for int8 "
-                f"attention scores")
-        else:
-            say(f"copied {os.path.basename(partner)} as it is")
+        if scores:
+            say(f"{base}: marked for int8 attention scores")
+        if tool is None:
+            say(f"copied {base} as it is" + (", its weights as they are" if scores else ""))
+    if not converted and not any_module_converted:
+        raise SystemExit(f"{args.source}: no module has weights to quantise, so an int8 variant "
+                         "would compute exactly what the export does")
     size = lambda p: os.path.getsize(p) / 1e6
     if converted:
         say(f"{name}: {size(encoder):.1f} MB -> {size(dst):.1f} MB")

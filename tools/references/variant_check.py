@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
-"""Checks the fp16 variant's range rule (tools/models/make_variant.py) on a model made to need it.
+"""Checks the variants' rules (tools/models/make_variant.py) on models made to need them: fp16's
+range rule, and int8's feed-forward rule for video modules.
 
 A small encoder-shaped model scales its input by 40000 and back: in float16 the scaled tensor
 (up to about 10^5) overflows to infinity. The tool must find it on its sample and keep its
 producer and readers in float32, so that the variant's output is the original's; the same model
 converted without that rule holds the tensor in float16 (ONNX Runtime's CPU computes that
 product in float32 behind its own casts, so the check reads the types, and the variant's output).
+
+It also checks the int8 rule for video modules: in a model shaped like memory attention (an
+attention block whose projections share their weights through the exporter's Identity nodes, a
+ReLU feed-forward layer and an erf-GELU one over 4096 rows, a GELU one over 256 latents), the tool
+quantises the two Linears of each feed-forward layer over the 4096 rows and nothing else, a shared
+weight once, and the variant computes what the original does within int8's error.
 
     python tools/references/variant_check.py
 """
@@ -57,7 +64,127 @@ def float16_tensors(m):
     return {v.name for v in values if v.type.tensor_type.elem_type == TensorProto.FLOAT16}
 
 
+def video_module():
+    """tokens [1, 4096, 64], latents [1, 256, 64] -> attention over the tokens (q, k, v and out
+    projections; q and k read one weight through two Identities) -> ReLU feed-forward layer ->
+    erf-GELU feed-forward layer (their first Linears share a weight through Identities) -> out
+    [1, 4096, 64]; the latents through their own erf-GELU feed-forward layer -> small
+    [1, 256, 64]."""
+    rng = np.random.default_rng(1)
+    inits, nodes = [], []
+
+    def weight(name, shape):
+        inits.append(numpy_helper.from_array(rng.normal(0, shape[0] ** -0.5, shape).astype(np.float32), name))
+        return name
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.array(value, np.float32), name))
+        return name
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
+        return name
+
+    def gelu(x, prefix):
+        scaled = node("Div", [x, const(prefix + "_sqrt2", np.sqrt(2.0))], prefix + "_div")
+        erf = node("Erf", [scaled], prefix + "_erf")
+        one = node("Add", [erf, const(prefix + "_one", 1.0)], prefix + "_add")
+        return node("Mul", [node("Mul", [x, one], prefix + "_mul"), const(prefix + "_half", 0.5)],
+                    prefix + "_mul_half")
+
+    def feed_forward(x, prefix, act, w1=None):
+        hidden = node("MatMul", [x, w1 or weight(prefix + "_w1", (64, 128))], prefix + "_fc1")
+        hidden = node("Add", [hidden, weight(prefix + "_b1", (128,))], prefix + "_bias1")
+        hidden = node("Relu", [hidden], prefix + "_relu") if act == "relu" else gelu(hidden, prefix)
+        out = node("MatMul", [hidden, weight(prefix + "_w2", (128, 64))], prefix + "_fc2")
+        return node("Add", [x, out], prefix + "_residual")
+
+    shared = weight("qk_w", (64, 64))
+    nodes.append(helper.make_node("Identity", [shared], ["q_w"], name="q_w_identity"))
+    nodes.append(helper.make_node("Identity", [shared], ["k_w"], name="k_w_identity"))
+    q = node("MatMul", ["tokens", "q_w"], "q_proj")
+    k = node("MatMul", ["tokens", "k_w"], "k_proj")
+    v = node("MatMul", ["tokens", weight("v_w", (64, 64))], "v_proj")
+    kt = node("Transpose", [k], "k_t", perm=[0, 2, 1])
+    scores = node("Mul", [node("MatMul", [q, kt], "qk"), const("scale", 0.125)], "scores")
+    p = node("Softmax", [scores], "probs", axis=-1)
+    attended = node("MatMul", [node("MatMul", [p, v], "pv"), weight("o_w", (64, 64))], "out_proj")
+    x = node("Add", ["tokens", attended], "attention_residual")
+    # The two layers' first Linears share a weight through Identities, as the exporter writes it.
+    shared_w1 = weight("ff_w1", (64, 128))
+    for prefix in ("ff_relu", "ff_gelu"):
+        nodes.append(helper.make_node("Identity", [shared_w1], [prefix + "_w1"],
+                                      name=prefix + "_w1_identity"))
+    x = feed_forward(x, "ff_relu", "relu", "ff_relu_w1")
+    x = feed_forward(x, "ff_gelu", "gelu", "ff_gelu_w1")
+    nodes.append(helper.make_node("Identity", [x], ["out"], name="out_identity"))
+    small = feed_forward("latents", "ff_latents", "gelu")
+    nodes.append(helper.make_node("Identity", [small], ["small"], name="small_identity"))
+    graph = helper.make_graph(
+        nodes, "video_module",
+        [helper.make_tensor_value_info("tokens", TensorProto.FLOAT, [1, 4096, 64]),
+         helper.make_tensor_value_info("latents", TensorProto.FLOAT, [1, 256, 64])],
+        [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 4096, 64]),
+         helper.make_tensor_value_info("small", TensorProto.FLOAT, [1, 256, 64])], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def check_feed_forward():
+    """The int8 rule for video modules (make_variant.make_int8_feed_forward)."""
+    rng = np.random.default_rng(2)
+    feeds = {"tokens": rng.normal(0, 1, (1, 4096, 64)).astype(np.float32),
+             "latents": rng.normal(0, 1, (1, 256, 64)).astype(np.float32)}
+    with tempfile.TemporaryDirectory() as tmp:
+        src, dst = os.path.join(tmp, "memory_attention.onnx"), os.path.join(tmp, "int8.onnx")
+        onnx.save(video_module(), src)
+        raw = video_module()
+        # Without the Identities folded, the shared weights are not initializers to the rule.
+        unfolded = make_variant.feed_forward_matmuls(raw, make_variant.FEED_FORWARD_MIN_ROWS)
+        make_variant.fold_weight_identities(raw)
+        found = make_variant.feed_forward_matmuls(raw, make_variant.FEED_FORWARD_MIN_ROWS)
+        tool = make_variant.make_int8_feed_forward(src, dst)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        want, got = (ort.InferenceSession(p, options, providers=["CPUExecutionProvider"])
+                     .run(None, feeds) for p in (src, dst))
+        variant = onnx.load(dst)
+    quantised = sorted(n.name for n in variant.graph.node if n.op_type == "MatMulInteger")
+    kept = sorted(n.name for n in variant.graph.node if n.op_type == "MatMul")
+    int8_weights = sorted(i.name for i in variant.graph.initializer
+                          if i.data_type == TensorProto.INT8 and len(i.dims) == 2)
+    worst = float(np.abs(got[0] - want[0]).max())
+    print(f"[variant_check] feed-forward int8: found {sorted(found)}; {len(quantised)} MatMuls quantised, "
+          f"float32 kept: {kept}; output within {worst:.3g} of float32 (magnitude "
+          f"{float(np.abs(want[0]).max()):.3g})")
+    failures = []
+    wanted = ["ff_gelu_fc1", "ff_gelu_fc2", "ff_relu_fc1", "ff_relu_fc2"]
+    if sorted(unfolded) != ["ff_gelu_fc2", "ff_relu_fc2"]:
+        failures.append(f"before folding, the rule found {sorted(unfolded)}: the model does not "
+                        "share the first Linears' weight as the exporter does")
+    if sorted(found) != wanted:
+        failures.append(f"the feed-forward MatMuls found are {sorted(found)}, not {wanted}")
+    if tool is None or len(quantised) != 4:
+        failures.append(f"{len(quantised)} MatMuls quantised, not the 4 feed-forward ones")
+    if kept != sorted(["q_proj", "k_proj", "v_proj", "qk", "pv", "out_proj", "ff_latents_fc1",
+                       "ff_latents_fc2"]):
+        failures.append(f"the MatMuls left float32 are {kept}")
+    if len(int8_weights) != 3:
+        failures.append(f"int8 weights {int8_weights}: not the shared first Linears' once and "
+                        "each second Linear's")
+    if not np.array_equal(got[1], want[1]):
+        failures.append("the latents' feed-forward layer changed")
+    if not worst < 0.05 * float(np.abs(want[0]).max()):
+        failures.append(f"the int8 module's output is not the original's within int8's error ({worst})")
+    return failures
+
+
 def main():
+    failures = check_feed_forward()
+    if failures:
+        raise SystemExit("[variant_check] FAILED: " + "; ".join(failures))
+    print("[variant_check] ok: only the feed-forward layers over the 4096 rows were quantised")
     x = make_variant.sample_input(model(), None)[1]
     with tempfile.TemporaryDirectory() as tmp:
         src, dst = os.path.join(tmp, "range_encoder.onnx"), os.path.join(tmp, "half.onnx")

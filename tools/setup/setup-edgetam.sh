@@ -128,8 +128,9 @@ made_once "$EDGETAM_REFERENCE" .sam2-edgetam-reference-done reference.log \
 ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
 # 3. The precision variants of the video modules (tools/models/make_variant.py; seconds): fp16
 # (the image encoder in float16, the three other modules copied) for the device tests
-# (tests/webgpu.rs), and int8 with --attention-scores int8 (memory attention marked for int8
-# attention scores; the RepViT encoder, without MatMuls, and the two other modules copied) for
+# (tests/webgpu.rs), and int8 with --attention-scores int8 (memory attention's and the memory
+# encoder's feed-forward layers over the image's positions int8, memory attention marked for int8
+# attention scores; the RepViT encoder, without MatMuls, and the decoder copied) for
 # tests/video_real.rs and the bench.
 variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 for precision in fp16 int8; do

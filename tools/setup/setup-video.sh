@@ -68,8 +68,9 @@ else
 fi
 ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
 # The int8 variant of the export (tools/models/make_variant.py --attention-scores int8: the image
-# encoder's MatMul weights int8, memory attention marked for int8 attention scores, the two other
-# modules copied; seconds), for tests/video_real.rs and the benchmark.
+# encoder's MatMul weights int8; memory attention's and the memory encoder's feed-forward layers
+# int8, memory attention marked for int8 attention scores; the decoder copied; seconds), for
+# tests/video_real.rs and the benchmark.
 variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 VIDEO_INT8="$CACHE/video/int8-$variant_hash"
 setup_begin "int8 variant of the video modules (tools/models/make_variant.py)"
