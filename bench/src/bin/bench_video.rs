@@ -856,7 +856,10 @@ fn main() -> Res<()> {
         Some(r) => r.print(
             "SAM2.1 hiera-tiny, 1280×720",
             "",
-            &format!("the image encoder's weights and memory attention's scores int8{scores_note}"),
+            &format!(
+                "the image encoder's weights, the feed-forward layers' and memory attention's \
+                 scores int8{scores_note}"
+            ),
         ),
         None => println!("| SAM2.1 hiera-tiny | not run (SAM2_VIDEO_MODELS unset) | | | |"),
     }
@@ -873,8 +876,8 @@ fn main() -> Res<()> {
                 "EdgeTAM, 1280×720",
                 &vs_sam2,
                 &format!(
-                    "memory attention's scores int8{scores_note}; its RepViT encoder has no \
-                     MatMul to quantise"
+                    "the feed-forward layers' weights and memory attention's scores \
+                     int8{scores_note}; its RepViT encoder has no MatMul to quantise"
                 ),
             );
         }
