@@ -59,12 +59,19 @@ fi
 # others once unused for a week: another clone of another version shares the cache, and what it
 # is computing or still needs must not vanish under it (a fresh entry counts as used).
 prune_unused() {
-    local parent="$1" d name keep
+    local parent="$1"
     shift
+    prune_unused_named "$parent" "" "$@"
+}
+# The same for the entries of PARENT whose names begin with PREFIX only (the others stay):
+#   prune_unused_named PARENT PREFIX NAME...
+prune_unused_named() {
+    local parent="$1" prefix="$2" d name keep
+    shift 2
     for name in "$@"; do
         [ -d "$parent/$name" ] && touch "$parent/$name/.last-used"
     done
-    for d in "$parent"/*/; do
+    for d in "$parent/$prefix"*/; do
         [ -d "$d" ] || continue
         name="$(basename "$d")"
         keep=0
@@ -125,7 +132,7 @@ variants_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash"
 REAL_VARIANTS="$REAL_MODELS/variants-$variants_hash"
 if [ ! -f "$REAL_VARIANTS/.sam2-variants-done" ]; then
     say "making the int8 and fp16 variants of the SAM2.1 tiny encoders into $REAL_VARIANTS"
-    rm -rf "$REAL_MODELS"/variants-*
+    rm -rf "$REAL_VARIANTS"
     mkdir -p "$REAL_VARIANTS"
     for precision in int8 fp16; do
         suffix=""
@@ -140,6 +147,9 @@ if [ ! -f "$REAL_VARIANTS/.sam2-variants-done" ]; then
 else
     setup_end cached
 fi
+# Other versions' variants go once unused for a week: a clone of another version sharing the
+# cache may be reading them now.
+prune_unused_named "$REAL_MODELS" variants- "variants-$variants_hash"
 # Hostile copies of the real SAM2.1 tiny pairs and of the generated tiny_a encoder (truncated,
 # bit-flipped, external data outside the directory, huge declared dimensions;
 # tools/models/hostile_models.py, 1.6 GB in 15 s), listed in cases.tsv, for tests/hostile_models.rs
@@ -155,7 +165,7 @@ hostile_hash="$( (cat "$ROOT/tools/models/hostile_models.py" "$GENERATED_MODELS/
 REAL_HOSTILE="$REAL_MODELS/hostile-$hostile_hash"
 if [ ! -f "$REAL_HOSTILE/.sam2-hostile-done" ]; then
     say "writing the hostile copies into $REAL_HOSTILE"
-    rm -rf "$REAL_MODELS"/hostile-*
+    rm -rf "$REAL_HOSTILE"
     mkdir -p "$REAL_HOSTILE"
     logged "$REAL_HOSTILE/hostile.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/hostile_models.py" \
         --models "$REAL_MODELS" --generated "$GENERATED_MODELS" --out "$REAL_HOSTILE"
@@ -164,6 +174,7 @@ if [ ! -f "$REAL_HOSTILE/.sam2-hostile-done" ]; then
 else
     setup_end cached
 fi
+prune_unused_named "$REAL_MODELS" hostile- "hostile-$hostile_hash"
 export SAM2_REAL_MODELS="$REAL_MODELS"
 export SAM2_REAL_VARIANTS="$REAL_VARIANTS"
 export SAM2_REAL_HOSTILE="$REAL_HOSTILE"
