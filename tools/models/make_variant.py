@@ -603,7 +603,8 @@ def main():
     # encoder as it was and marked memory attention alone).
     folder = os.path.dirname(encoder) or "."
     video = video_modules(folder, name)
-    for module in [encoder] + ([video["memory_attention"], video["memory_encoder"]] if video else []):
+    originals = [video["memory_attention"], video["memory_encoder"]] if video else []
+    for module in [encoder] + originals:
         probe = onnx.load(module, load_external_data=False)
         already = {p.key: p.value for p in probe.metadata_props}.get("sam2.precision")
         if already:

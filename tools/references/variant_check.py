@@ -74,7 +74,8 @@ def video_module():
     inits, nodes = [], []
 
     def weight(name, shape):
-        inits.append(numpy_helper.from_array(rng.normal(0, shape[0] ** -0.5, shape).astype(np.float32), name))
+        values = rng.normal(0, shape[0] ** -0.5, shape).astype(np.float32)
+        inits.append(numpy_helper.from_array(values, name))
         return name
 
     def const(name, value):
@@ -155,8 +156,8 @@ def check_feed_forward():
     int8_weights = sorted(i.name for i in variant.graph.initializer
                           if i.data_type == TensorProto.INT8 and len(i.dims) == 2)
     worst = float(np.abs(got[0] - want[0]).max())
-    print(f"[variant_check] feed-forward int8: found {sorted(found)}; {len(quantised)} MatMuls quantised, "
-          f"float32 kept: {kept}; output within {worst:.3g} of float32 (magnitude "
+    print(f"[variant_check] feed-forward int8: found {sorted(found)}; {len(quantised)} MatMuls "
+          f"quantised, float32 kept: {kept}; output within {worst:.3g} of float32 (magnitude "
           f"{float(np.abs(want[0]).max()):.3g})")
     failures = []
     wanted = ["ff_gelu_fc1", "ff_gelu_fc2", "ff_relu_fc1", "ff_relu_fc2"]
@@ -176,7 +177,8 @@ def check_feed_forward():
     if not np.array_equal(got[1], want[1]):
         failures.append("the latents' feed-forward layer changed")
     if not worst < 0.05 * float(np.abs(want[0]).max()):
-        failures.append(f"the int8 module's output is not the original's within int8's error ({worst})")
+        failures.append(f"the int8 module's output is not the original's within int8's error "
+                        f"({worst})")
     return failures
 
 
