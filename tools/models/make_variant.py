@@ -600,7 +600,7 @@ def main():
     name = os.path.basename(encoder)
     dst = os.path.join(args.out, name)
     # Every module the variant is made of must be the original (a video variant may have left its
-    # encoder as it was and marked memory attention alone).
+    # encoder as it was and changed memory attention and the memory encoder alone).
     folder = os.path.dirname(encoder) or "."
     video = video_modules(folder, name)
     originals = [video["memory_attention"], video["memory_encoder"]] if video else []
@@ -633,8 +633,7 @@ def main():
         })
     # int8, video exports: the feed-forward layers of memory attention and the memory encoder
     # (the Linear → activation → Linear pairs; their attention projections stay float32).
-    feed_forward = ([video["memory_attention"], video["memory_encoder"]]
-                    if video and args.precision == "int8" else [])
+    feed_forward = originals if args.precision == "int8" else []
     any_module_converted = False
     for partner in partner_files(encoder):
         base = os.path.basename(partner)
