@@ -208,19 +208,27 @@ def write_metadata(path, props):
     onnx.save(model, path)
 
 
-def make_int8(src, dst, conv):
+def quantise_weights(model, dst, ops, nodes=None):
+    """Writes `model` to `dst` with the weights of its `ops` nodes (only `nodes`, by name, when
+    given) int8 per output channel in 7 bits of range, activations uint8 per run: the settings
+    of every int8 variant (the module docstring says why 7 bits)."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    model = onnx.load(src)
-    folded = fold_weight_transposes(model)
-    before = count_ops(model)
     with tempfile.TemporaryDirectory() as tmp:
         folded_path = os.path.join(tmp, "folded.onnx")
         onnx.save(model, folded_path)
-        ops = ["MatMul"] + (["Conv"] if conv else [])
         quantize_dynamic(folded_path, dst, weight_type=QuantType.QInt8, per_channel=True,
                          reduce_range=True, op_types_to_quantize=ops,
+                         nodes_to_quantize=nodes,
                          extra_options={"MatMulConstBOnly": True})
+
+
+def make_int8(src, dst, conv):
+    model = onnx.load(src)
+    folded = fold_weight_transposes(model)
+    before = count_ops(model)
+    ops = ["MatMul"] + (["Conv"] if conv else [])
+    quantise_weights(model, dst, ops)
     after = count_ops(onnx.load(dst, load_external_data=False))
     quantised = after.get("MatMulInteger", 0) + after.get("ConvInteger", 0)
     left = after.get("MatMul", 0)
@@ -347,8 +355,6 @@ def make_int8_feed_forward(src, dst):
     """Quantises the feed-forward MatMuls of a video module (memory attention, the memory
     encoder) as make_int8 does an encoder's: weights int8 per channel (7-bit range), activations
     uint8 per run. Returns the tool's description, or None where the module has none."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
     model = onnx.load(src)
     fold_weight_identities(model)
     fold_weight_transposes(model)
@@ -356,13 +362,8 @@ def make_int8_feed_forward(src, dst):
     if not names:
         return None
     total = count_ops(model).get("MatMul", 0)
-    with tempfile.TemporaryDirectory() as tmp:
-        folded_path = os.path.join(tmp, "folded.onnx")
-        onnx.save(model, folded_path)
-        quantize_dynamic(folded_path, dst, weight_type=QuantType.QInt8, per_channel=True,
-                         reduce_range=True, op_types_to_quantize=["MatMul"],
-                         nodes_to_quantize=names, extra_options={"MatMulConstBOnly": True})
-    quantised = count_ops(onnx.load(dst)).get("MatMulInteger", 0)
+    quantise_weights(model, dst, ["MatMul"], names)
+    quantised = count_ops(onnx.load(dst, load_external_data=False)).get("MatMulInteger", 0)
     if quantised != len(names):
         raise SystemExit(f"{src}: {len(names)} feed-forward MatMuls found, {quantised} quantised")
     say(f"int8: {quantised} feed-forward MatMuls of {total} in {os.path.basename(src)} quantised "
