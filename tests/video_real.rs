@@ -617,8 +617,8 @@ fn int8_variant(
 
 /// Issue 30: the int8 variant of the video export (`$SAM2_VIDEO_INT8`, made by
 /// tools/setup/setup-video.sh: the image encoder's MatMul weights int8, memory attention's scores
-/// int8, its and the memory encoder's feed-forward layers int8) says what it is and tracks the same session, every frame compared with Meta's float32
-/// predictor and printed.
+/// int8, its and the memory encoder's feed-forward layers int8) says what it is and tracks the
+/// same session, every frame compared with Meta's float32 predictor and printed.
 #[test]
 fn the_int8_variant_tracks_the_session_close_to_the_float32_predictor() {
     init_runtime();
