@@ -448,7 +448,7 @@ fn fuse_attention(
         }
         (false, _, _) => attention::Scores::Float,
     };
-    match attention::fuse(bytes, scores) {
+    match attention::fuse(bytes, scores, plan.cpu) {
         Ok((model, mut report)) => {
             report.note = note;
             (model, report)

@@ -764,7 +764,10 @@ fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused()
 /// Issue 30: the real exports' memory attention loads fused, and its cross-attention attends
 /// over the 64-wide memories with the values' projection after the kernel (the arithmetic that
 /// makes it faster than the module as exported; the parity tests above hold the results to Meta's
-/// and EdgeTAM's predictors). SAM2.1: 4 layers of self- and cross-attention; EdgeTAM: 2.
+/// and EdgeTAM's predictors). SAM2.1: 4 layers of self- and cross-attention; EdgeTAM: 2. The
+/// channels-first layer norms take their means as 1×1 convolutions on the CPU, all but those
+/// over 4 channels: the memory encoder's mask downsampler (16, 64 and 256 channels) and fuser (2
+/// × 256), the image decoder's upscaling (64) and mask input (16), two means each.
 #[test]
 fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
     init_runtime();
@@ -777,8 +780,16 @@ fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
     ];
     for (paths, layers) in families {
         let tracker = Tracker::new(&paths, &TrackerOptions::default()).unwrap();
-        let fusion = tracker
-            .attention_fusion()
+        let reports = tracker.attention_fusion();
+        for (role, report) in &reports {
+            let means = match *role {
+                "memory encoder" => 10,
+                "image decoder" => 4,
+                _ => 0,
+            };
+            assert_eq!(report.channel_means, means, "{role}: {report}");
+        }
+        let fusion = reports
             .into_iter()
             .find(|(role, _)| *role == "memory attention")
             .expect("memory attention's report")

@@ -587,14 +587,17 @@ impl NewNode {
     }
 }
 
-/// An initializer the rewriter adds: a shape, or a float constant of the int8 attention core.
+/// An initializer the rewriter adds: a shape, a float constant of the int8 attention core, or a
+/// channel mean's weight.
 #[derive(Debug, Clone)]
 pub(crate) struct NewTensor {
     pub name: String,
+    /// Its dimensions, whose product is the number of values.
+    pub dims: Vec<i64>,
     pub values: TensorValues,
 }
 
-/// The elements of a [`NewTensor`], one dimension of them.
+/// The elements of a [`NewTensor`].
 #[derive(Debug, Clone)]
 pub(crate) enum TensorValues {
     Int64(Vec<i64>),
@@ -603,20 +606,14 @@ pub(crate) enum TensorValues {
 
 impl NewTensor {
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let (len, data_type, raw): (usize, i32, Vec<u8>) = match &self.values {
-            TensorValues::Int64(v) => (
-                v.len(),
-                INT64,
-                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            ),
-            TensorValues::Float(v) => (
-                v.len(),
-                FLOAT,
-                v.iter().flat_map(|x| x.to_le_bytes()).collect(),
-            ),
+        let (data_type, raw): (i32, Vec<u8>) = match &self.values {
+            TensorValues::Int64(v) => (INT64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
+            TensorValues::Float(v) => (FLOAT, v.iter().flat_map(|x| x.to_le_bytes()).collect()),
         };
         let mut out = Vec::new();
-        put_varint_field(&mut out, 1, len as u64);
+        for &d in &self.dims {
+            put_varint_field(&mut out, 1, d as u64);
+        }
         put_varint_field(&mut out, 2, data_type as u64);
         put_len_field(&mut out, 8, self.name.as_bytes());
         put_len_field(&mut out, 9, &raw);

@@ -37,6 +37,7 @@
 //! batch dimensions, equal and static head sizes. Anything else is left exactly as exported and
 //! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
 
+mod channel_means;
 mod eval;
 mod graph;
 #[cfg(test)]
@@ -62,6 +63,9 @@ pub struct AttentionFusion {
     pub not_tried: Option<String>,
     /// A remark on how the cores were fused (int8 scores asked for and not used, and why).
     pub note: Option<String>,
+    /// Means over the channels of an NCHW tensor (the two of each channels-first layer norm)
+    /// computed as 1×1 convolutions, on the CPU ([`channel_means`]).
+    pub channel_means: usize,
 }
 
 impl AttentionFusion {
@@ -83,8 +87,13 @@ impl fmt::Display for AttentionFusion {
         if let Some(why) = &self.not_tried {
             return write!(f, "as exported ({why})");
         }
+        let means = match self.channel_means {
+            0 => String::new(),
+            1 => "; 1 channel mean as a 1×1 convolution".to_string(),
+            n => format!("; {n} channel means as 1×1 convolutions"),
+        };
         if self.fused.is_empty() && self.left.is_empty() {
-            return write!(f, "none found");
+            return write!(f, "none found{means}");
         }
         let list = |items: &[(String, usize)]| {
             items
@@ -104,7 +113,7 @@ impl fmt::Display for AttentionFusion {
         if let Some(note) = &self.note {
             write!(f, "; {note}")?;
         }
-        Ok(())
+        write!(f, "{means}")
     }
 }
 
@@ -656,8 +665,13 @@ impl Emitter<'_> {
     /// A new initializer of one dimension, its name starting with `stem`.
     fn initializer(&mut self, stem: &str, values: TensorValues) -> String {
         let name = self.g.fresh(stem);
+        let len = match &values {
+            TensorValues::Int64(v) => v.len(),
+            TensorValues::Float(v) => v.len(),
+        };
         self.tensors.push(NewTensor {
             name: name.clone(),
+            dims: vec![len as i64],
             values,
         });
         name
@@ -1018,13 +1032,15 @@ impl Scores {
     };
 }
 
-/// Rewrites `model`'s attention cores into `MultiHeadAttention`. `probe` gets a copy of the model
-/// with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns the
-/// rewritten model (`None` when nothing was fused) and the report.
+/// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `channel_means` (the
+/// CPU), its channel means into 1×1 convolutions ([`channel_means`]). `probe` gets a copy of the
+/// model with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns
+/// the rewritten model (`None` when nothing changed) and the report.
 pub(crate) fn fuse_with(
     model: &[u8],
     min_scores: i64,
     scores: Scores,
+    channel_means: bool,
     probe: impl FnOnce(&[u8]) -> Result<HashMap<String, TensorType>, String>,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
     let mut g = Graph::parse(model)?;
@@ -1042,7 +1058,12 @@ pub(crate) fn fuse_with(
             .filter_map(|found| found.map_err(|why| report.left(why)).ok())
             .collect()
     };
-    if candidates.is_empty() {
+    let means = if channel_means {
+        channel_means::find(&g)
+    } else {
+        Vec::new()
+    };
+    if candidates.is_empty() && means.is_empty() {
         return Ok((None, report.finish()));
     }
     let mut wanted: Vec<&str> = Vec::new();
@@ -1054,6 +1075,7 @@ pub(crate) fn fuse_with(
             wanted.extend(p.wanted());
         }
     }
+    wanted.extend(means.iter().map(|m| m.wanted()));
     let probe_model = g.with_outputs(model, &wanted)?;
     let types = probe(&probe_model)?;
 
@@ -1089,6 +1111,14 @@ pub(crate) fn fuse_with(
                 report.fused(v.kind(scores));
             }
             Err(why) => report.left(why),
+        }
+    }
+    for m in &means {
+        if let Some((conv, weight)) = m.rewrite(&mut g, &types) {
+            removed.insert(m.node);
+            added.entry(m.node).or_default().push(conv);
+            tensors.push(weight);
+            report.channel_means += 1;
         }
     }
     if removed.is_empty() {
@@ -1152,6 +1182,7 @@ fn remove_dead<'a>(
 struct Tally {
     fused: Vec<(String, usize)>,
     left: Vec<(String, usize)>,
+    channel_means: usize,
 }
 
 impl Tally {
@@ -1176,6 +1207,7 @@ impl Tally {
             left: self.left,
             not_tried: None,
             note: None,
+            channel_means: self.channel_means,
         }
     }
 }
@@ -1313,6 +1345,7 @@ enum Block {
 pub(crate) fn fuse(
     model: &[u8],
     scores: Scores,
+    channel_means: bool,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
-    fuse_with(model, MIN_SCORES, scores, ort_probe)
+    fuse_with(model, MIN_SCORES, scores, channel_means, ort_probe)
 }

@@ -76,6 +76,18 @@ fn model(
     inputs: &[(&str, &[D])],
     outputs: &[&str],
 ) -> Vec<u8> {
+    model_of_opset(17, nodes, floats, shapes, inputs, outputs)
+}
+
+/// [`model`] of another opset.
+fn model_of_opset(
+    opset: u64,
+    nodes: &[NewNode],
+    floats: &[Vec<u8>],
+    shapes: &[(&str, &[i64])],
+    inputs: &[(&str, &[D])],
+    outputs: &[&str],
+) -> Vec<u8> {
     let mut g = Vec::new();
     for n in nodes {
         put_len_field(&mut g, 1, &n.encode());
@@ -87,6 +99,7 @@ fn model(
     for (name, values) in shapes {
         let t = NewTensor {
             name: name.to_string(),
+            dims: vec![values.len() as i64],
             values: TensorValues::Int64(values.to_vec()),
         };
         put_len_field(&mut g, 5, &t.encode());
@@ -101,7 +114,7 @@ fn model(
     put_varint_field(&mut m, 1, 8);
     let mut op = Vec::new();
     put_len_field(&mut op, 1, b"");
-    put_varint_field(&mut op, 2, 17);
+    put_varint_field(&mut op, 2, opset);
     put_len_field(&mut m, 8, &op);
     put_len_field(&mut m, 7, &g);
     m
@@ -161,7 +174,8 @@ fn assert_fused_within(
     feed_sets: &[Vec<(&str, Vec<i64>)>],
     tolerance: f32,
 ) -> AttentionFusion {
-    let (fused, report) = fuse_with(model, 0, Scores::Float, ort_probe).expect("the rewriter runs");
+    let (fused, report) =
+        fuse_with(model, 0, Scores::Float, false, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
     assert!(report.left.is_empty(), "{report}");
@@ -186,7 +200,8 @@ fn assert_fused_within(
 
 /// Leaves `model` alone, for `why` when given.
 fn assert_left(model: &[u8], why: Option<&str>) {
-    let (fused, report) = fuse_with(model, 0, Scores::Float, ort_probe).expect("the rewriter runs");
+    let (fused, report) =
+        fuse_with(model, 0, Scores::Float, false, ort_probe).expect("the rewriter runs");
     assert!(fused.is_none(), "fused a near miss: {report}");
     assert_eq!(report.fused_count(), 0);
     match why {
@@ -288,7 +303,7 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     };
     let report = assert_fused(&m, &[feeds(10), feeds(3)]);
     // The scale's computation went with the scores it scaled.
-    let (fused, _) = fuse_with(&m, 0, Scores::Float, ort_probe).unwrap();
+    let (fused, _) = fuse_with(&m, 0, Scores::Float, false, ort_probe).unwrap();
     let fused = fused.unwrap();
     for op in ["Shape", "Sqrt", "Slice", "Cast"] {
         assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
@@ -542,7 +557,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
         "[1×1] 6 queries × L keys, head dim 8, values projected after (4 → 8)"
     );
     // The kernel reads the inputs: the projection before it is gone, one after it is left.
-    let (fused, _) = fuse_with(&m, 0, Scores::Float, ort_probe).unwrap();
+    let (fused, _) = fuse_with(&m, 0, Scores::Float, false, ort_probe).unwrap();
     let fused = fused.unwrap();
     assert_eq!(op_count(&fused, "MatMul"), 1);
     let g = graph::Graph::parse(&fused).unwrap();
@@ -639,7 +654,7 @@ fn a_scale_that_is_not_a_constant_scalar_is_left_as_written() {
 #[test]
 fn small_score_matrices_are_left_as_exported_by_default() {
     // 5 queries × 7 keys: far below MIN_SCORES.
-    let (fused, report) = fuse(&rank3(None, false, false), Scores::Float).unwrap();
+    let (fused, report) = fuse(&rank3(None, false, false), Scores::Float, true).unwrap();
     assert!(fused.is_none());
     assert!(
         report
@@ -657,6 +672,7 @@ fn the_report_says_what_was_fused_and_what_was_left() {
         left: vec![("the scores have another reader".into(), 1)],
         not_tried: None,
         note: None,
+        channel_means: 0,
     };
     assert_eq!(
         report.to_string(),
@@ -674,6 +690,23 @@ fn the_report_says_what_was_fused_and_what_was_left() {
          used: this CPU has no VNNI"
     );
     assert_eq!(AttentionFusion::default().to_string(), "none found");
+    let means = AttentionFusion {
+        channel_means: 12,
+        ..AttentionFusion::default()
+    };
+    assert_eq!(
+        means.to_string(),
+        "none found; 12 channel means as 1×1 convolutions"
+    );
+    let both = AttentionFusion {
+        channel_means: 1,
+        ..noted
+    };
+    assert!(
+        both.to_string()
+            .ends_with("no VNNI; 1 channel mean as a 1×1 convolution"),
+        "{both}"
+    );
     assert_eq!(
         AttentionFusion::not_tried("optimisation off").to_string(),
         "as exported (optimisation off)"
@@ -712,7 +745,7 @@ fn wide(s: D, l: D, h: i64) -> Vec<u8> {
 /// the kernel's operators, and returns the fused model.
 fn fuse_int8(model: &[u8], block_scores: i64, blocks: usize) -> Vec<u8> {
     let scores = Scores::Int8 { block_scores };
-    let (fused, report) = fuse_with(model, 0, scores, ort_probe).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, scores, false, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
     assert!(report.fused[0].0.ends_with(", int8 scores"), "{report}");
@@ -802,7 +835,8 @@ fn int8_scores_are_not_given_to_small_heads_nor_to_float16() {
         (wide(D::N(40), D::N(300), 96), "head dim 96"),
         (sdpa_heads_in(true), "float16"),
     ] {
-        let (fused, report) = fuse_with(&m, 0, Scores::INT8, ort_probe).expect("the rewriter runs");
+        let (fused, report) =
+            fuse_with(&m, 0, Scores::INT8, false, ort_probe).expect("the rewriter runs");
         let fused = fused.unwrap_or_else(|| panic!("{why}: nothing fused: {report}"));
         assert_eq!(op_count(&fused, "MultiHeadAttention"), 1, "{why}");
         assert_eq!(op_count(&fused, "MatMulIntegerToFloat"), 0, "{why}");
@@ -829,3 +863,114 @@ fn int8_scores_are_available_where_the_cpu_has_vnni() {
         int8_scores_available()
     );
 }
+
+/// SAM2's channels-first layer norm over `channels` channels of 6 × 5 positions, as exported:
+/// two means over axis 1 (by attribute before opset 18, by a constant input from 18 on;
+/// `keepdims` as given), then the affine map.
+fn layer_norm_2d(opset: u64, channels: D, axes: &[i64], keepdims: Option<i64>) -> Vec<u8> {
+    let c = match channels {
+        D::N(c) => c,
+        D::S(_) => 32,
+    };
+    let mean = |x: &str, out: &str| {
+        let mut attrs = Vec::new();
+        if let Some(k) = keepdims {
+            attrs.push(("keepdims", Attr::Int(k)));
+        }
+        if opset < 18 {
+            attrs.push(("axes", Attr::Ints(axes.to_vec())));
+            node("ReduceMean", &[x], out, attrs)
+        } else {
+            node("ReduceMean", &[x, "axes"], out, attrs)
+        }
+    };
+    let nodes = vec![
+        mean("x", "mu"),
+        node("Sub", &["x", "mu"], "d", vec![]),
+        node("Pow", &["d", "two"], "d2", vec![]),
+        mean("d2", "var"),
+        node("Add", &["var", "eps"], "ve", vec![]),
+        node("Sqrt", &["ve"], "sd", vec![]),
+        node("Div", &["d", "sd"], "n", vec![]),
+        node("Mul", &["n", "w"], "nw", vec![]),
+        node("Add", &["nw", "b"], "out", vec![]),
+    ];
+    let floats = [
+        float_init("two", &[], &[2.0]),
+        float_init("eps", &[], &[1e-6]),
+        float_init("w", &[c, 1, 1], &data(c as usize, 3)),
+        float_init("b", &[c, 1, 1], &data(c as usize, 4)),
+    ];
+    let shapes: &[(&str, &[i64])] = if opset < 18 { &[] } else { &[("axes", axes)] };
+    let input = [D::S("n"), channels, D::N(6), D::N(5)];
+    model_of_opset(opset, &nodes, &floats, shapes, &[("x", &input)], &["out"])
+}
+
+#[test]
+fn channel_means_become_convolutions_computing_the_same_norm() {
+    for opset in [17, 18] {
+        for axes in [[1], [-3]] {
+            let m = layer_norm_2d(opset, D::N(32), &axes, None);
+            let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+            let fused = fused.unwrap_or_else(|| panic!("nothing rewritten: {report}"));
+            assert_eq!(report.channel_means, 2, "{report}");
+            assert_eq!(report.fused_count(), 0);
+            assert_eq!(op_count(&fused, "ReduceMean"), 0);
+            assert_eq!(op_count(&fused, "Conv"), 2);
+            for batch in [1, 3] {
+                let feeds = [("x", vec![batch, 32, 6, 5])];
+                let want = run(&m, &feeds, "out");
+                let got = run(&fused, &feeds, "out");
+                let worst = want
+                    .iter()
+                    .zip(&got)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(worst < 1e-5, "opset {opset}: differs by {worst}");
+                // The norm did something: its outputs are not its inputs.
+                assert!(want.iter().any(|v| v.abs() > 1.5), "opset {opset}");
+            }
+        }
+    }
+}
+
+#[test]
+fn other_means_are_left_as_exported() {
+    let left = |m: Vec<u8>, channel_means: bool, why: &str| {
+        let (fused, report) = fuse_with(&m, 0, Scores::Float, channel_means, ort_probe).unwrap();
+        assert!(fused.is_none(), "{why}: rewritten ({report})");
+        assert_eq!(report.channel_means, 0, "{why}");
+    };
+    left(
+        layer_norm_2d(17, D::N(MIN_CHANNELS_FOR_TEST - 1), &[1], None),
+        true,
+        "too few channels",
+    );
+    left(
+        layer_norm_2d(18, D::S("c"), &[1], None),
+        true,
+        "channels known only at run time",
+    );
+    left(
+        layer_norm_2d(17, D::N(32), &[1], Some(0)),
+        true,
+        "dimensions not kept",
+    );
+    left(
+        layer_norm_2d(18, D::N(32), &[1, 2], None),
+        true,
+        "over more than the channels",
+    );
+    left(
+        layer_norm_2d(17, D::N(32), &[2], None),
+        true,
+        "over another axis",
+    );
+    left(
+        layer_norm_2d(17, D::N(32), &[1], None),
+        false,
+        "not asked for (not the CPU)",
+    );
+}
+
+const MIN_CHANNELS_FOR_TEST: i64 = channel_means::MIN_CHANNELS;
