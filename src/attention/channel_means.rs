@@ -1,19 +1,25 @@
 //! Channel means as 1×1 convolutions, the other rewrite the library makes when it loads a model
 //! for the CPU.
 //!
-//! SAM2's channels-first layer norm (`LayerNorm2d`: the decoder's upscaling and mask input, the
-//! memory encoder's mask downsampler and fuser) is exported as two
-//! `ReduceMean(x, axes = [1], keepdims = 1)` over an NCHW tensor, which ONNX Runtime's CPU
-//! kernel walks at about 1 GB/s: on 2 AMD EPYC cores, 1.5 ms each over 64 × 128 × 128, where
-//! the same mean as a 1×1 convolution by a `[1, C, 1, 1]` weight of `1 / C` (a matrix product
-//! MLAS runs) takes a third of that. The rest of the norm stays as exported. Below 16 channels
-//! the reduction is as fast or faster (4 × 512 × 512: 1.5 ms against 3.1), and those are left.
-//! EdgeTAM's memory encoder went from 110 to 89 ms a frame, the SAM2.1 decoder by 4–6%.
+//! SAM2's channels-first layer norm (`LayerNorm2d`: the memory encoder's mask downsampler and
+//! fuser, the decoder's upscaling and mask input) is exported as two
+//! `ReduceMean(x, axes = [1], keepdims = 1)` over an NCHW tensor. ONNX Runtime's CPU kernel
+//! shares such a reduction among its threads by the outer dimension, the batch: for a batch of
+//! one it runs on one thread at about 1 GB/s (on 2 AMD EPYC cores, 1.5 ms over 64 × 128 × 128),
+//! where the same mean as a 1×1 convolution by a `[1, C, 1, 1]` weight of `1 / C` (a matrix
+//! product MLAS runs on every thread) takes a third of that. The rest of the norm stays as
+//! exported. EdgeTAM's memory encoder went from 110 to 89 ms a frame.
+//!
+//! Only a batch known to be 1 at load time is rewritten: with more, the reduction is shared out
+//! and the convolution lost (a batch of 8 over 64 × 128 × 128: 17.0 ms against 9.3), so the
+//! image decoders, whose batch is the number of prompts (64 in segment everything), keep their
+//! means; the video modules' batch is one. Below 16 channels the reduction is as fast or faster
+//! (4 × 512 × 512: 1.5 ms against 3.1).
 //!
 //! The sum is the same up to float rounding (in the measured exports the outputs were the same
 //! bits but for the memory encoder's 256-channel norms, whose largest difference was 1e-3 of the
 //! largest output). Recognised structurally: a `ReduceMean` keeping its dimensions over axis 1
-//! (or −3) of a float32 tensor that ONNX Runtime's inference says is rank 4 with at least
+//! (or −3) of a float32 tensor that ONNX Runtime's inference says is `[1, C, H, W]` with at least
 //! [`MIN_CHANNELS`] channels known at load time. Done on the CPU only, where it was measured.
 
 use std::collections::HashMap;
@@ -76,7 +82,7 @@ impl ChannelMean {
     }
 
     /// The convolution that replaces this mean, and its weight; `None` where the inferred type
-    /// is not a float32 NCHW tensor of at least [`MIN_CHANNELS`] known channels.
+    /// is not a float32 NCHW tensor of batch 1 and at least [`MIN_CHANNELS`] known channels.
     pub(super) fn rewrite(
         &self,
         g: &mut Graph,
@@ -84,7 +90,11 @@ impl ChannelMean {
     ) -> Option<(NewNode, NewTensor)> {
         let ty = types.get(&self.input)?;
         let channels = match ty.dims.as_slice() {
-            [_, Dim::Static(c), _, _] if ty.elem == Elem::Float32 && *c >= MIN_CHANNELS => *c,
+            [Dim::Static(1), Dim::Static(c), _, _]
+                if ty.elem == Elem::Float32 && *c >= MIN_CHANNELS =>
+            {
+                *c
+            }
             _ => return None,
         };
         let weight = NewTensor {
