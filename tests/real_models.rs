@@ -364,6 +364,15 @@ fn a_batch_of_eight_equals_eight_single_calls() {
     let image = demo();
     for pair in tiny_pairs() {
         let (encoded, predictor) = open_encoded(&pair);
+        // The decoder's channels-first layer norms (upscaling, mask input) take their means as
+        // matrix products on the CPU, whatever the batch: this test runs them at 8 and at 1.
+        let fusion = predictor.attention_fusion();
+        assert_eq!(
+            fusion.channel_means,
+            4,
+            "{}: {fusion}",
+            pair.decoder.display()
+        );
         let embedding = &encoded.embedding;
         let first = predictor
             .predict(

@@ -765,10 +765,9 @@ fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused()
 /// over the 64-wide memories with the values' projection after the kernel (the arithmetic that
 /// makes it faster than the module as exported; the parity tests above hold the results to Meta's
 /// and EdgeTAM's predictors). SAM2.1: 4 layers of self- and cross-attention; EdgeTAM: 2. The
-/// channels-first layer norms (a batch of one in the video modules) take their means as 1×1
-/// convolutions on the CPU, all but those over 4 channels: the memory encoder's mask downsampler
-/// (16, 64 and 256 channels) and fuser (2 × 256), the image decoder's upscaling (64) and mask
-/// input (16), two means each.
+/// channels-first layer norms take their means as matrix products on the CPU, all but those over
+/// 4 channels: the memory encoder's mask downsampler (16, 64 and 256 channels) and fuser
+/// (2 × 256), the image decoder's upscaling (64) and mask input (16), two means each.
 #[test]
 fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
     init_runtime();

@@ -1,35 +1,44 @@
-//! Channel means as 1×1 convolutions, the other rewrite the library makes when it loads a model
+//! Channel means as matrix products, the other rewrite the library makes when it loads a model
 //! for the CPU.
 //!
 //! SAM2's channels-first layer norm (`LayerNorm2d`: the memory encoder's mask downsampler and
 //! fuser, the decoder's upscaling and mask input) is exported as two
 //! `ReduceMean(x, axes = [1], keepdims = 1)` over an NCHW tensor. ONNX Runtime's CPU kernel
 //! shares such a reduction among its threads by the outer dimension, the batch: for a batch of
-//! one it runs on one thread at about 1 GB/s (on 2 AMD EPYC cores, 1.5 ms over 64 × 128 × 128),
-//! where the same mean as a 1×1 convolution by a `[1, C, 1, 1]` weight of `1 / C` (a matrix
-//! product MLAS runs on every thread) takes a third of that. The rest of the norm stays as
-//! exported. EdgeTAM's memory encoder went from 110 to 89 ms a frame.
+//! one it runs on one thread at about 1 GB/s (on 2 AMD EPYC cores, 1.5 ms over 64 × 128 × 128).
+//! The same mean is a matrix product of a `[1, C]` row of `1 / C` by the input seen as
+//! `[N, C, H·W]`:
 //!
-//! Only a batch known to be 1 at load time is rewritten: with more, the reduction is shared out
-//! and the convolution lost (a batch of 8 over 64 × 128 × 128: 17.0 ms against 9.3), so the
-//! image decoders, whose batch is the number of prompts (64 in segment everything), keep their
-//! means; the video modules' batch is one. Below 16 channels the reduction is as fast or faster
-//! (4 × 512 × 512: 1.5 ms against 3.1).
+//! ```text
+//!   Reshape(MatMul(w [1, C], Reshape(x, [0, C, −1])), [0, 1, H, W])
+//! ```
 //!
-//! The sum is the same up to float rounding (in the measured exports the outputs were the same
-//! bits but for the memory encoder's 256-channel norms, whose largest difference was 1e-3 of the
-//! largest output). Recognised structurally: a `ReduceMean` keeping its dimensions over axis 1
-//! (or −3) of a float32 tensor that ONNX Runtime's inference says is `[1, C, H, W]` with at least
-//! [`MIN_CHANNELS`] channels known at load time. Done on the CPU only, where it was measured.
+//! MLAS computes a one-row product without packing its right side (a matrix-vector kernel) and
+//! shares it among its threads along the columns and the batch, so it is fast for any batch:
+//! 0.05 ms for that mean over a batch of one, 5.9 ms over a batch of 64 against the reduction's
+//! 8.4. The rest of the norm stays as exported. EdgeTAM's memory encoder went from 110 to 89 ms
+//! a frame, the SAM2.1 image decoder's click from 53.2 to 49.9 ms.
+//!
+//! (The first form of this rewrite was a 1×1 convolution by a `[1, C, 1, 1]` weight: as fast for
+//! a batch of one, but 17.0 ms against the reduction's 9.3 for a batch of 8, so it was kept to
+//! batches known to be 1 and the image decoders, whose batch is the number of prompts, kept
+//! their means.)
+//!
+//! The sum is the same up to float rounding (in the measured exports the outputs differed by at
+//! most 1e-3 of the largest output, in the memory encoder's 256-channel norms). Recognised
+//! structurally: a `ReduceMean` keeping its dimensions over axis 1 (or −3) of a float32 tensor
+//! that ONNX Runtime's inference says is `[N, C, H, W]` with at least [`MIN_CHANNELS`] channels
+//! and H or W known at load time (N may be known at run time only). Done on the CPU only, where
+//! it was measured.
 
 use std::collections::HashMap;
 
 use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues, INT64};
 use super::{Dim, Elem, TensorType};
 
-/// Fewest channels a mean is rewritten for. Measured on 2 AMD EPYC cores (ONNX Runtime 1.31,
-/// the whole norm, medians of 30): 16 channels over 64², 128² and 256² gained (0.22 → 0.14,
-/// 0.50 → 0.38, 1.87 → 1.66 ms), 8 and 4 channels lost or tied.
+/// Fewest channels a mean is rewritten for. Below 16 the reduction is about as fast (4 channels
+/// over 512² with a batch of 8: 1.1 ms as exported, 1.4 as a product), and the norms that small
+/// in SAM2's decoders are a small part of them.
 pub(super) const MIN_CHANNELS: i64 = 16;
 
 /// A `ReduceMean` over the channel axis, found before the types are known.
@@ -81,35 +90,68 @@ impl ChannelMean {
         &self.input
     }
 
-    /// The convolution that replaces this mean, and its weight; `None` where the inferred type
-    /// is not a float32 NCHW tensor of batch 1 and at least [`MIN_CHANNELS`] known channels.
+    /// The nodes that replace this mean, and their constants; `None` where the inferred type is
+    /// not a float32 NCHW tensor of at least [`MIN_CHANNELS`] known channels and a known height
+    /// or width.
     pub(super) fn rewrite(
         &self,
         g: &mut Graph,
         types: &HashMap<String, TensorType>,
-    ) -> Option<(NewNode, NewTensor)> {
+    ) -> Option<(Vec<NewNode>, Vec<NewTensor>)> {
         let ty = types.get(&self.input)?;
-        let channels = match ty.dims.as_slice() {
-            [Dim::Static(1), Dim::Static(c), _, _]
-                if ty.elem == Elem::Float32 && *c >= MIN_CHANNELS =>
-            {
-                *c
+        let (channels, height, width) = match ty.dims.as_slice() {
+            [_, Dim::Static(c), h, w] if ty.elem == Elem::Float32 && *c >= MIN_CHANNELS => {
+                (*c, h.value(), w.value())
             }
             _ => return None,
         };
+        // `0` copies the batch from the input, `−1` infers the one unknown spatial size.
+        let spatial = match (height, width) {
+            (Some(h), Some(w)) => [h, w],
+            (Some(h), None) => [h, -1],
+            (None, Some(w)) => [-1, w],
+            (None, None) => return None,
+        };
         let weight = NewTensor {
             name: g.fresh("sam2_channel_mean_weight"),
-            dims: vec![1, channels, 1, 1],
+            dims: vec![1, channels],
             values: TensorValues::Float(vec![1.0 / channels as f32; channels as usize]),
         };
-        let conv = NewNode {
-            name: g.fresh("sam2_channel_mean_node"),
-            op_type: "Conv",
-            domain: "",
-            inputs: vec![self.input.clone(), weight.name.clone()],
-            outputs: vec![self.output.clone()],
-            attrs: vec![("kernel_shape", Attr::Ints(vec![1, 1]))],
+        let flat = NewTensor {
+            name: g.fresh("sam2_channel_mean_flat"),
+            dims: vec![3],
+            values: TensorValues::Int64(vec![0, channels, -1]),
         };
-        Some((conv, weight))
+        let back = NewTensor {
+            name: g.fresh("sam2_channel_mean_shape"),
+            dims: vec![4],
+            values: TensorValues::Int64(vec![0, 1, spatial[0], spatial[1]]),
+        };
+        let rows = g.fresh("sam2_channel_mean_rows");
+        let mean = g.fresh("sam2_channel_mean_flat_mean");
+        let node = |g: &mut Graph, op_type, inputs: Vec<String>, output: String| NewNode {
+            name: g.fresh("sam2_channel_mean_node"),
+            op_type,
+            domain: "",
+            inputs,
+            outputs: vec![output],
+            attrs: Vec::new(),
+        };
+        let nodes = vec![
+            node(
+                g,
+                "Reshape",
+                vec![self.input.clone(), flat.name.clone()],
+                rows.clone(),
+            ),
+            node(g, "MatMul", vec![weight.name.clone(), rows], mean.clone()),
+            node(
+                g,
+                "Reshape",
+                vec![mean, back.name.clone()],
+                self.output.clone(),
+            ),
+        ];
+        Some((nodes, vec![weight, flat, back]))
     }
 }

@@ -64,7 +64,7 @@ pub struct AttentionFusion {
     /// A remark on how the cores were fused (int8 scores asked for and not used, and why).
     pub note: Option<String>,
     /// Means over the channels of an NCHW tensor (the two of each channels-first layer norm)
-    /// computed as 1×1 convolutions, on the CPU ([`channel_means`]).
+    /// computed as matrix products, on the CPU ([`channel_means`]).
     pub channel_means: usize,
 }
 
@@ -89,8 +89,8 @@ impl fmt::Display for AttentionFusion {
         }
         let means = match self.channel_means {
             0 => String::new(),
-            1 => "; 1 channel mean as a 1×1 convolution".to_string(),
-            n => format!("; {n} channel means as 1×1 convolutions"),
+            1 => "; 1 channel mean as a matrix product".to_string(),
+            n => format!("; {n} channel means as matrix products"),
         };
         if self.fused.is_empty() && self.left.is_empty() {
             return write!(f, "none found{means}");
@@ -1033,7 +1033,7 @@ impl Scores {
 }
 
 /// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `channel_means` (the
-/// CPU), its channel means into 1×1 convolutions ([`channel_means`]). `probe` gets a copy of the
+/// CPU), its channel means into matrix products ([`channel_means`]). `probe` gets a copy of the
 /// model with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns
 /// the rewritten model (`None` when nothing changed) and the report.
 pub(crate) fn fuse_with(
@@ -1114,10 +1114,10 @@ pub(crate) fn fuse_with(
         }
     }
     for m in &means {
-        if let Some((conv, weight)) = m.rewrite(&mut g, &types) {
+        if let Some((nodes, constants)) = m.rewrite(&mut g, &types) {
             removed.insert(m.node);
-            added.entry(m.node).or_default().push(conv);
-            tensors.push(weight);
+            added.entry(m.node).or_default().extend(nodes);
+            tensors.extend(constants);
             report.channel_means += 1;
         }
     }

@@ -8,6 +8,7 @@ use super::*;
 use crate::onnx_split::{put_len_field, put_varint_field};
 
 /// A dimension of a graph input: a size, or a named free one.
+#[derive(Debug, Clone, Copy)]
 enum D {
     N(i64),
     S(&'static str),
@@ -696,7 +697,7 @@ fn the_report_says_what_was_fused_and_what_was_left() {
     };
     assert_eq!(
         means.to_string(),
-        "none found; 12 channel means as 1×1 convolutions"
+        "none found; 12 channel means as matrix products"
     );
     let both = AttentionFusion {
         channel_means: 1,
@@ -704,7 +705,7 @@ fn the_report_says_what_was_fused_and_what_was_left() {
     };
     assert!(
         both.to_string()
-            .ends_with("no VNNI; 1 channel mean as a 1×1 convolution"),
+            .ends_with("no VNNI; 1 channel mean as a matrix product"),
         "{both}"
     );
     assert_eq!(
@@ -864,13 +865,14 @@ fn int8_scores_are_available_where_the_cpu_has_vnni() {
     );
 }
 
-/// SAM2's channels-first layer norm over a batch of `batch`, `channels` channels of 6 × 5
-/// positions, as exported: two means over axis 1 (by attribute before opset 18, by a constant
-/// input from 18 on; `keepdims` as given), then the affine map.
+/// SAM2's channels-first layer norm over a batch of `batch`, `channels` channels of `spatial`
+/// (height, width) positions, as exported: two means over axis 1 (by attribute before opset 18,
+/// by a constant input from 18 on; `keepdims` as given), then the affine map.
 fn layer_norm_2d(
     opset: u64,
     batch: D,
     channels: D,
+    spatial: [D; 2],
     axes: &[i64],
     keepdims: Option<i64>,
 ) -> Vec<u8> {
@@ -908,32 +910,48 @@ fn layer_norm_2d(
         float_init("b", &[c, 1, 1], &data(c as usize, 4)),
     ];
     let shapes: &[(&str, &[i64])] = if opset < 18 { &[] } else { &[("axes", axes)] };
-    let input = [batch, channels, D::N(6), D::N(5)];
+    let [height, width] = spatial;
+    let input = [batch, channels, height, width];
     model_of_opset(opset, &nodes, &floats, shapes, &[("x", &input)], &["out"])
 }
 
+/// 6 × 5 positions, both known.
+const KNOWN: [D; 2] = [D::N(6), D::N(5)];
+
 #[test]
-fn channel_means_become_convolutions_computing_the_same_norm() {
+fn channel_means_become_matrix_products_computing_the_same_norm() {
+    // (batch in the model, batch fed, spatial sizes in the model)
+    let shapes = [
+        (D::N(1), 1, KNOWN),
+        (D::N(8), 8, KNOWN),
+        (D::S("prompts"), 3, KNOWN),
+        (D::N(1), 1, [D::S("h"), D::N(5)]),
+        (D::S("prompts"), 2, [D::N(6), D::S("w")]),
+    ];
     for opset in [17, 18] {
         for axes in [[1], [-3]] {
-            let m = layer_norm_2d(opset, D::N(1), D::N(32), &axes, None);
-            let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
-            let fused = fused.unwrap_or_else(|| panic!("nothing rewritten: {report}"));
-            assert_eq!(report.channel_means, 2, "{report}");
-            assert_eq!(report.fused_count(), 0);
-            assert_eq!(op_count(&fused, "ReduceMean"), 0);
-            assert_eq!(op_count(&fused, "Conv"), 2);
-            let feeds = [("x", vec![1, 32, 6, 5])];
-            let want = run(&m, &feeds, "out");
-            let got = run(&fused, &feeds, "out");
-            let worst = want
-                .iter()
-                .zip(&got)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
-            assert!(worst < 1e-5, "opset {opset}: differs by {worst}");
-            // The norm did something: its outputs are not its inputs.
-            assert!(want.iter().any(|v| v.abs() > 1.5), "opset {opset}");
+            for (batch, fed, spatial) in shapes {
+                let case = format!("opset {opset}, axes {axes:?}, batch {batch:?}, {spatial:?}");
+                let m = layer_norm_2d(opset, batch, D::N(32), spatial, &axes, None);
+                let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+                let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
+                assert_eq!(report.channel_means, 2, "{case}: {report}");
+                assert_eq!(report.fused_count(), 0);
+                assert_eq!(op_count(&fused, "ReduceMean"), 0, "{case}");
+                assert_eq!(op_count(&fused, "MatMul"), 2, "{case}");
+                let feeds = [("x", vec![fed, 32, 6, 5])];
+                let want = run(&m, &feeds, "out");
+                let got = run(&fused, &feeds, "out");
+                assert_eq!(want.len(), got.len(), "{case}");
+                let worst = want
+                    .iter()
+                    .zip(&got)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0f32, f32::max);
+                assert!(worst < 1e-5, "{case}: differs by {worst}");
+                // The norm did something: its outputs are not its inputs.
+                assert!(want.iter().any(|v| v.abs() > 1.5), "{case}");
+            }
         }
     }
 }
@@ -945,12 +963,13 @@ fn other_means_are_left_as_exported() {
         assert!(fused.is_none(), "{why}: rewritten ({report})");
         assert_eq!(report.channel_means, 0, "{why}");
     };
-    let cases: [(Vec<u8>, bool, &str); 8] = [
+    let cases: [(Vec<u8>, bool, &str); 7] = [
         (
             layer_norm_2d(
                 17,
                 D::N(1),
                 D::N(channel_means::MIN_CHANNELS - 1),
+                KNOWN,
                 &[1],
                 None,
             ),
@@ -958,37 +977,32 @@ fn other_means_are_left_as_exported() {
             "too few channels",
         ),
         (
-            layer_norm_2d(18, D::N(1), D::S("c"), &[1], None),
+            layer_norm_2d(18, D::N(1), D::S("c"), KNOWN, &[1], None),
             true,
             "channels known only at run time",
         ),
         (
-            layer_norm_2d(17, D::S("n"), D::N(32), &[1], None),
+            layer_norm_2d(17, D::N(1), D::N(32), [D::S("h"), D::S("w")], &[1], None),
             true,
-            "a batch known only at run time (a decoder's prompts)",
+            "height and width known only at run time",
         ),
         (
-            layer_norm_2d(17, D::N(8), D::N(32), &[1], None),
-            true,
-            "a batch of 8",
-        ),
-        (
-            layer_norm_2d(17, D::N(1), D::N(32), &[1], Some(0)),
+            layer_norm_2d(17, D::N(1), D::N(32), KNOWN, &[1], Some(0)),
             true,
             "dimensions not kept",
         ),
         (
-            layer_norm_2d(18, D::N(1), D::N(32), &[1, 2], None),
+            layer_norm_2d(18, D::N(1), D::N(32), KNOWN, &[1, 2], None),
             true,
             "over more than the channels",
         ),
         (
-            layer_norm_2d(17, D::N(1), D::N(32), &[2], None),
+            layer_norm_2d(17, D::N(1), D::N(32), KNOWN, &[2], None),
             true,
             "over another axis",
         ),
         (
-            layer_norm_2d(17, D::N(1), D::N(32), &[1], None),
+            layer_norm_2d(17, D::N(1), D::N(32), KNOWN, &[1], None),
             false,
             "not asked for (not the CPU)",
         ),
