@@ -40,6 +40,7 @@
 mod channel_means;
 mod eval;
 mod graph;
+mod qkv_split;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -66,6 +67,9 @@ pub struct AttentionFusion {
     /// Means over the channels of an NCHW tensor (the two of each channels-first layer norm)
     /// computed as matrix products, on the CPU ([`channel_means`]).
     pub channel_means: usize,
+    /// Joint query, key and value projections split by their weights instead of their output,
+    /// on the CPU ([`qkv_split`]).
+    pub qkv_splits: usize,
 }
 
 impl AttentionFusion {
@@ -87,11 +91,18 @@ impl fmt::Display for AttentionFusion {
         if let Some(why) = &self.not_tried {
             return write!(f, "as exported ({why})");
         }
-        let means = match self.channel_means {
+        let mut means = match self.channel_means {
             0 => String::new(),
             1 => "; 1 channel mean as a matrix product".to_string(),
             n => format!("; {n} channel means as matrix products"),
         };
+        match self.qkv_splits {
+            0 => {}
+            1 => means.push_str("; 1 query-key-value projection split by its weights"),
+            n => means.push_str(&format!(
+                "; {n} query-key-value projections split by their weights"
+            )),
+        }
         if self.fused.is_empty() && self.left.is_empty() {
             return write!(f, "none found{means}");
         }
@@ -1032,15 +1043,16 @@ impl Scores {
     };
 }
 
-/// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `channel_means` (the
-/// CPU), its channel means into matrix products ([`channel_means`]). `probe` gets a copy of the
+/// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `cpu`, its channel
+/// means into matrix products ([`channel_means`]) and its split joint projections into three
+/// ([`qkv_split`]). `probe` gets a copy of the
 /// model with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns
 /// the rewritten model (`None` when nothing changed) and the report.
 pub(crate) fn fuse_with(
     model: &[u8],
     min_scores: i64,
     scores: Scores,
-    channel_means: bool,
+    cpu: bool,
     probe: impl FnOnce(&[u8]) -> Result<HashMap<String, TensorType>, String>,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
     let mut g = Graph::parse(model)?;
@@ -1058,12 +1070,12 @@ pub(crate) fn fuse_with(
             .filter_map(|found| found.map_err(|why| report.left(why)).ok())
             .collect()
     };
-    let means = if channel_means {
-        channel_means::find(&g)
+    let (means, splits) = if cpu {
+        (channel_means::find(&g), qkv_split::find(&g))
     } else {
-        Vec::new()
+        (Vec::new(), Vec::new())
     };
-    if candidates.is_empty() && means.is_empty() {
+    if candidates.is_empty() && means.is_empty() && splits.is_empty() {
         return Ok((None, report.finish()));
     }
     let mut wanted: Vec<&str> = Vec::new();
@@ -1076,6 +1088,7 @@ pub(crate) fn fuse_with(
         }
     }
     wanted.extend(means.iter().map(|m| m.wanted()));
+    wanted.extend(splits.iter().map(|s| s.wanted()));
     let probe_model = g.with_outputs(model, &wanted)?;
     let types = probe(&probe_model)?;
 
@@ -1119,6 +1132,17 @@ pub(crate) fn fuse_with(
             added.entry(m.node).or_default().extend(nodes);
             tensors.extend(constants);
             report.channel_means += 1;
+        }
+    }
+    for s in &splits {
+        if s.nodes.iter().any(|n| removed.contains(n)) {
+            continue;
+        }
+        if let Some((nodes, constants)) = s.rewrite(&mut g, &types) {
+            removed.extend(s.nodes.iter().copied());
+            added.entry(s.anchor).or_default().extend(nodes);
+            tensors.extend(constants);
+            report.qkv_splits += 1;
         }
     }
     if removed.is_empty() {
@@ -1183,6 +1207,7 @@ struct Tally {
     fused: Vec<(String, usize)>,
     left: Vec<(String, usize)>,
     channel_means: usize,
+    qkv_splits: usize,
 }
 
 impl Tally {
@@ -1208,6 +1233,7 @@ impl Tally {
             not_tried: None,
             note: None,
             channel_means: self.channel_means,
+            qkv_splits: self.qkv_splits,
         }
     }
 }
@@ -1345,7 +1371,7 @@ enum Block {
 pub(crate) fn fuse(
     model: &[u8],
     scores: Scores,
-    channel_means: bool,
+    cpu: bool,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
-    fuse_with(model, MIN_SCORES, scores, channel_means, ort_probe)
+    fuse_with(model, MIN_SCORES, scores, cpu, ort_probe)
 }

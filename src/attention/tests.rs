@@ -674,6 +674,7 @@ fn the_report_says_what_was_fused_and_what_was_left() {
         not_tried: None,
         note: None,
         channel_means: 0,
+        qkv_splits: 0,
     };
     assert_eq!(
         report.to_string(),
@@ -1009,5 +1010,108 @@ fn other_means_are_left_as_exported() {
     ];
     for (m, channel_means, why) in cases {
         left(m, channel_means, why);
+    }
+}
+
+/// A joint projection of `x` ([2, 2, 2, 8]: batch, a 2 × 2 grid, 8 channels) to queries, keys and
+/// values of 2 heads of 3, split as PyTorch exports `qkv(x).reshape(B, L, 3, heads, -1).unbind(2)`:
+/// the Reshape to `[0, -1, 3, 2, 3]` (the batch copied, the grid flattened), the Split along
+/// `split_axis` (sizes by opset: none at 17, `num_outputs` at 18), each part squeezed and a graph
+/// output. `weight_input`: the weight a graph input instead of an initializer.
+fn qkv_model(opset: u64, split_axis: i64, y_output: bool, weight_input: bool) -> Vec<u8> {
+    let mut split = NewNode {
+        name: "n_split".into(),
+        op_type: "Split",
+        domain: "",
+        inputs: vec!["y".into()],
+        outputs: vec!["p0".into(), "p1".into(), "p2".into()],
+        attrs: vec![("axis", Attr::Int(split_axis))],
+    };
+    if opset >= 18 {
+        split.attrs.push(("num_outputs", Attr::Int(3)));
+    }
+    let mut nodes = vec![
+        node("MatMul", &["x", "w"], "m", vec![]),
+        node("Add", &["b", "m"], "a", vec![]),
+        node("Reshape", &["a", "shape"], "y", vec![]),
+        split,
+    ];
+    for (p, out) in [("p0", "q"), ("p1", "k"), ("p2", "v")] {
+        nodes.push(node("Squeeze", &[p, "axes"], out, vec![]));
+    }
+    let mut floats = vec![float_init("b", &[18], &data(18, 5))];
+    let mut inputs: Vec<(&str, &[D])> = vec![("x", &[D::N(2), D::N(2), D::N(2), D::N(8)])];
+    if weight_input {
+        inputs.push(("w", &[D::N(8), D::N(18)]));
+    } else {
+        floats.push(float_init("w", &[8, 18], &data(8 * 18, 6)));
+    }
+    let mut outputs = vec!["q", "k", "v"];
+    if y_output {
+        outputs.push("y");
+    }
+    model_of_opset(
+        opset,
+        &nodes,
+        &floats,
+        &[("shape", &[0, -1, 3, 2, 3]), ("axes", &[split_axis])],
+        &inputs,
+        &outputs,
+    )
+}
+
+#[test]
+fn a_split_joint_projection_becomes_three_giving_the_same_bits() {
+    for opset in [17, 18] {
+        for axis in [2, -3] {
+            let case = format!("opset {opset}, axis {axis}");
+            let m = qkv_model(opset, axis, false, false);
+            let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+            let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
+            assert_eq!(report.qkv_splits, 1, "{case}: {report}");
+            assert!(report
+                .to_string()
+                .ends_with("; 1 query-key-value projection split by its weights"));
+            assert_eq!(op_count(&fused, "Split"), 0, "{case}");
+            assert_eq!(op_count(&fused, "Squeeze"), 0, "{case}");
+            assert_eq!(op_count(&fused, "MatMul"), 3, "{case}");
+            let feeds = [("x", vec![2, 2, 2, 8])];
+            for out in ["q", "k", "v"] {
+                let want = run(&m, &feeds, out);
+                let got = run(&fused, &feeds, out);
+                assert_eq!(want.len(), 2 * 4 * 2 * 3, "{case}: {out}");
+                assert_eq!(want, got, "{case}: {out}");
+            }
+            // The parts differ: each is its own third of the projection.
+            assert_ne!(run(&m, &feeds, "q"), run(&m, &feeds, "k"), "{case}");
+        }
+    }
+}
+
+#[test]
+fn other_splits_are_left_as_exported() {
+    let cases = [
+        (qkv_model(17, 4, false, false), true, "along another axis"),
+        (
+            qkv_model(17, 2, true, false),
+            true,
+            "the projection read elsewhere",
+        ),
+        (
+            qkv_model(17, 2, false, true),
+            true,
+            "the weights a graph input",
+        ),
+        (
+            qkv_model(17, 2, false, false),
+            false,
+            "not asked for (not the CPU)",
+        ),
+    ];
+    for (m, cpu, why) in cases {
+        let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, ort_probe)
+            .unwrap_or_else(|e| panic!("{why}: {e}"));
+        assert!(fused.is_none(), "{why}: rewritten ({report})");
+        assert_eq!(report.qkv_splits, 0, "{why}");
     }
 }
