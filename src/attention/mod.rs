@@ -26,7 +26,9 @@
 //! float rounding.
 //!
 //! One rewrite goes past the core: values that are a narrower tensor's projection by the model's
-//! weights are projected after the kernel instead ([`values`]).
+//! weights are projected after the kernel instead ([`values`]). For the CPU the same pass makes
+//! two more, each measured there: channel means as matrix products ([`channel_means`]) and
+//! joint query-key-value projections split by their weights ([`qkv_split`]).
 //!
 //! Recognised structurally, never by node names, and verified before anything changes: every
 //! intermediate tensor is read by the next operator alone (an extra reader of the scores keeps the
@@ -65,10 +67,10 @@ pub struct AttentionFusion {
     /// A remark on how the cores were fused (int8 scores asked for and not used, and why).
     pub note: Option<String>,
     /// Means over the channels of an NCHW tensor (the two of each channels-first layer norm)
-    /// computed as matrix products, on the CPU ([`channel_means`]).
+    /// computed as matrix products, on the CPU (`src/attention/channel_means.rs`).
     pub channel_means: usize,
     /// Joint query, key and value projections split by their weights instead of their output,
-    /// on the CPU ([`qkv_split`]).
+    /// on the CPU (`src/attention/qkv_split.rs`).
     pub qkv_splits: usize,
 }
 
@@ -91,20 +93,21 @@ impl fmt::Display for AttentionFusion {
         if let Some(why) = &self.not_tried {
             return write!(f, "as exported ({why})");
         }
-        let mut means = match self.channel_means {
+        // The CPU's other rewrites, after what was fused.
+        let mut others = match self.channel_means {
             0 => String::new(),
             1 => "; 1 channel mean as a matrix product".to_string(),
             n => format!("; {n} channel means as matrix products"),
         };
         match self.qkv_splits {
             0 => {}
-            1 => means.push_str("; 1 query-key-value projection split by its weights"),
-            n => means.push_str(&format!(
+            1 => others.push_str("; 1 query-key-value projection split by its weights"),
+            n => others.push_str(&format!(
                 "; {n} query-key-value projections split by their weights"
             )),
         }
         if self.fused.is_empty() && self.left.is_empty() {
-            return write!(f, "none found{means}");
+            return write!(f, "none found{others}");
         }
         let list = |items: &[(String, usize)]| {
             items
@@ -124,7 +127,7 @@ impl fmt::Display for AttentionFusion {
         if let Some(note) = &self.note {
             write!(f, "; {note}")?;
         }
-        write!(f, "{means}")
+        write!(f, "{others}")
     }
 }
 
@@ -1045,9 +1048,9 @@ impl Scores {
 
 /// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `cpu`, its channel
 /// means into matrix products ([`channel_means`]) and its split joint projections into three
-/// ([`qkv_split`]). `probe` gets a copy of the
-/// model with extra outputs and returns the types ONNX Runtime infers for its outputs. Returns
-/// the rewritten model (`None` when nothing changed) and the report.
+/// ([`qkv_split`]). `probe` gets a copy of the model with extra outputs and returns the types
+/// ONNX Runtime infers for its outputs. Returns the rewritten model (`None` when nothing
+/// changed) and the report.
 pub(crate) fn fuse_with(
     model: &[u8],
     min_scores: i64,
