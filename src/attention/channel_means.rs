@@ -34,7 +34,7 @@
 
 use std::collections::HashMap;
 
-use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues, INT64};
+use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
 use super::{Dim, Elem, TensorType};
 
 /// Fewest channels a mean is rewritten for. Below 16 the reduction is about as fast (4 channels
@@ -65,17 +65,7 @@ pub(super) fn find(g: &Graph) -> Vec<ChannelMean> {
                 None | Some(Attr::Int(1)) => {}
                 _ => return None,
             }
-            let axes: Vec<i64> = match (n.attr("axes"), n.inputs.get(1)) {
-                (Some(Attr::Ints(a)), None) => a.clone(),
-                (None, Some(t)) => {
-                    let c = g.constants.get(t)?;
-                    if c.data_type != INT64 {
-                        return None;
-                    }
-                    c.values.iter().map(|&v| v as i64).collect()
-                }
-                _ => return None,
-            };
+            let axes = g.ints(n.attr("axes"), n.inputs.get(1))?;
             matches!(axes.as_slice(), [1] | [-3]).then(|| ChannelMean {
                 node: i,
                 input: n.inputs[0].clone(),
@@ -130,24 +120,25 @@ impl ChannelMean {
         };
         let rows = g.fresh("sam2_channel_mean_rows");
         let mean = g.fresh("sam2_channel_mean_flat_mean");
-        let node = |g: &mut Graph, op_type, inputs: Vec<String>, output: String| NewNode {
-            name: g.fresh("sam2_channel_mean_node"),
-            op_type,
-            domain: "",
-            inputs,
-            outputs: vec![output],
-            attrs: Vec::new(),
-        };
+        let stem = "sam2_channel_mean_node";
         let nodes = vec![
-            node(
+            NewNode::plain(
                 g,
+                stem,
                 "Reshape",
                 vec![self.input.clone(), flat.name.clone()],
                 rows.clone(),
             ),
-            node(g, "MatMul", vec![weight.name.clone(), rows], mean.clone()),
-            node(
+            NewNode::plain(
                 g,
+                stem,
+                "MatMul",
+                vec![weight.name.clone(), rows],
+                mean.clone(),
+            ),
+            NewNode::plain(
+                g,
+                stem,
                 "Reshape",
                 vec![mean, back.name.clone()],
                 self.output.clone(),

@@ -520,6 +520,20 @@ impl Graph {
         Ok(out)
     }
 
+    /// The integers an operator is given either as an attribute (older opsets: `axes`, `split`)
+    /// or as a constant int64 input (newer ones), whichever it has; `None` for both, neither, or
+    /// an input not known at load time. An empty input name is no input.
+    pub(crate) fn ints(&self, attr: Option<&Attr>, input: Option<&String>) -> Option<Vec<i64>> {
+        match (attr, input.filter(|t| !t.is_empty())) {
+            (Some(Attr::Ints(a)), None) => Some(a.clone()),
+            (None, Some(t)) => {
+                let c = self.constants.get(t)?;
+                (c.data_type == INT64).then(|| c.values.iter().map(|&v| v as i64).collect())
+            }
+            _ => None,
+        }
+    }
+
     /// A name no tensor of the graph has, starting with `stem`; remembered as taken.
     pub(crate) fn fresh(&mut self, stem: &str) -> String {
         let mut k = 0usize;
@@ -545,6 +559,25 @@ pub(crate) struct NewNode {
 }
 
 impl NewNode {
+    /// A node of the default domain without attributes and with one output, named afresh from
+    /// `stem`.
+    pub(crate) fn plain(
+        g: &mut Graph,
+        stem: &str,
+        op_type: &'static str,
+        inputs: Vec<String>,
+        output: String,
+    ) -> NewNode {
+        NewNode {
+            name: g.fresh(stem),
+            op_type,
+            domain: "",
+            inputs,
+            outputs: vec![output],
+            attrs: Vec::new(),
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
         for i in &self.inputs {

@@ -31,7 +31,7 @@
 
 use std::collections::HashMap;
 
-use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues, INT64};
+use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
 use super::{Dim, Elem, Finder, TensorType};
 
 /// A joint projection split into queries, keys and values, found before the types are known.
@@ -50,18 +50,6 @@ pub(super) struct QkvSplit {
     y: String,
     /// The three parts as the Squeezes write them.
     parts: [String; 3],
-}
-
-/// The constant integers of a node's attribute or of its constant input `input`.
-fn ints(g: &Graph, attr: Option<&Attr>, input: Option<&String>) -> Option<Vec<i64>> {
-    match (attr, input.filter(|t| !t.is_empty())) {
-        (Some(Attr::Ints(a)), None) => Some(a.clone()),
-        (None, Some(t)) => {
-            let c = g.constants.get(t)?;
-            (c.data_type == INT64).then(|| c.values.iter().map(|&v| v as i64).collect())
-        }
-        _ => None,
-    }
 }
 
 /// Every `Split` of a reshaped joint projection into three along axis 2, each part squeezed.
@@ -86,7 +74,7 @@ fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
         return None;
     }
     // Equal parts of one: no sizes (opset 18's `num_outputs`, or none before), or sizes of 1.
-    if let Some(sizes) = ints(g, split.attr("split"), split.inputs.get(1)) {
+    if let Some(sizes) = g.ints(split.attr("split"), split.inputs.get(1)) {
         if sizes != [1, 1, 1] {
             return None;
         }
@@ -99,7 +87,7 @@ fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
         if g.outputs.contains(out) || !squeeze.is("Squeeze") || squeeze.outputs.len() != 1 {
             return None;
         }
-        let axes = ints(g, squeeze.attr("axes"), squeeze.inputs.get(1))?;
+        let axes = g.ints(squeeze.attr("axes"), squeeze.inputs.get(1))?;
         if axes != [axis] && axes != [2] && axes != [-3] {
             return None;
         }
@@ -181,13 +169,8 @@ impl QkvSplit {
             tensors.push(t);
             name
         };
-        let node = |g: &mut Graph, op_type, inputs: Vec<String>, output: String| NewNode {
-            name: g.fresh("sam2_qkv_split_node"),
-            op_type,
-            domain: "",
-            inputs,
-            outputs: vec![output],
-            attrs: Vec::new(),
+        let node = |g: &mut Graph, op_type, inputs, output| {
+            NewNode::plain(g, "sam2_qkv_split_node", op_type, inputs, output)
         };
         let mut nodes = Vec::new();
         // The exported shape without its `3`: [B, L] and [heads, d].
