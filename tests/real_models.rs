@@ -222,11 +222,7 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
         // the CPU the library splits the weights instead (12 blocks in tiny, 16 in small), so the
         // parity below holds with those rewritten.
         let fusion = open_encoded(&pair).0.encoder.attention_fusion().clone();
-        let blocks = if pair.encoder.to_string_lossy().contains("small") {
-            16
-        } else {
-            12
-        };
+        let blocks = if pair.model.contains("small") { 16 } else { 12 };
         assert_eq!(
             fusion.qkv_splits,
             blocks,

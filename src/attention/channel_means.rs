@@ -108,10 +108,15 @@ impl ChannelMean {
             dims: vec![1, channels],
             values: TensorValues::Float(vec![1.0 / channels as f32; channels as usize]),
         };
+        // With both spatial sizes known no `−1` is left to infer (which a batch of 0 could not).
+        let positions = match (height, width) {
+            (Some(h), Some(w)) => h * w,
+            _ => -1,
+        };
         let flat = NewTensor {
             name: g.fresh("sam2_channel_mean_flat"),
             dims: vec![3],
-            values: TensorValues::Int64(vec![0, channels, -1]),
+            values: TensorValues::Int64(vec![0, channels, positions]),
         };
         let back = NewTensor {
             name: g.fresh("sam2_channel_mean_shape"),

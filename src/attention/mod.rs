@@ -1091,7 +1091,7 @@ pub(crate) fn fuse_with(
         }
     }
     wanted.extend(means.iter().map(|m| m.wanted()));
-    wanted.extend(splits.iter().map(|s| s.wanted()));
+    wanted.extend(splits.iter().flat_map(|s| s.wanted()));
     let probe_model = g.with_outputs(model, &wanted)?;
     let types = probe(&probe_model)?;
 

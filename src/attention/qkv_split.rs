@@ -19,15 +19,17 @@
 //!   part i = Reshape(Add(MatMul(x, W[:, iD:(i+1)D]), b[iD:(i+1)D]), [B, L, heads, d])
 //! ```
 //!
-//! the same products summed in the same order (MLAS computes each output element from its row
-//! and column alone), so the results are the same bits. The weights are sliced by `Slice` nodes
+//! the same products, summed in the same order where MLAS blocks the sum the same way (in the
+//! measured encoders the embeddings were the same bits). The weights are sliced by `Slice` nodes
 //! on the initializers, which ONNX Runtime's constant folding computes once when the library
-//! optimises the model; the target shape is the exported one without its `3`.
+//! optimises the model; the target shape is the exported one's first two entries, then `heads`
+//! and `d`.
 //!
-//! Recognised structurally, and verified against ONNX Runtime's inferred type of `y`: float32,
+//! Recognised structurally, and verified against ONNX Runtime's inferred types: `y` float32,
 //! rank 5, `[_, _, 3, heads, d]` with the last three known at load time and `3 · heads · d` the
-//! weight's width; every intermediate tensor read by the next operator alone; each of the three
-//! parts read by one `Squeeze` of that axis alone. Done on the CPU only, where it was measured.
+//! weight's width, the projection before it of rank 3 or more; every intermediate tensor read by
+//! the next operator alone; each of the three parts read by one `Squeeze` of that axis alone;
+//! opset 10 or later. Done on the CPU only, where it was measured.
 
 use std::collections::HashMap;
 
@@ -48,6 +50,9 @@ pub(super) struct QkvSplit {
     shape: String,
     /// The reshaped projection, whose inferred type decides.
     y: String,
+    /// The projection before the reshape: it must have a rank of 3 or more, so that the
+    /// exported shape's first two entries mean the same for a third of it.
+    sum: String,
     /// The three parts as the Squeezes write them.
     parts: [String; 3],
 }
@@ -63,7 +68,8 @@ pub(super) fn find(g: &Graph) -> Vec<QkvSplit> {
 fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
     let g = f.g;
     let split = &g.nodes[s];
-    if !split.is("Split") || split.outputs.len() != 3 {
+    // The new `Slice` nodes take their bounds as inputs, as from opset 10 on.
+    if g.opset < 10 || !split.is("Split") || split.outputs.len() != 3 {
         return None;
     }
     let axis = match split.attr("axis") {
@@ -94,7 +100,8 @@ fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
         nodes.push(q);
         parts.push(squeeze.outputs[0].clone());
     }
-    let r = f.sole_producer(&split.inputs[0])?;
+    let y = split.inputs.first().filter(|t| !t.is_empty())?;
+    let r = f.sole_producer(y)?;
     let reshape = &g.nodes[r];
     if !reshape.is("Reshape") || reshape.inputs.len() != 2 {
         return None;
@@ -125,15 +132,16 @@ fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
         weight: weight.clone(),
         bias: bias.clone(),
         shape: reshape.inputs[1].clone(),
-        y: split.inputs[0].clone(),
+        y: y.clone(),
+        sum: add.outputs[0].clone(),
         parts: parts.try_into().ok()?,
     })
 }
 
 impl QkvSplit {
-    /// The tensor whose inferred type decides.
-    pub(super) fn wanted(&self) -> &str {
-        &self.y
+    /// The tensors whose inferred types decide.
+    pub(super) fn wanted(&self) -> [&str; 2] {
+        [self.y.as_str(), self.sum.as_str()]
     }
 
     /// The nodes that replace the split, and their constants; `None` where the weights or the
@@ -152,10 +160,16 @@ impl QkvSplit {
             _ => return None,
         }
         let ty = types.get(&self.y)?;
-        match ty.dims.as_slice() {
+        let (heads, d) = match ty.dims.as_slice() {
             [_, _, Dim::Static(3), Dim::Static(heads), Dim::Static(d)]
-                if ty.elem == Elem::Float32 && 3 * heads * d == width => {}
+                if ty.elem == Elem::Float32 && 3 * heads * d == width =>
+            {
+                (*heads, *d)
+            }
             _ => return None,
+        };
+        if types.get(&self.sum)?.dims.len() < 3 {
+            return None;
         }
         let part = width / 3;
         let mut tensors = Vec::new();
@@ -173,18 +187,15 @@ impl QkvSplit {
             NewNode::plain(g, "sam2_qkv_split_node", op_type, inputs, output)
         };
         let mut nodes = Vec::new();
-        // The exported shape without its `3`: [B, L] and [heads, d].
+        // The exported shape's first two entries ([B, L], which may be `0` or `−1`), then the
+        // verified [heads, d].
         let (zero, two) = (
             constant(g, "sam2_qkv_split_at", vec![0]),
             constant(g, "sam2_qkv_split_at", vec![2]),
         );
-        let (three, five) = (
-            constant(g, "sam2_qkv_split_at", vec![3]),
-            constant(g, "sam2_qkv_split_at", vec![5]),
-        );
-        let (head, tail, shape) = (
+        let tail = constant(g, "sam2_qkv_split_heads", vec![heads, d]);
+        let (head, shape) = (
             g.fresh("sam2_qkv_split_lead"),
-            g.fresh("sam2_qkv_split_heads"),
             g.fresh("sam2_qkv_split_shape"),
         );
         nodes.push(node(
@@ -192,12 +203,6 @@ impl QkvSplit {
             "Slice",
             vec![self.shape.clone(), zero, two],
             head.clone(),
-        ));
-        nodes.push(node(
-            g,
-            "Slice",
-            vec![self.shape.clone(), three, five],
-            tail.clone(),
         ));
         let mut concat = node(g, "Concat", vec![head, tail], shape.clone());
         concat.attrs.push(("axis", Attr::Int(0)));

@@ -1013,22 +1013,51 @@ fn other_means_are_left_as_exported() {
     }
 }
 
+/// How [`qkv_model`] differs from PyTorch's export of Hiera's joint projection.
+#[derive(Clone, Copy)]
+struct Qkv {
+    opset: u64,
+    /// The axis of the Split and of the Squeezes.
+    axis: i64,
+    /// The Split's sizes given as an input (`[1, 1, 1]`, opsets 13–17).
+    sizes: bool,
+    /// The reshaped projection also a graph output (another reader).
+    y_output: bool,
+    /// The weight a graph input instead of an initializer.
+    weight_input: bool,
+    /// `x` of rank 2 (`[18, 8]`: 18 tokens, the projection `[18, 18]`), reshaped to
+    /// `[1, 0, 3, 2, 3]`: its `0` copies the projection's width, which a third of it would not
+    /// have.
+    flat: bool,
+}
+
+const TORCH: Qkv = Qkv {
+    opset: 17,
+    axis: 2,
+    sizes: false,
+    y_output: false,
+    weight_input: false,
+    flat: false,
+};
+
 /// A joint projection of `x` ([2, 2, 2, 8]: batch, a 2 × 2 grid, 8 channels) to queries, keys and
 /// values of 2 heads of 3, split as PyTorch exports `qkv(x).reshape(B, L, 3, heads, -1).unbind(2)`:
-/// the Reshape to `[0, -1, 3, 2, 3]` (the batch copied, the grid flattened), the Split along
-/// `split_axis` (sizes by opset: none at 17, `num_outputs` at 18), each part squeezed and a graph
-/// output. `weight_input`: the weight a graph input instead of an initializer.
-fn qkv_model(opset: u64, split_axis: i64, y_output: bool, weight_input: bool) -> Vec<u8> {
+/// the Reshape to `[0, -1, 3, 2, 3]` (the batch copied, the grid flattened), the Split (its sizes
+/// by opset: none at 17, `num_outputs` at 18), each part squeezed and a graph output.
+fn qkv_model(o: Qkv) -> Vec<u8> {
     let mut split = NewNode {
         name: "n_split".into(),
         op_type: "Split",
         domain: "",
         inputs: vec!["y".into()],
         outputs: vec!["p0".into(), "p1".into(), "p2".into()],
-        attrs: vec![("axis", Attr::Int(split_axis))],
+        attrs: vec![("axis", Attr::Int(o.axis))],
     };
-    if opset >= 18 {
+    if o.opset >= 18 {
         split.attrs.push(("num_outputs", Attr::Int(3)));
+    }
+    if o.sizes {
+        split.inputs.push("sizes".into());
     }
     let mut nodes = vec![
         node("MatMul", &["x", "w"], "m", vec![]),
@@ -1040,21 +1069,31 @@ fn qkv_model(opset: u64, split_axis: i64, y_output: bool, weight_input: bool) ->
         nodes.push(node("Squeeze", &[p, "axes"], out, vec![]));
     }
     let mut floats = vec![float_init("b", &[18], &data(18, 5))];
-    let mut inputs: Vec<(&str, &[D])> = vec![("x", &[D::N(2), D::N(2), D::N(2), D::N(8)])];
-    if weight_input {
+    let x: &[D] = if o.flat {
+        &[D::N(18), D::N(8)]
+    } else {
+        &[D::N(2), D::N(2), D::N(2), D::N(8)]
+    };
+    let mut inputs: Vec<(&str, &[D])> = vec![("x", x)];
+    if o.weight_input {
         inputs.push(("w", &[D::N(8), D::N(18)]));
     } else {
         floats.push(float_init("w", &[8, 18], &data(8 * 18, 6)));
     }
     let mut outputs = vec!["q", "k", "v"];
-    if y_output {
+    if o.y_output {
         outputs.push("y");
     }
+    let shape: &[i64] = if o.flat {
+        &[1, 0, 3, 2, 3]
+    } else {
+        &[0, -1, 3, 2, 3]
+    };
     model_of_opset(
-        opset,
+        o.opset,
         &nodes,
         &floats,
-        &[("shape", &[0, -1, 3, 2, 3]), ("axes", &[split_axis])],
+        &[("shape", shape), ("axes", &[o.axis]), ("sizes", &[1, 1, 1])],
         &inputs,
         &outputs,
     )
@@ -1062,53 +1101,75 @@ fn qkv_model(opset: u64, split_axis: i64, y_output: bool, weight_input: bool) ->
 
 #[test]
 fn a_split_joint_projection_becomes_three_giving_the_same_bits() {
-    for opset in [17, 18] {
-        for axis in [2, -3] {
-            let case = format!("opset {opset}, axis {axis}");
-            let m = qkv_model(opset, axis, false, false);
-            let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
-            let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
-            assert_eq!(report.qkv_splits, 1, "{case}: {report}");
-            assert!(report
-                .to_string()
-                .ends_with("; 1 query-key-value projection split by its weights"));
-            assert_eq!(op_count(&fused, "Split"), 0, "{case}");
-            assert_eq!(op_count(&fused, "Squeeze"), 0, "{case}");
-            assert_eq!(op_count(&fused, "MatMul"), 3, "{case}");
-            let feeds = [("x", vec![2, 2, 2, 8])];
-            for out in ["q", "k", "v"] {
-                let want = run(&m, &feeds, out);
-                let got = run(&fused, &feeds, out);
-                assert_eq!(want.len(), 2 * 4 * 2 * 3, "{case}: {out}");
-                assert_eq!(want, got, "{case}: {out}");
-            }
-            // The parts differ: each is its own third of the projection.
-            assert_ne!(run(&m, &feeds, "q"), run(&m, &feeds, "k"), "{case}");
+    let mut forms = Vec::new();
+    for axis in [2, -3] {
+        forms.push(Qkv { axis, ..TORCH });
+        forms.push(Qkv {
+            axis,
+            opset: 18,
+            ..TORCH
+        });
+    }
+    forms.push(Qkv {
+        sizes: true,
+        ..TORCH
+    });
+    for o in forms {
+        let case = format!("opset {}, axis {}, sizes {}", o.opset, o.axis, o.sizes);
+        let m = qkv_model(o);
+        let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+        let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
+        assert_eq!(report.qkv_splits, 1, "{case}: {report}");
+        assert!(report
+            .to_string()
+            .ends_with("; 1 query-key-value projection split by its weights"));
+        assert_eq!(op_count(&fused, "Split"), 0, "{case}");
+        assert_eq!(op_count(&fused, "Squeeze"), 0, "{case}");
+        assert_eq!(op_count(&fused, "MatMul"), 3, "{case}");
+        let feeds = [("x", vec![2, 2, 2, 8])];
+        for out in ["q", "k", "v"] {
+            let want = run(&m, &feeds, out);
+            let got = run(&fused, &feeds, out);
+            assert_eq!(want.len(), 2 * 4 * 2 * 3, "{case}: {out}");
+            assert_eq!(want, got, "{case}: {out}");
         }
+        // The parts differ: each is its own third of the projection.
+        assert_ne!(run(&m, &feeds, "q"), run(&m, &feeds, "k"), "{case}");
     }
 }
 
 #[test]
 fn other_splits_are_left_as_exported() {
     let cases = [
-        (qkv_model(17, 4, false, false), true, "along another axis"),
+        (Qkv { axis: 4, ..TORCH }, true, "along another axis"),
         (
-            qkv_model(17, 2, true, false),
+            Qkv {
+                y_output: true,
+                ..TORCH
+            },
             true,
             "the projection read elsewhere",
         ),
         (
-            qkv_model(17, 2, false, true),
+            Qkv {
+                weight_input: true,
+                ..TORCH
+            },
             true,
             "the weights a graph input",
         ),
         (
-            qkv_model(17, 2, false, false),
-            false,
-            "not asked for (not the CPU)",
+            Qkv {
+                flat: true,
+                ..TORCH
+            },
+            true,
+            "a projection of rank 2, whose shape's `0` would copy another size",
         ),
+        (TORCH, false, "not asked for (not the CPU)"),
     ];
-    for (m, cpu, why) in cases {
+    for (o, cpu, why) in cases {
+        let m = qkv_model(o);
         let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, ort_probe)
             .unwrap_or_else(|e| panic!("{why}: {e}"));
         assert!(fused.is_none(), "{why}: rewritten ({report})");
