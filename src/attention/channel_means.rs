@@ -96,11 +96,12 @@ impl ChannelMean {
             }
             _ => return None,
         };
-        // `0` copies the batch from the input, `−1` infers the one unknown spatial size.
-        let spatial = match (height, width) {
-            (Some(h), Some(w)) => [h, w],
-            (Some(h), None) => [h, -1],
-            (None, Some(w)) => [-1, w],
+        // `0` copies the batch from the input, `−1` infers the one unknown spatial size; with
+        // both known no `−1` is left to infer in the flat shape (which a batch of 0 could not).
+        let (spatial, positions) = match (height, width) {
+            (Some(h), Some(w)) => ([h, w], h * w),
+            (Some(h), None) => ([h, -1], -1),
+            (None, Some(w)) => ([-1, w], -1),
             (None, None) => return None,
         };
         let weight = NewTensor {
@@ -108,21 +109,16 @@ impl ChannelMean {
             dims: vec![1, channels],
             values: TensorValues::Float(vec![1.0 / channels as f32; channels as usize]),
         };
-        // With both spatial sizes known no `−1` is left to infer (which a batch of 0 could not).
-        let positions = match (height, width) {
-            (Some(h), Some(w)) => h * w,
-            _ => -1,
-        };
-        let flat = NewTensor {
-            name: g.fresh("sam2_channel_mean_flat"),
-            dims: vec![3],
-            values: TensorValues::Int64(vec![0, channels, positions]),
-        };
-        let back = NewTensor {
-            name: g.fresh("sam2_channel_mean_shape"),
-            dims: vec![4],
-            values: TensorValues::Int64(vec![0, 1, spatial[0], spatial[1]]),
-        };
+        let flat = NewTensor::vector(
+            g,
+            "sam2_channel_mean_flat",
+            TensorValues::Int64(vec![0, channels, positions]),
+        );
+        let back = NewTensor::vector(
+            g,
+            "sam2_channel_mean_shape",
+            TensorValues::Int64(vec![0, 1, spatial[0], spatial[1]]),
+        );
         let rows = g.fresh("sam2_channel_mean_rows");
         let mean = g.fresh("sam2_channel_mean_flat_mean");
         let stem = "sam2_channel_mean_node";

@@ -620,8 +620,8 @@ impl NewNode {
     }
 }
 
-/// An initializer the rewriter adds: a shape, a float constant of the int8 attention core, or a
-/// channel mean's weight.
+/// An initializer the rewriter adds: a shape, bounds or axes, a float constant of the int8
+/// attention core, or a channel mean's weight.
 #[derive(Debug, Clone)]
 pub(crate) struct NewTensor {
     pub name: String,
@@ -638,6 +638,19 @@ pub(crate) enum TensorValues {
 }
 
 impl NewTensor {
+    /// A tensor of one dimension holding `values`, its name made afresh from `stem`.
+    pub(crate) fn vector(g: &mut Graph, stem: &str, values: TensorValues) -> NewTensor {
+        let len = match &values {
+            TensorValues::Int64(v) => v.len(),
+            TensorValues::Float(v) => v.len(),
+        };
+        NewTensor {
+            name: g.fresh(stem),
+            dims: vec![len as i64],
+            values,
+        }
+    }
+
     pub(crate) fn encode(&self) -> Vec<u8> {
         let (data_type, raw): (i32, Vec<u8>) = match &self.values {
             TensorValues::Int64(v) => (INT64, v.iter().flat_map(|x| x.to_le_bytes()).collect()),

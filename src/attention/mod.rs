@@ -678,16 +678,9 @@ impl Emitter<'_> {
 
     /// A new initializer of one dimension, its name starting with `stem`.
     fn initializer(&mut self, stem: &str, values: TensorValues) -> String {
-        let name = self.g.fresh(stem);
-        let len = match &values {
-            TensorValues::Int64(v) => v.len(),
-            TensorValues::Float(v) => v.len(),
-        };
-        self.tensors.push(NewTensor {
-            name: name.clone(),
-            dims: vec![len as i64],
-            values,
-        });
+        let t = NewTensor::vector(self.g, stem, values);
+        let name = t.name.clone();
+        self.tensors.push(t);
         name
     }
 
@@ -1066,17 +1059,23 @@ pub(crate) fn fuse_with(
         ));
     }
     let mut report = Tally::default();
-    let candidates: Vec<Candidate> = {
+    let (candidates, splits) = {
         let finder = Finder::new(&g);
-        (0..g.nodes.len())
+        let candidates: Vec<Candidate> = (0..g.nodes.len())
             .filter_map(|s| finder.at_softmax(s))
             .filter_map(|found| found.map_err(|why| report.left(why)).ok())
-            .collect()
+            .collect();
+        let splits = if cpu {
+            qkv_split::find(&finder)
+        } else {
+            Vec::new()
+        };
+        (candidates, splits)
     };
-    let (means, splits) = if cpu {
-        (channel_means::find(&g), qkv_split::find(&g))
+    let means = if cpu {
+        channel_means::find(&g)
     } else {
-        (Vec::new(), Vec::new())
+        Vec::new()
     };
     if candidates.is_empty() && means.is_empty() && splits.is_empty() {
         return Ok((None, report.finish()));

@@ -58,10 +58,9 @@ pub(super) struct QkvSplit {
 }
 
 /// Every `Split` of a reshaped joint projection into three along axis 2, each part squeezed.
-pub(super) fn find(g: &Graph) -> Vec<QkvSplit> {
-    let finder = Finder::new(g);
-    (0..g.nodes.len())
-        .filter_map(|s| at_split(&finder, s))
+pub(super) fn find(finder: &Finder) -> Vec<QkvSplit> {
+    (0..finder.g.nodes.len())
+        .filter_map(|s| at_split(finder, s))
         .collect()
 }
 
@@ -94,7 +93,7 @@ fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
             return None;
         }
         let axes = g.ints(squeeze.attr("axes"), squeeze.inputs.get(1))?;
-        if axes != [axis] && axes != [2] && axes != [-3] {
+        if !matches!(axes.as_slice(), [2] | [-3]) {
             return None;
         }
         nodes.push(q);
@@ -174,11 +173,7 @@ impl QkvSplit {
         let part = width / 3;
         let mut tensors = Vec::new();
         let mut constant = |g: &mut Graph, stem: &str, values: Vec<i64>| {
-            let t = NewTensor {
-                name: g.fresh(stem),
-                dims: vec![values.len() as i64],
-                values: TensorValues::Int64(values),
-            };
+            let t = NewTensor::vector(g, stem, TensorValues::Int64(values));
             let name = t.name.clone();
             tensors.push(t);
             name
