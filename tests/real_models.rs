@@ -219,13 +219,18 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
             .find(|r| pair.decoder.ends_with(r["decoder"].as_str().unwrap()))
             .unwrap_or_else(|| panic!("no reference for {}", pair.decoder.display()));
         // Hiera projects each block's queries, keys and values jointly and splits the result; on
-        // the CPU the library splits the weights instead (12 blocks in tiny, 16 in small), so the
-        // parity below holds with those rewritten.
+        // the CPU the library splits the weights instead (12 blocks in tiny, 16 in small), leaves
+        // out the keys' bias (the softmax cancels it) and moves the values' into the output
+        // projection, so the parity below holds with those rewritten.
         let fusion = open_encoded(&pair).0.encoder.attention_fusion().clone();
         let blocks = if pair.model.contains("small") { 16 } else { 12 };
         assert_eq!(
-            fusion.qkv_splits,
-            blocks,
+            [
+                fusion.qkv_splits,
+                fusion.keys_unbiased,
+                fusion.values_biases_moved
+            ],
+            [blocks; 3],
             "{}: {fusion}",
             pair.encoder.display()
         );

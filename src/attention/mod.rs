@@ -72,6 +72,11 @@ pub struct AttentionFusion {
     /// Joint query, key and value projections split by their weights instead of their output,
     /// on the CPU (`src/attention/qkv_split.rs`).
     pub qkv_splits: usize,
+    /// Of those, the keys' products left without their bias (an attention core's softmax
+    /// cancels it).
+    pub keys_unbiased: usize,
+    /// Of those, the values' bias moved into the bias of the core's output projection.
+    pub values_biases_moved: usize,
 }
 
 impl AttentionFusion {
@@ -105,6 +110,12 @@ impl fmt::Display for AttentionFusion {
             n => others.push_str(&format!(
                 "; {n} query-key-value projections split by their weights"
             )),
+        }
+        if self.keys_unbiased > 0 || self.values_biases_moved > 0 {
+            others.push_str(&format!(
+                " ({} without the keys' bias, {} with the values' bias in the output projection)",
+                self.keys_unbiased, self.values_biases_moved
+            ));
         }
         if self.fused.is_empty() && self.left.is_empty() {
             return write!(f, "none found{others}");
@@ -1065,11 +1076,14 @@ pub(crate) fn fuse_with(
             .filter_map(|s| finder.at_softmax(s))
             .filter_map(|found| found.map_err(|why| report.left(why)).ok())
             .collect();
-        let splits = if cpu {
+        let mut splits = if cpu {
             qkv_split::find(&finder)
         } else {
             Vec::new()
         };
+        for s in &mut splits {
+            s.meet(&finder, &candidates);
+        }
         (candidates, splits)
     };
     let means = if cpu {
@@ -1140,11 +1154,17 @@ pub(crate) fn fuse_with(
         if s.nodes.iter().any(|n| removed.contains(n)) {
             continue;
         }
-        if let Some((nodes, constants)) = s.rewrite(&mut g, &types) {
+        if let Some(r) = s.rewrite(&mut g, &types, &removed) {
             removed.extend(s.nodes.iter().copied());
-            added.entry(s.anchor).or_default().extend(nodes);
-            tensors.extend(constants);
+            added.entry(s.anchor).or_default().extend(r.nodes);
+            for (i, node) in r.replaced {
+                removed.insert(i);
+                added.entry(i).or_default().push(node);
+            }
+            tensors.extend(r.tensors);
             report.qkv_splits += 1;
+            report.keys_unbiased += usize::from(r.keys_unbiased);
+            report.values_biases_moved += usize::from(r.values_bias_moved);
         }
     }
     if removed.is_empty() {
@@ -1210,6 +1230,8 @@ struct Tally {
     left: Vec<(String, usize)>,
     channel_means: usize,
     qkv_splits: usize,
+    keys_unbiased: usize,
+    values_biases_moved: usize,
 }
 
 impl Tally {
@@ -1236,6 +1258,8 @@ impl Tally {
             note: None,
             channel_means: self.channel_means,
             qkv_splits: self.qkv_splits,
+            keys_unbiased: self.keys_unbiased,
+            values_biases_moved: self.values_biases_moved,
         }
     }
 }

@@ -672,9 +672,7 @@ fn the_report_says_what_was_fused_and_what_was_left() {
         fused: vec![("[1×1] 4096 queries × 4096 keys, head dim 256".into(), 4)],
         left: vec![("the scores have another reader".into(), 1)],
         not_tried: None,
-        note: None,
-        channel_means: 0,
-        qkv_splits: 0,
+        ..AttentionFusion::default()
     };
     assert_eq!(
         report.to_string(),
@@ -1174,5 +1172,158 @@ fn other_splits_are_left_as_exported() {
             .unwrap_or_else(|e| panic!("{why}: {e}"));
         assert!(fused.is_none(), "{why}: rewritten ({report})");
         assert_eq!(report.qkv_splits, 0, "{why}");
+    }
+}
+
+/// How [`block_model`] differs from Hiera's attention as PyTorch exports it.
+#[derive(Clone, Copy)]
+struct Block {
+    softmax_axis: i64,
+    /// The keys also a graph output (another reader).
+    keys_output: bool,
+    /// The permutation of the core's result before its heads are merged.
+    merge: [i64; 4],
+}
+
+const HIERA: Block = Block {
+    softmax_axis: -1,
+    keys_output: false,
+    merge: [0, 2, 1, 3],
+};
+
+/// [`qkv_model`]'s joint projection (2 heads of 3 over 4 tokens, a batch of 2) through an
+/// attention core as Hiera's: the queries and values transposed to `[B, heads, L, d]`, the keys to
+/// `[B, heads, d, L]`, the scores scaled, the result's heads merged to `[B, L, 6]` and projected
+/// to 5 channels by a matrix and a bias.
+fn block_model(o: Block) -> Vec<u8> {
+    let mut nodes = vec![
+        node("MatMul", &["x", "w"], "m", vec![]),
+        node("Add", &["b", "m"], "a", vec![]),
+        node("Reshape", &["a", "shape"], "y", vec![]),
+        NewNode {
+            name: "n_split".into(),
+            op_type: "Split",
+            domain: "",
+            inputs: vec!["y".into()],
+            outputs: vec!["p0".into(), "p1".into(), "p2".into()],
+            attrs: vec![("axis", Attr::Int(2))],
+        },
+    ];
+    for (p, out) in [("p0", "q"), ("p1", "k"), ("p2", "v")] {
+        nodes.push(node("Squeeze", &[p, "axes"], out, vec![]));
+    }
+    nodes.extend([
+        node("Transpose", &["q"], "qh", perm(&[0, 2, 1, 3])),
+        node("Mul", &["qh", "scale"], "qs", vec![]),
+        node("Transpose", &["k"], "kt", perm(&[0, 2, 3, 1])),
+        node("MatMul", &["qs", "kt"], "scores", vec![]),
+        node(
+            "Softmax",
+            &["scores"],
+            "p",
+            vec![("axis", Attr::Int(o.softmax_axis))],
+        ),
+        node("Transpose", &["v"], "vh", perm(&[0, 2, 1, 3])),
+        node("MatMul", &["p", "vh"], "o", vec![]),
+        node("Transpose", &["o"], "om", perm(&o.merge)),
+        node("Reshape", &["om", "merged_shape"], "merged", vec![]),
+        node("MatMul", &["merged", "wo"], "projected", vec![]),
+        node("Add", &["bo", "projected"], "out", vec![]),
+    ]);
+    let floats = [
+        float_init("b", &[18], &data(18, 5)),
+        float_init("w", &[8, 18], &data(8 * 18, 6)),
+        float_init("scale", &[], &[0.577_350_26]),
+        float_init("wo", &[6, 5], &data(6 * 5, 8)),
+        float_init("bo", &[5], &data(5, 9)),
+    ];
+    let mut outputs = vec!["out"];
+    if o.keys_output {
+        outputs.push("k");
+    }
+    model(
+        &nodes,
+        &floats,
+        &[
+            ("shape", &[0, -1, 3, 2, 3]),
+            ("axes", &[2]),
+            ("merged_shape", &[0, -1, 6]),
+        ],
+        &[("x", &[D::N(2), D::N(2), D::N(2), D::N(8)])],
+        &outputs,
+    )
+}
+
+/// Rewrites `m` for the CPU (its attention fused or not), checks the split and the outputs
+/// against the graph as written, and returns the report and the number of `Add`s left.
+fn split_block(m: &[u8], min_scores: i64, case: &str) -> (AttentionFusion, usize) {
+    let (fused, report) = fuse_with(m, min_scores, Scores::Float, true, ort_probe).unwrap();
+    let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
+    assert_eq!(report.qkv_splits, 1, "{case}: {report}");
+    let feeds = [("x", vec![2, 2, 2, 8])];
+    let (want, got) = (run(m, &feeds, "out"), run(&fused, &feeds, "out"));
+    assert_eq!(want.len(), 2 * 4 * 5, "{case}");
+    let worst = want
+        .iter()
+        .zip(&got)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(worst < 1e-5, "{case}: differs by {worst} ({report})");
+    (report, op_count(&fused, "Add"))
+}
+
+#[test]
+fn keys_lose_their_bias_and_values_move_theirs_into_the_output_projection() {
+    // Fused into MultiHeadAttention, and left as exported (too small for the size rule).
+    for (min_scores, fused) in [(0, 1), (i64::MAX, 0)] {
+        let case = format!("{fused} fused");
+        let (report, adds) = split_block(&block_model(HIERA), min_scores, &case);
+        assert_eq!(report.fused_count(), fused, "{case}: {report}");
+        assert_eq!(report.keys_unbiased, 1, "{case}: {report}");
+        assert_eq!(report.values_biases_moved, 1, "{case}: {report}");
+        assert!(report.to_string().ends_with(
+            "; 1 query-key-value projection split by its weights (1 without the keys' bias, 1 \
+             with the values' bias in the output projection)"
+        ));
+        // The queries' bias, the output projection's, and b_o + b_v · W_o: the keys' and the
+        // values' products go to their reshapes as they are.
+        assert_eq!(adds, 3, "{case}");
+    }
+}
+
+#[test]
+fn biases_stay_where_the_core_does_not_cancel_or_carry_them() {
+    let cases = [
+        (
+            Block {
+                softmax_axis: 2,
+                ..HIERA
+            },
+            (0, 0),
+            "a softmax over the queries",
+        ),
+        (
+            Block {
+                keys_output: true,
+                ..HIERA
+            },
+            (0, 1),
+            "the keys read elsewhere",
+        ),
+        (
+            Block {
+                merge: [0, 2, 3, 1],
+                ..HIERA
+            },
+            (1, 0),
+            "heads merged in another order",
+        ),
+    ];
+    for (o, (keys, values), why) in cases {
+        let (report, adds) = split_block(&block_model(o), i64::MAX, why);
+        assert_eq!(report.keys_unbiased, keys, "{why}: {report}");
+        assert_eq!(report.values_biases_moved, values, "{why}: {report}");
+        // Moving the values' bias trades their Add for b_o + b_v · W_o.
+        assert_eq!(adds, 4 - keys, "{why}");
     }
 }
