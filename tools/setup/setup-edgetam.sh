@@ -34,36 +34,7 @@ CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
 EDGETAM_VENV="$CACHE/edgetam/venv"
 say() { printf '[setup-edgetam] %s\n' "$*" >&2; }
 . "$ROOT/tools/setup/setup-times.sh"
-# Runs a step with its (chatty) output in a log, showing only its progress lines; on failure,
-# the end of the log.
-logged() {
-    local log="$1"
-    shift
-    if ! "$@" >"$log" 2>&1; then
-        say "failed: $*; the end of $log:"
-        tail -n 40 "$log" >&2
-        return 1
-    fi
-    grep -h '^\[' "$log" >&2 || true
-}
 export ORT_DISABLE_TELEMETRY=1
-# One cached step: unless DIR holds its marker MARK, DIR is made afresh by the command (its output
-# in DIR/LOG) and marked; the step is timed as ran or cached.
-#   made_once DIR MARK LOG "what it says it is making" command...
-made_once() {
-    local dir="$1" mark="$2" log="$3" what="$4"
-    shift 4
-    if [ ! -f "$dir/$mark" ]; then
-        say "$what"
-        rm -rf "$dir"
-        mkdir -p "$dir"
-        logged "$dir/$log" "$@"
-        touch "$dir/$mark"
-        setup_end ran
-    else
-        setup_end cached
-    fi
-}
 
 # 1. EdgeTAM's venv: edgetam-dimos over setup-real.sh's venv.
 REAL_VENV="$CACHE/real-venv"

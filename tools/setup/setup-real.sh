@@ -23,18 +23,6 @@ CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
 REAL_VENV="$CACHE/real-venv"
 say() { printf '[setup-real] %s\n' "$*" >&2; }
 . "$ROOT/tools/setup/setup-times.sh"
-# Runs a step with its (chatty: tracer warnings, ONNX Runtime warnings) output in a log, showing
-# only its progress lines; on failure, the end of the log.
-logged() {
-    local log="$1"
-    shift
-    if ! "$@" >"$log" 2>&1; then
-        say "failed: $*; the end of $log:"
-        tail -n 40 "$log" >&2
-        return 1
-    fi
-    grep -h '^\[' "$log" >&2 || true
-}
 export ORT_DISABLE_TELEMETRY=1
 
 # 1. The exporters' venv.
