@@ -34,7 +34,9 @@ VNNI (AVX2, AVX-512 before Cascade Lake) multiply uint8 by int8 into saturating 
 with full-range weights SAM2.1 tiny's image embedding came out at a correlation of 0.914 with the
 original on an AVX2 EPYC, 0.9997 with 7 bits; a variant is made once and may run on any CPU. Exported Linear layers often reach their MatMul through a Transpose
 of the weight; quantize_dynamic only quantises a MatMul whose second input is an initializer, so
-those Transposes are folded into transposed initializers first (and nothing else is changed).
+those Transposes are folded into transposed initializers first. Hiera's joint query-key-value
+projections are then split into three by their weights, as the library splits them in a float32
+encoder (its Split over an inner axis is slow on CPUs); nothing else is changed.
 
 fp16 (for GPUs): `onnxruntime.transformers.float16.convert_float_to_float16`, the model's inputs
 and outputs kept float32 (so the library's embedding and the decoder are unchanged). Before it:
@@ -178,6 +180,131 @@ def fold_weight_transposes(model):
     return folded
 
 
+def split_joint_projections(model):
+    """Hiera's joint query-key-value projections, exported as `Split(Reshape(MatMul(x, W) + b,
+    [B, L, 3, heads, d]), axis 2)` with each part squeezed, become three projections by a third
+    of the weights and bias each, reshaped to `[B, L, heads, d]` (the exported shape's first two
+    and last two entries): what the library does to a float32 encoder on the CPU
+    (docs/weights.md, split projections). quantize_dynamic then quantises three MatMuls, and ONNX
+    Runtime's Split over that inner axis, which copies the tensor a row of `d` floats at a time
+    (about 60 ms of SAM2.1 tiny's int8 encode on 2 cores), is gone. Per output channel, the int8
+    weights are the same numbers column for column. Returns how many."""
+    graph = model.graph
+    inits = {i.name: i for i in graph.initializer}
+    producer = {o: n for n in graph.node for o in n.output}
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    outputs = {o.name for o in graph.output}
+
+    def sole_reader(name):
+        found = readers.get(name, [])
+        return found[0] if len(found) == 1 and name not in outputs else None
+
+    # Constant inputs: initializers, and outputs of Constant nodes (as the exporter writes axes).
+    constants = {name: numpy_helper.to_array(t) for name, t in inits.items()}
+    for node in graph.node:
+        value = next((a.t for a in node.attribute if a.name == "value"), None)
+        if node.op_type == "Constant" and value is not None:
+            constants[node.output[0]] = numpy_helper.to_array(value)
+
+    def ints(node, attr, index):
+        for a in node.attribute:
+            if a.name == attr:
+                return list(a.ints)
+        if len(node.input) > index and node.input[index] in constants:
+            return constants[node.input[index]].reshape(-1).tolist()
+        return None
+
+    def opset():
+        return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
+
+    if opset() < 10:
+        return 0
+    replaced = {}
+    removed = set()
+    dropped = set()
+    count = 0
+    for split in graph.node:
+        axis = next((a.i for a in split.attribute if a.name == "axis"), 0)
+        if split.op_type != "Split" or len(split.output) != 3 or axis not in (2, -3):
+            continue
+        if ints(split, "split", 1) not in (None, [1, 1, 1]):
+            continue
+        squeezes = [sole_reader(o) for o in split.output]
+        if any(q is None or q.op_type != "Squeeze" or ints(q, "axes", 1) not in ([2], [-3])
+               for q in squeezes):
+            continue
+        reshape = producer.get(split.input[0])
+        if reshape is None or reshape.op_type != "Reshape" or sole_reader(split.input[0]) is not split:
+            continue
+        add = producer.get(reshape.input[0])
+        if add is None or add.op_type != "Add" or sole_reader(reshape.input[0]) is not reshape:
+            continue
+        matmul = next((producer.get(t) for t in add.input if t not in inits), None)
+        bias = next((t for t in add.input if t in inits), None)
+        if matmul is None or bias is None or matmul.op_type != "MatMul":
+            continue
+        if sole_reader(matmul.output[0]) is not add or matmul.input[1] not in inits:
+            continue
+        weight = numpy_helper.to_array(inits[matmul.input[1]])
+        b = numpy_helper.to_array(inits[bias])
+        if (weight.ndim != 2 or weight.shape[1] % 3 or b.shape != (weight.shape[1],)
+                or weight.dtype != np.float32):
+            continue
+        part = weight.shape[1] // 3
+        stem = f"sam2_split_{count}"
+        shape = reshape.input[1]
+        new = [
+            helper_node("Slice", [shape, stem + "_0", stem + "_2"], stem + "_lead"),
+            helper_node("Slice", [shape, stem + "_3", stem + "_5"], stem + "_tail"),
+            helper_node("Concat", [stem + "_lead", stem + "_tail"], stem + "_shape", axis=0),
+        ]
+        for v in (0, 2, 3, 5):
+            graph.initializer.append(numpy_helper.from_array(np.array([v], np.int64), f"{stem}_{v}"))
+        for i, squeeze in enumerate(squeezes):
+            w_i = f"{stem}_w{i}"
+            b_i = f"{stem}_b{i}"
+            graph.initializer.append(numpy_helper.from_array(
+                np.ascontiguousarray(weight[:, i * part:(i + 1) * part]), w_i))
+            graph.initializer.append(numpy_helper.from_array(
+                np.ascontiguousarray(b[i * part:(i + 1) * part]), b_i))
+            new += [
+                helper_node("MatMul", [matmul.input[0], w_i], f"{stem}_m{i}"),
+                helper_node("Add", [f"{stem}_m{i}", b_i], f"{stem}_a{i}"),
+                helper_node("Reshape", [f"{stem}_a{i}", stem + "_shape"], squeeze.output[0]),
+            ]
+        replaced[id(split)] = new
+        removed |= {id(n) for n in (matmul, add, reshape, *squeezes)}
+        dropped |= {matmul.input[1], bias}
+        count += 1
+    if count:
+        nodes = []
+        for node in graph.node:
+            nodes.extend(replaced.get(id(node), []))
+            if id(node) not in removed and id(node) not in replaced:
+                nodes.append(node)
+        del graph.node[:]
+        graph.node.extend(nodes)
+        # The joint weights and biases go unless something else reads them (a subgraph too).
+        used = set(outputs)
+        stack = [graph]
+        while stack:
+            g = stack.pop()
+            for node in g.node:
+                used.update(node.input)
+                for a in node.attribute:
+                    stack.extend([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)
+        for init in [i for i in graph.initializer if i.name in dropped - used]:
+            graph.initializer.remove(init)
+    return count
+
+
+def helper_node(op, inputs, output, **attrs):
+    return onnx.helper.make_node(op, inputs, [output], name=output + "_node", **attrs)
+
+
 def count_ops(model):
     counts = {}
     for node in model.graph.node:
@@ -226,6 +353,7 @@ def quantise_weights(model, dst, ops, nodes=None):
 def make_int8(src, dst, conv):
     model = onnx.load(src)
     folded = fold_weight_transposes(model)
+    split = split_joint_projections(model)
     before = count_ops(model)
     ops = ["MatMul"] + (["Conv"] if conv else [])
     quantise_weights(model, dst, ops)
@@ -240,7 +368,8 @@ def make_int8(src, dst, conv):
         raise NothingToQuantise(f"{src}: no {' or '.join(ops)} node has constant weights to "
                                 f"quantise, so an int8 variant would compute exactly what the "
                                 f"original does{hint}")
-    say(f"int8: {folded} weight Transposes folded; {quantised} of {total} {' and '.join(ops)} nodes"
+    say(f"int8: {folded} weight Transposes folded; {split} joint query-key-value projections "
+        f"split by their weights; {quantised} of {total} {' and '.join(ops)} nodes"
         f" quantised ({left} MatMuls stay float32: between activations, or weights not constant)")
     tool = ("onnxruntime.quantization.quantize_dynamic: weights int8 per channel (7-bit range), "
             f"activations uint8 per run; ops {', '.join(ops)}; MatMulConstBOnly")

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Checks the variants' rules (tools/models/make_variant.py) on models made to need them: fp16's
-range rule, and int8's feed-forward rule for video modules.
+range rule, int8's feed-forward rule for video modules, and int8's split of Hiera's joint
+query-key-value projections.
 
 A small encoder-shaped model scales its input by 40000 and back: in float16 the scaled tensor
 (up to about 10^5) overflows to infinity. The tool must find it on its sample and keep its
@@ -182,7 +183,71 @@ def check_feed_forward():
     return failures
 
 
+def joint_projection(axis=2):
+    """Hiera's joint projection as PyTorch exports it: x [2, 2, 2, 8] -> MatMul [8, 18] + bias ->
+    Reshape to [B, L, 3, heads, d] with the shape computed from x's (as the exporter writes it,
+    d as -1) -> Split along `axis` -> each part squeezed: q, k, v [2, 4, 2, 3]."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(rng.normal(0, 1, (8, 18)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.normal(0, 1, 18).astype(np.float32), "b"),
+             numpy_helper.from_array(np.array([0], np.int64), "zero"),
+             numpy_helper.from_array(np.array([3, 2, -1], np.int64), "tail"),
+             numpy_helper.from_array(np.array([4], np.int64), "tokens"),
+             numpy_helper.from_array(np.array([axis], np.int64), "axes")]
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["m"], name="qkv_matmul"),
+        helper.make_node("Add", ["b", "m"], ["a"], name="qkv_add"),
+        helper.make_node("Shape", ["x"], ["x_shape"], name="shape"),
+        helper.make_node("Gather", ["x_shape", "zero"], ["batch"], name="batch", axis=0),
+        helper.make_node("Concat", ["batch", "tokens", "tail"], ["target"], name="target", axis=0),
+        helper.make_node("Reshape", ["a", "target"], ["y"], name="qkv_reshape"),
+        helper.make_node("Split", ["y"], ["p0", "p1", "p2"], name="split", axis=axis),
+    ]
+    for p, out in (("p0", "q"), ("p1", "k"), ("p2", "v")):
+        nodes.append(helper.make_node("Squeeze", [p, "axes"], [out], name="squeeze_" + out))
+    graph = helper.make_graph(
+        nodes, "joint_projection",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2, 2, 8])],
+        [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in "qkv"], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m
+
+
+def check_split_projections():
+    """int8's split of Hiera's joint projections (make_variant.split_joint_projections): three
+    products by a third of the weights, computing the same parts; a Split along another axis is
+    left alone."""
+    x = np.random.default_rng(4).normal(0, 1, (2, 2, 2, 8)).astype(np.float32)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    run_all = lambda m: ort.InferenceSession(m.SerializeToString(), options,
+                                             providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    failures = []
+    original = joint_projection()
+    split = joint_projection()
+    count = make_variant.split_joint_projections(split)
+    ops = make_variant.count_ops(split)
+    want, got = run_all(original), run_all(split)
+    worst = max(float(np.abs(a - b).max()) for a, b in zip(want, got))
+    print(f"[variant_check] joint projection split: {count}; ops after {ops}; parts within "
+          f"{worst:.3g} of the original")
+    if count != 1 or ops.get("Split") or ops.get("Squeeze") or ops.get("MatMul") != 3:
+        failures.append(f"the joint projection was not split into three products ({count}, {ops})")
+    if any(a.shape != (2, 4, 2, 3) for a in got) or not worst < 1e-5:
+        failures.append(f"the split parts are not the original's (worst {worst})")
+    if np.allclose(want[0], want[1]):
+        failures.append("the queries and keys are equal: the check proves nothing")
+    other = joint_projection(axis=4)
+    if make_variant.split_joint_projections(other) != 0:
+        failures.append("a Split along another axis was split by the weights")
+    return failures
+
+
 def main():
+    failures = check_split_projections()
+    if failures:
+        raise SystemExit("[variant_check] FAILED: " + "; ".join(failures))
     failures = check_feed_forward()
     if failures:
         raise SystemExit("[variant_check] FAILED: " + "; ".join(failures))
