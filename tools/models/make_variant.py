@@ -253,9 +253,13 @@ def split_joint_projections(model):
         if (weight.ndim != 2 or weight.shape[1] % 3 or b.shape != (weight.shape[1],)
                 or weight.dtype != np.float32):
             continue
+        # A constant shape's `0` copies the input's size at its position: of a rank-2 projection
+        # that would be the width, which a third of it does not have.
+        shape = reshape.input[1]
+        if shape in constants and 0 in constants[shape].reshape(-1)[:2].tolist():
+            continue
         part = weight.shape[1] // 3
         stem = f"sam2_split_{count}"
-        shape = reshape.input[1]
         new = [
             helper_node("Slice", [shape, stem + "_0", stem + "_2"], stem + "_lead"),
             helper_node("Slice", [shape, stem + "_3", stem + "_5"], stem + "_tail"),

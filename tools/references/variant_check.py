@@ -241,6 +241,16 @@ def check_split_projections():
     other = joint_projection(axis=4)
     if make_variant.split_joint_projections(other) != 0:
         failures.append("a Split along another axis was split by the weights")
+    # A constant target shape whose `0` copies the batch: left alone (the tool does not check the
+    # projection's rank, and a rank-2 projection's `0` would copy its width).
+    copied = joint_projection()
+    copied.graph.node.remove(next(n for n in copied.graph.node if n.name == "target"))
+    copied.graph.initializer.append(
+        numpy_helper.from_array(np.array([0, 4, 3, 2, 3], np.int64), "target"))
+    want_copied = run_all(copied)
+    if make_variant.split_joint_projections(copied) != 0 or not all(
+            np.array_equal(a, b) for a, b in zip(want_copied, want)):
+        failures.append("a constant shape copying a size (`0`) was split by the weights")
     return failures
 
 
