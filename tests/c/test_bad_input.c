@@ -500,8 +500,11 @@ static void hostile_decoder(const char *path, const sam2_embedding *on) {
                  __LINE__, "a hostile real decoder");
 }
 
-/* $SAM2_REAL_HOSTILE; the program stops at once without it (but under valgrind, which skips
- * the real models). */
+/* A copy of $SAM2_REAL_HOSTILE (NULL without it); the program stops at once without it (but
+ * under valgrind, which skips the real models). A copy, since the runtime checks set and unset
+ * variables before the real models are read: on Windows `_putenv_s` rebuilds the C library's
+ * environment, and the string an earlier `getenv` returned may be gone (under Wine the path once
+ * came back without its first 8 characters). */
 static const char *real_hostile_dir(void) {
     const char *hostile = getenv("SAM2_REAL_HOSTILE");
     if (!test_under_valgrind() && (hostile == NULL || hostile[0] == '\0')) {
@@ -509,7 +512,12 @@ static const char *real_hostile_dir(void) {
                         "test command does) before configuring the C tests\n");
         exit(1);
     }
-    return hostile;
+    if (hostile == NULL) {
+        return NULL;
+    }
+    char *copy = strdup(hostile);
+    CHECK(copy != NULL);
+    return copy;
 }
 
 static void real_models(const char *hostile) {
@@ -1825,6 +1833,7 @@ int main(int argc, char **argv) {
     library();
     model_files();
     real_models(hostile);
+    free((void *)hostile);
     options();
     encode();
     queries();
