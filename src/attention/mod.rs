@@ -282,6 +282,13 @@ impl<'g> Finder<'g> {
         (self.g.nodes[i].outputs.len() == 1).then_some(i)
     }
 
+    /// The node reading `t` when `t` is read once and is not a graph output, and that node has
+    /// one output.
+    fn sole_reader(&self, t: &str) -> Option<usize> {
+        let &i = self.reader.get(t)?;
+        (!self.g.outputs.contains(t) && self.g.nodes[i].outputs.len() == 1).then_some(i)
+    }
+
     /// Whether `t` is computed from constants and tensor shapes alone, by operators [`eval`]
     /// knows; `reads` gets the tensors whose shapes it reads.
     fn computable(&self, t: &str, depth: usize, reads: &mut Vec<String>) -> bool {

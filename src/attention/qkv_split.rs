@@ -147,9 +147,9 @@ fn at_split(f: &Finder, s: usize) -> Option<QkvSplit> {
     let mut nodes = Vec::new();
     let mut parts = Vec::new();
     for out in &split.outputs {
-        let &q = f.reader.get(out.as_str())?;
+        let q = f.sole_reader(out)?;
         let squeeze = &g.nodes[q];
-        if g.outputs.contains(out) || !squeeze.is("Squeeze") || squeeze.outputs.len() != 1 {
+        if !squeeze.is("Squeeze") {
             return None;
         }
         let axes = g.ints(squeeze.attr("axes"), squeeze.inputs.get(1))?;
@@ -203,10 +203,9 @@ impl QkvSplit {
     /// Notes where the keys and values meet one of the attention `cores` as described in the
     /// module's documentation, so that the rewrite can leave out their biases.
     pub(super) fn meet(&mut self, f: &Finder, cores: &[Candidate]) {
-        let g = f.g;
         let [_, keys, values] = &self.parts;
         // Each part read once, by the core's transpose, and no graph output.
-        let once = |t: &str| f.readers.get(t) == Some(&1) && !g.outputs.contains(t);
+        let once = |t: &str| f.sole_reader(t).is_some();
         for c in cores.iter().filter(|c| c.softmax_axis == -1) {
             if let Keys::Transposed { src, perm } = &c.keys {
                 // `[B, L, heads, d]` to `[B, heads, d, L]`, read by the scores alone.
@@ -240,14 +239,8 @@ impl QkvSplit {
         types: &HashMap<String, TensorType>,
         removed: &HashSet<usize>,
     ) -> Option<Rewrite> {
-        let width = match g.initializers.get(&self.weight)? {
-            (super::graph::FLOAT, dims) if dims.len() == 2 => dims[1],
-            _ => return None,
-        };
-        match g.initializers.get(&self.bias)? {
-            (super::graph::FLOAT, dims) if dims.as_slice() == [width] => {}
-            _ => return None,
-        }
+        let width = float_of(g, &self.weight, &[None, None])?[1];
+        float_of(g, &self.bias, &[Some(width)])?;
         let ty = types.get(&self.y)?;
         let (heads, d) = match ty.dims.as_slice() {
             [_, _, Dim::Static(3), Dim::Static(heads), Dim::Static(d)]
@@ -264,8 +257,7 @@ impl QkvSplit {
         // The output projection takes the values' bias when its weight has a row per channel of
         // the values and no other rewrite took its Add.
         let moved = self.values_bias.as_ref().filter(|p| {
-            !removed.contains(&p.add)
-                && matches!(g.initializers.get(&p.weight), Some((_, d)) if d[0] == part)
+            !removed.contains(&p.add) && float_of(g, &p.weight, &[Some(part), None]).is_some()
         });
         let mut replaced = Vec::new();
         let mut tensors = Vec::new();
@@ -388,15 +380,11 @@ fn output_projection(f: &Finder, c: &Candidate, values: &str) -> Option<OutputPr
     if !transpose(g, t, &head_order) || g.nodes[t].inputs[0] != values {
         return None;
     }
-    let sole_reader = |t: &str| {
-        let &i = f.reader.get(t)?;
-        (!g.outputs.contains(t) && g.nodes[i].outputs.len() == 1).then_some(i)
-    };
-    let back = sole_reader(&c.out)?;
+    let back = f.sole_reader(&c.out)?;
     if !transpose(g, back, &head_order) {
         return None;
     }
-    let r = sole_reader(&g.nodes[back].outputs[0])?;
+    let r = f.sole_reader(&g.nodes[back].outputs[0])?;
     let reshape = &g.nodes[r];
     if !reshape.is("Reshape")
         || reshape.inputs.first() != Some(&g.nodes[back].outputs[0])
@@ -404,14 +392,14 @@ fn output_projection(f: &Finder, c: &Candidate, values: &str) -> Option<OutputPr
     {
         return None;
     }
-    let m = sole_reader(&reshape.outputs[0])?;
+    let m = f.sole_reader(&reshape.outputs[0])?;
     let matmul = &g.nodes[m];
     if !matmul.is("MatMul") || matmul.inputs.len() != 2 || matmul.inputs[0] != reshape.outputs[0] {
         return None;
     }
     let weight = &matmul.inputs[1];
     let out = float_of(g, weight, &[None, None])?[1];
-    let a = sole_reader(&matmul.outputs[0])?;
+    let a = f.sole_reader(&matmul.outputs[0])?;
     let add = &g.nodes[a];
     if !add.is("Add") || add.inputs.len() != 2 || !add.attrs.is_empty() {
         return None;

@@ -185,12 +185,7 @@ fn assert_fused_within(
     for feeds in feed_sets {
         let want = run(model, feeds, "out");
         let got = run(&fused, feeds, "out");
-        assert_eq!(want.len(), got.len());
-        let worst = want
-            .iter()
-            .zip(&got)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let (worst, _) = worst_and_largest(&want, &got);
         assert!(
             worst < tolerance,
             "fused differs from the graph as written by {worst}"
@@ -942,11 +937,7 @@ fn channel_means_become_matrix_products_computing_the_same_norm() {
                 let want = run(&m, &feeds, "out");
                 let got = run(&fused, &feeds, "out");
                 assert_eq!(want.len(), got.len(), "{case}");
-                let worst = want
-                    .iter()
-                    .zip(&got)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0f32, f32::max);
+                let (worst, _) = worst_and_largest(&want, &got);
                 assert!(worst < 1e-5, "{case}: differs by {worst}");
                 // The norm did something: its outputs are not its inputs.
                 assert!(want.iter().any(|v| v.abs() > 1.5), "{case}");
@@ -1263,11 +1254,7 @@ fn split_block(m: &[u8], min_scores: i64, case: &str) -> (AttentionFusion, usize
     let feeds = [("x", vec![2, 2, 2, 8])];
     let (want, got) = (run(m, &feeds, "out"), run(&fused, &feeds, "out"));
     assert_eq!(want.len(), 2 * 4 * 5, "{case}");
-    let worst = want
-        .iter()
-        .zip(&got)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0f32, f32::max);
+    let (worst, _) = worst_and_largest(&want, &got);
     assert!(worst < 1e-5, "{case}: differs by {worst} ({report})");
     (report, op_count(&fused, "Add"))
 }
