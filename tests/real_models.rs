@@ -293,6 +293,16 @@ fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
             .iter()
             .find(|r| pair.decoder.ends_with(r["decoder"].as_str().unwrap()))
             .unwrap_or_else(|| panic!("no reference for {}", pair.decoder.display()));
+        // RepViT-M1's 23 token mixers (a 3×3 and a 1×1 depthwise convolution and the input,
+        // summed) load as one convolution each on the CPU, so the parity below holds with them
+        // merged.
+        let fusion = open_encoded(&pair).0.encoder.attention_fusion().clone();
+        assert_eq!(
+            fusion.branches_merged,
+            23,
+            "{}: {fusion}",
+            pair.encoder.display()
+        );
         for (name, got) in run_cases(&pair, cases) {
             let result = &refs["results"][name.as_str()];
             let meta = decode_rle(&result["meta"]["rle"], plane);

@@ -767,7 +767,8 @@ fn the_real_modules_load_together_and_a_mix_with_the_generated_ones_is_refused()
 /// and EdgeTAM's predictors). SAM2.1: 4 layers of self- and cross-attention; EdgeTAM: 2. The
 /// channels-first layer norms take their means as matrix products on the CPU, all but those over
 /// 4 channels: the memory encoder's mask downsampler (16, 64 and 256 channels) and fuser
-/// (2 × 256), the image decoder's upscaling (64) and mask input (16), two means each.
+/// (2 × 256), the image decoder's upscaling (64) and mask input (16), two means each. EdgeTAM's
+/// image encoder merges its 23 RepViT token mixers into one convolution each.
 #[test]
 fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
     init_runtime();
@@ -788,6 +789,12 @@ fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
                 _ => 0,
             };
             assert_eq!(report.channel_means, means, "{role}: {report}");
+            // EdgeTAM's RepViT token mixers load as one convolution each; SAM2 has none.
+            let merged = match *role {
+                "image encoder" if layers == 2 => 23,
+                _ => 0,
+            };
+            assert_eq!(report.branches_merged, merged, "{role}: {report}");
         }
         let fusion = reports
             .into_iter()

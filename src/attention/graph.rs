@@ -534,6 +534,19 @@ impl Graph {
         }
     }
 
+    /// The dimensions of a float32 initializer of these dimensions (any size where `None`).
+    pub(crate) fn float_initializer(&self, name: &str, dims: &[Option<i64>]) -> Option<Vec<i64>> {
+        match self.initializers.get(name)? {
+            (FLOAT, d)
+                if d.len() == dims.len()
+                    && d.iter().zip(dims).all(|(a, b)| b.map_or(true, |b| b == *a)) =>
+            {
+                Some(d.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// A name no tensor of the graph has, starting with `stem`; remembered as taken.
     pub(crate) fn fresh(&mut self, stem: &str) -> String {
         let mut k = 0usize;

@@ -27,8 +27,9 @@
 //!
 //! One rewrite goes past the core: values that are a narrower tensor's projection by the model's
 //! weights are projected after the kernel instead ([`values`]). For the CPU the same pass makes
-//! two more, each measured there: channel means as matrix products ([`channel_means`]) and
-//! joint query-key-value projections split by their weights ([`qkv_split`]).
+//! three more, each measured there: channel means as matrix products ([`channel_means`]),
+//! joint query-key-value projections split by their weights ([`qkv_split`]), and parallel
+//! depthwise convolutions of one input merged into one ([`branches`]).
 //!
 //! Recognised structurally, never by node names, and verified before anything changes: every
 //! intermediate tensor is read by the next operator alone (an extra reader of the scores keeps the
@@ -39,6 +40,7 @@
 //! batch dimensions, equal and static head sizes. Anything else is left exactly as exported and
 //! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
 
+mod branches;
 mod channel_means;
 mod eval;
 mod graph;
@@ -77,6 +79,10 @@ pub struct AttentionFusion {
     pub keys_unbiased: usize,
     /// Of those, the values' bias moved into the bias of the core's output projection.
     pub values_biases_moved: usize,
+    /// Sums of parallel depthwise convolutions of one input and of the input itself (RepViT's
+    /// token mixers, in EdgeTAM's image encoder) merged into one convolution each, on the CPU
+    /// (`src/attention/branches.rs`).
+    pub branches_merged: usize,
 }
 
 impl AttentionFusion {
@@ -116,6 +122,13 @@ impl fmt::Display for AttentionFusion {
                 " ({} without the keys' bias, {} with the values' bias in the output projection)",
                 self.keys_unbiased, self.values_biases_moved
             ));
+        }
+        match self.branches_merged {
+            0 => {}
+            1 => others.push_str("; 1 sum of depthwise convolution branches merged into one"),
+            n => others.push_str(&format!(
+                "; {n} sums of depthwise convolution branches merged into one each"
+            )),
         }
         if self.fused.is_empty() && self.left.is_empty() {
             return write!(f, "none found{others}");
@@ -1058,8 +1071,8 @@ impl Scores {
 }
 
 /// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `cpu`, its channel
-/// means into matrix products ([`channel_means`]) and its split joint projections into three
-/// ([`qkv_split`]). `probe` gets a copy of the model with extra outputs and returns the types
+/// means into matrix products ([`channel_means`]), its split joint projections into three
+/// ([`qkv_split`]) and its sums of depthwise convolution branches into one ([`branches`]). `probe` gets a copy of the model with extra outputs and returns the types
 /// ONNX Runtime infers for its outputs. Returns the rewritten model (`None` when nothing
 /// changed) and the report.
 pub(crate) fn fuse_with(
@@ -1077,7 +1090,7 @@ pub(crate) fn fuse_with(
         ));
     }
     let mut report = Tally::default();
-    let (candidates, splits) = {
+    let (candidates, splits, branches) = {
         let finder = Finder::new(&g);
         let candidates: Vec<Candidate> = (0..g.nodes.len())
             .filter_map(|s| finder.at_softmax(s))
@@ -1091,14 +1104,19 @@ pub(crate) fn fuse_with(
         for s in &mut splits {
             s.meet(&finder, &candidates);
         }
-        (candidates, splits)
+        let branches = if cpu {
+            branches::find(&finder)
+        } else {
+            Vec::new()
+        };
+        (candidates, splits, branches)
     };
     let means = if cpu {
         channel_means::find(&g)
     } else {
         Vec::new()
     };
-    if candidates.is_empty() && means.is_empty() && splits.is_empty() {
+    if candidates.is_empty() && means.is_empty() && splits.is_empty() && branches.is_empty() {
         return Ok((None, report.finish()));
     }
     let mut wanted: Vec<&str> = Vec::new();
@@ -1112,8 +1130,12 @@ pub(crate) fn fuse_with(
     }
     wanted.extend(means.iter().map(|m| m.wanted()));
     wanted.extend(splits.iter().flat_map(|s| s.wanted()));
-    let probe_model = g.with_outputs(model, &wanted)?;
-    let types = probe(&probe_model)?;
+    // The branches' rewrite needs no inferred type: no probe session when it is all there is.
+    let types = if wanted.is_empty() {
+        HashMap::new()
+    } else {
+        probe(&g.with_outputs(model, &wanted)?)?
+    };
 
     let mut removed = HashSet::new();
     let mut added: HashMap<usize, Vec<NewNode>> = HashMap::new();
@@ -1172,6 +1194,17 @@ pub(crate) fn fuse_with(
             report.qkv_splits += 1;
             report.keys_unbiased += usize::from(r.keys_unbiased);
             report.values_biases_moved += usize::from(r.values_bias_moved);
+        }
+    }
+    for b in &branches {
+        if b.nodes.iter().any(|n| removed.contains(n)) {
+            continue;
+        }
+        if let Some((nodes, constants)) = b.rewrite(&mut g) {
+            removed.extend(b.nodes.iter().copied());
+            added.entry(b.anchor).or_default().extend(nodes);
+            tensors.extend(constants);
+            report.branches_merged += 1;
         }
     }
     if removed.is_empty() {
@@ -1239,6 +1272,7 @@ struct Tally {
     qkv_splits: usize,
     keys_unbiased: usize,
     values_biases_moved: usize,
+    branches_merged: usize,
 }
 
 impl Tally {
@@ -1267,6 +1301,7 @@ impl Tally {
             qkv_splits: self.qkv_splits,
             keys_unbiased: self.keys_unbiased,
             values_biases_moved: self.values_biases_moved,
+            branches_merged: self.branches_merged,
         }
     }
 }

@@ -48,7 +48,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues, FLOAT};
+use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
 use super::{Candidate, Dim, Elem, Finder, Keys, TensorType};
 
 /// A joint projection split into queries, keys and values, found before the types are known.
@@ -102,19 +102,6 @@ fn transpose(g: &Graph, i: usize, perm: &[i64]) -> bool {
         && n.inputs.len() == 1
         && n.outputs.len() == 1
         && matches!(n.attr("perm"), Some(Attr::Ints(p)) if p == perm)
-}
-
-/// A float32 initializer of these dimensions (any size where `None`).
-fn float_of(g: &Graph, name: &str, dims: &[Option<i64>]) -> Option<Vec<i64>> {
-    match g.initializers.get(name)? {
-        (FLOAT, d)
-            if d.len() == dims.len()
-                && d.iter().zip(dims).all(|(a, b)| b.map_or(true, |b| b == *a)) =>
-        {
-            Some(d.clone())
-        }
-        _ => None,
-    }
 }
 
 /// Every `Split` of a reshaped joint projection into three along axis 2, each part squeezed.
@@ -239,8 +226,8 @@ impl QkvSplit {
         types: &HashMap<String, TensorType>,
         removed: &HashSet<usize>,
     ) -> Option<Rewrite> {
-        let width = float_of(g, &self.weight, &[None, None])?[1];
-        float_of(g, &self.bias, &[Some(width)])?;
+        let width = g.float_initializer(&self.weight, &[None, None])?[1];
+        g.float_initializer(&self.bias, &[Some(width)])?;
         let ty = types.get(&self.y)?;
         let (heads, d) = match ty.dims.as_slice() {
             [_, _, Dim::Static(3), Dim::Static(heads), Dim::Static(d)]
@@ -257,7 +244,9 @@ impl QkvSplit {
         // The output projection takes the values' bias when its weight has a row per channel of
         // the values and no other rewrite took its Add.
         let moved = self.values_bias.as_ref().filter(|p| {
-            !removed.contains(&p.add) && float_of(g, &p.weight, &[Some(part), None]).is_some()
+            !removed.contains(&p.add)
+                && g.float_initializer(&p.weight, &[Some(part), None])
+                    .is_some()
         });
         let mut replaced = Vec::new();
         let mut tensors = Vec::new();
@@ -398,14 +387,14 @@ fn output_projection(f: &Finder, c: &Candidate, values: &str) -> Option<OutputPr
         return None;
     }
     let weight = &matmul.inputs[1];
-    let out = float_of(g, weight, &[None, None])?[1];
+    let out = g.float_initializer(weight, &[None, None])?[1];
     let a = f.sole_reader(&matmul.outputs[0])?;
     let add = &g.nodes[a];
     if !add.is("Add") || add.inputs.len() != 2 || !add.attrs.is_empty() {
         return None;
     }
     let bias = add.inputs.iter().find(|t| **t != matmul.outputs[0])?;
-    float_of(g, bias, &[Some(out)])?;
+    g.float_initializer(bias, &[Some(out)])?;
     Some(OutputProjection {
         add: a,
         weight: weight.clone(),

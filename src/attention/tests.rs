@@ -1314,3 +1314,274 @@ fn biases_stay_where_the_core_does_not_cancel_or_carry_them() {
         assert_eq!(adds, 4 - keys, "{why}");
     }
 }
+
+/// Channels of [`branches_model`]'s input.
+const BRANCH_CHANNELS: i64 = 8;
+
+/// A convolution branch of [`branches_model`].
+#[derive(Clone, Copy)]
+struct Branch {
+    kernel: i64,
+    bias: bool,
+    stride: i64,
+    /// `None`: no `pads` attribute.
+    pads: Option<[i64; 4]>,
+    /// `None`: no `group` attribute (1).
+    group: Option<i64>,
+    input: &'static str,
+}
+
+impl Branch {
+    /// A depthwise convolution of `x` keeping its shape, with a bias: RepViT's.
+    const fn same(kernel: i64) -> Branch {
+        let p = (kernel - 1) / 2;
+        Branch {
+            kernel,
+            bias: true,
+            stride: 1,
+            pads: Some([p; 4]),
+            group: Some(BRANCH_CHANNELS),
+            input: "x",
+        }
+    }
+}
+
+/// The sum of `branches` of `x` ([1, 8, 6, 6]; or of `x2` of that shape, `x1` of one channel) and
+/// of `x` itself `identities` times, as `out`:
+/// a chain of Adds (RepViT's token mixer as exported: `(conv3 + conv1) + x`), or where
+/// `pairwise` the terms added in pairs first. Where `extra_reader` the first branch's output is
+/// also a graph output.
+fn branches_model(
+    opset: u64,
+    branches: &[Branch],
+    identities: usize,
+    pairwise: bool,
+    extra_reader: bool,
+) -> Vec<u8> {
+    let c = BRANCH_CHANNELS;
+    let mut nodes = Vec::new();
+    let mut floats = Vec::new();
+    let mut terms = Vec::new();
+    for (i, b) in branches.iter().enumerate() {
+        let (w, bias, out) = (format!("w{i}"), format!("b{i}"), format!("c{i}"));
+        // `x1` has one channel, the others `c`.
+        let inputs_channels = if b.input == "x1" { 1 } else { c };
+        let per_group = inputs_channels / b.group.unwrap_or(1);
+        let size = (c * per_group * b.kernel * b.kernel) as usize;
+        // Weights large enough that every branch shows in the sum.
+        let values: Vec<f32> = data(size, 20 + i as u64).iter().map(|v| v * 2.0).collect();
+        floats.push(float_init(&w, &[c, per_group, b.kernel, b.kernel], &values));
+        let mut inputs = vec![b.input, w.as_str()];
+        if b.bias {
+            floats.push(float_init(&bias, &[c], &data(c as usize, 40 + i as u64)));
+            inputs.push(&bias);
+        }
+        let mut attrs = vec![
+            ("kernel_shape", Attr::Ints(vec![b.kernel, b.kernel])),
+            ("strides", Attr::Ints(vec![b.stride, b.stride])),
+        ];
+        if let Some(p) = b.pads {
+            attrs.push(("pads", Attr::Ints(p.to_vec())));
+        }
+        if let Some(g) = b.group {
+            attrs.push(("group", Attr::Int(g)));
+        }
+        nodes.push(node("Conv", &inputs, &out, attrs));
+        terms.push(out);
+    }
+    terms.extend(std::iter::repeat("x".to_string()).take(identities));
+    let mut k = 0;
+    let mut add = |nodes: &mut Vec<NewNode>, a: String, b: String| {
+        k += 1;
+        let out = format!("s{k}");
+        nodes.push(node("Add", &[&a, &b], &out, vec![]));
+        out
+    };
+    while terms.len() > 1 {
+        if pairwise {
+            let mut next = Vec::new();
+            let mut it = terms.into_iter();
+            while let Some(a) = it.next() {
+                match it.next() {
+                    Some(b) => next.push(add(&mut nodes, a, b)),
+                    None => next.push(a),
+                }
+            }
+            terms = next;
+        } else {
+            let a = terms.remove(0);
+            let b = terms.remove(0);
+            terms.insert(0, add(&mut nodes, a, b));
+        }
+    }
+    let last = nodes.last_mut().expect("at least one Add");
+    last.outputs = vec!["out".into()];
+    let x: &[D] = &[D::N(1), D::N(c), D::N(6), D::N(6)];
+    let mut outputs = vec!["out"];
+    if extra_reader {
+        outputs.push("c0");
+    }
+    model_of_opset(
+        opset,
+        &nodes,
+        &floats,
+        &[],
+        &[
+            ("x", x),
+            ("x2", x),
+            ("x1", &[D::N(1), D::N(1), D::N(6), D::N(6)]),
+        ],
+        &outputs,
+    )
+}
+
+#[test]
+fn depthwise_branches_of_one_input_become_one_convolution_computing_the_same() {
+    let unbiased = |k| Branch {
+        bias: false,
+        ..Branch::same(k)
+    };
+    let cases: [(&[Branch], usize, bool, &str); 6] = [
+        (&[Branch::same(3), Branch::same(1)], 1, false, "RepViT"),
+        (
+            &[Branch::same(3), Branch::same(1)],
+            2,
+            true,
+            "in pairs, x twice",
+        ),
+        (&[unbiased(3), unbiased(1)], 0, false, "no bias, no input"),
+        (&[Branch::same(3), unbiased(3)], 0, false, "equal kernels"),
+        (
+            &[Branch::same(1), Branch::same(5), unbiased(3)],
+            1,
+            false,
+            "three kernels",
+        ),
+        (&[Branch::same(3)], 1, false, "one convolution and x"),
+    ];
+    for (branches, identities, pairwise, case) in cases {
+        let m = branches_model(17, branches, identities, pairwise, false);
+        let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+        let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
+        assert_eq!(report.branches_merged, 1, "{case}: {report}");
+        assert!(
+            report
+                .to_string()
+                .ends_with("; 1 sum of depthwise convolution branches merged into one"),
+            "{case}: {report}"
+        );
+        assert_eq!(op_count(&fused, "Conv"), 1, "{case}");
+        let g = graph::Graph::parse(&fused).unwrap();
+        assert!(
+            g.nodes
+                .iter()
+                .all(|n| n.op_type == "Conv" || !n.inputs.iter().any(|i| i == "x")),
+            "{case}: x is read by something else than the convolution"
+        );
+        let feeds = [("x", vec![1, BRANCH_CHANNELS, 6, 6])];
+        let want = run(&m, &feeds, "out");
+        let got = run(&fused, &feeds, "out");
+        assert_eq!(want.len(), got.len(), "{case}");
+        let (worst, _) = worst_and_largest(&want, &got);
+        assert!(worst < 1e-5, "{case}: differs by {worst}");
+        // Every term shows in the sum: leaving the last one out changes it.
+        let fewer = branches_model(
+            17,
+            &branches[..branches.len() - usize::from(identities == 0)],
+            identities.saturating_sub(1),
+            pairwise,
+            false,
+        );
+        if branches.len() + identities > 2 {
+            let (worst, _) = worst_and_largest(&want, &run(&fewer, &feeds, "out"));
+            assert!(worst > 0.1, "{case}: the last term does not matter");
+        }
+    }
+}
+
+#[test]
+fn other_convolution_sums_are_left_as_exported() {
+    let rep = Branch::same(3);
+    let one = Branch::same(1);
+    let spread = |b: Branch| Branch {
+        input: "x1",
+        group: Some(1),
+        ..b
+    };
+    let cases: [(Vec<u8>, bool, &str); 9] = [
+        (
+            branches_model(17, &[spread(rep), spread(one)], 0, false, false),
+            true,
+            "one channel spread to 8 (group 1)",
+        ),
+        (
+            branches_model(
+                17,
+                &[Branch { stride: 2, ..rep }, Branch { stride: 2, ..one }],
+                0,
+                false,
+                false,
+            ),
+            true,
+            "stride 2",
+        ),
+        (
+            branches_model(17, &[Branch { group: None, ..rep }, one], 1, false, false),
+            true,
+            "a full convolution (group 1)",
+        ),
+        (
+            branches_model(17, &[rep, one], 1, false, true),
+            true,
+            "a branch read elsewhere",
+        ),
+        (
+            branches_model(17, &[rep, Branch { input: "x2", ..one }], 0, false, false),
+            true,
+            "a branch of another input",
+        ),
+        (
+            branches_model(
+                17,
+                &[
+                    Branch {
+                        pads: Some([0, 0, 2, 2]),
+                        ..rep
+                    },
+                    one,
+                ],
+                1,
+                false,
+                false,
+            ),
+            true,
+            "pads off centre",
+        ),
+        (
+            branches_model(
+                17,
+                &[Branch { pads: None, ..one }, Branch { pads: None, ..rep }],
+                0,
+                false,
+                false,
+            ),
+            true,
+            "no pads (the 3×3 shrinks its output)",
+        ),
+        (
+            branches_model(10, &[rep, one], 1, false, false),
+            true,
+            "opset 10",
+        ),
+        (
+            branches_model(17, &[rep, one], 1, false, false),
+            false,
+            "not asked for (not the CPU)",
+        ),
+    ];
+    for (m, cpu, why) in cases {
+        let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, ort_probe).unwrap();
+        assert!(fused.is_none(), "{why}: rewritten ({report})");
+        assert_eq!(report.branches_merged, 0, "{why}");
+    }
+}
