@@ -7,7 +7,9 @@
 //! reparameterised first (which EdgeTAM's export does not do):
 //!
 //! ```text
-//!   y = Add(Add(Conv(x, W₃ [C, 1, 3, 3], b₃, group C, pads 1), Conv(x, W₁ [C, 1, 1, 1], b₁, group C)), x)
+//!   a = Conv(x, W₃ [C, 1, 3, 3], b₃, group C, pads 1)
+//!   b = Conv(x, W₁ [C, 1, 1, 1], b₁, group C)
+//!   y = Add(Add(a, b), x)
 //! ```
 //!
 //! ONNX Runtime then reads and writes the whole feature map four more times than one convolution

@@ -1072,9 +1072,9 @@ impl Scores {
 
 /// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `cpu`, its channel
 /// means into matrix products ([`channel_means`]), its split joint projections into three
-/// ([`qkv_split`]) and its sums of depthwise convolution branches into one ([`branches`]). `probe` gets a copy of the model with extra outputs and returns the types
-/// ONNX Runtime infers for its outputs. Returns the rewritten model (`None` when nothing
-/// changed) and the report.
+/// ([`qkv_split`]) and its sums of depthwise convolution branches into one ([`branches`]).
+/// `probe` gets a copy of the model with extra outputs and returns the types ONNX Runtime infers
+/// for its outputs. Returns the rewritten model (`None` when nothing changed) and the report.
 pub(crate) fn fuse_with(
     model: &[u8],
     min_scores: i64,
@@ -1215,8 +1215,9 @@ pub(crate) fn fuse_with(
     Ok((Some(rewritten), report.finish()))
 }
 
-/// Adds to `removed` the nodes whose outputs only removed nodes read (`added`: the new nodes) (the scale computations of
-/// the fused subgraphs), transitively. Nodes the export had left unread stay.
+/// Adds to `removed` the nodes whose outputs only removed nodes read (the scale computations of
+/// the fused subgraphs; `added`: the new nodes, whose reads count), transitively. Nodes the
+/// export had left unread stay.
 fn remove_dead<'a>(
     g: &Graph,
     removed: &mut HashSet<usize>,
