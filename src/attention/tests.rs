@@ -1347,10 +1347,9 @@ impl Branch {
 }
 
 /// The sum of `branches` of `x` ([1, 8, 6, 6]; or of `x2` of that shape, `x1` of one channel) and
-/// of `x` itself `identities` times, as `out`:
-/// a chain of Adds (RepViT's token mixer as exported: `(conv3 + conv1) + x`), or where
-/// `pairwise` the terms added in pairs first. Where `extra_reader` the first branch's output is
-/// also a graph output.
+/// of `x` itself `identities` times, as `out`: a chain of Adds (RepViT's token mixer as exported:
+/// `(conv3 + conv1) + x`), or where `pairwise` the terms added in pairs first. Where
+/// `extra_reader` the first branch's output is also a graph output.
 fn branches_model(
     opset: u64,
     branches: &[Branch],
@@ -1365,8 +1364,8 @@ fn branches_model(
     for (i, b) in branches.iter().enumerate() {
         let (w, bias, out) = (format!("w{i}"), format!("b{i}"), format!("c{i}"));
         // `x1` has one channel, the others `c`.
-        let inputs_channels = if b.input == "x1" { 1 } else { c };
-        let per_group = inputs_channels / b.group.unwrap_or(1);
+        let input_channels = if b.input == "x1" { 1 } else { c };
+        let per_group = input_channels / b.group.unwrap_or(1);
         let size = (c * per_group * b.kernel * b.kernel) as usize;
         // Weights large enough that every branch shows in the sum.
         let values: Vec<f32> = data(size, 20 + i as u64).iter().map(|v| v * 2.0).collect();
