@@ -143,7 +143,8 @@ fn at_add(f: &Finder, top: usize, claimed: &HashSet<usize>) -> Option<Branches> 
     if !add2(g, top) {
         return None;
     }
-    // The tree's leaves: what no inner `Add` read by the tree alone produces.
+    // The tree's leaves, each with the node producing it for the tree alone (if one does): what
+    // no inner `Add` read by the tree alone produces.
     let mut adds = vec![top];
     let mut leaves = Vec::new();
     let mut pending: Vec<&str> = g.nodes[top].inputs.iter().map(String::as_str).collect();
@@ -156,15 +157,14 @@ fn at_add(f: &Finder, top: usize, claimed: &HashSet<usize>) -> Option<Branches> 
                 }
                 pending.extend(g.nodes[p].inputs.iter().map(String::as_str));
             }
-            _ => leaves.push(t),
+            producer => leaves.push((t, producer)),
         }
     }
     let mut nodes = adds;
     let mut convs: Vec<Depthwise> = Vec::new();
     let mut others = Vec::new();
-    for t in leaves {
-        let conv = f
-            .sole_producer(t)
+    for (t, producer) in leaves {
+        let conv = producer
             .filter(|c| !claimed.contains(c))
             .and_then(|c| Some((c, depthwise(g, c)?)));
         match conv {
