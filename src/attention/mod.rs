@@ -131,7 +131,7 @@ impl fmt::Display for AttentionFusion {
             )),
         }
         if self.fused.is_empty() && self.left.is_empty() {
-            return write!(f, "none found{others}");
+            return write!(f, "no attention found{others}");
         }
         let list = |items: &[(String, usize)]| {
             items

@@ -684,14 +684,14 @@ fn the_report_says_what_was_fused_and_what_was_left() {
         "4 fused (4 × [1×1] 4096 queries × 4096 keys, head dim 256); int8 scores asked for, not \
          used: this CPU has no VNNI"
     );
-    assert_eq!(AttentionFusion::default().to_string(), "none found");
+    assert_eq!(AttentionFusion::default().to_string(), "no attention found");
     let means = AttentionFusion {
         channel_means: 12,
         ..AttentionFusion::default()
     };
     assert_eq!(
         means.to_string(),
-        "none found; 12 channel means as matrix products"
+        "no attention found; 12 channel means as matrix products"
     );
     let both = AttentionFusion {
         channel_means: 1,
