@@ -209,13 +209,23 @@ impl Dim {
 }
 
 impl fmt::Display for Dim {
+    /// A size, a symbol the model names, or `?`. ONNX's shape inference names the sizes it cannot
+    /// tell `unk__N` (ONNX Runtime's quantisation tool writes those into a variant's graph): they
+    /// name nothing a user knows, and would keep apart cores the report counts together, so they
+    /// print as `?` too. Whether two dimensions are equal still reads the symbol.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Dim::Static(v) => write!(f, "{v}"),
-            Dim::Symbol(s) if s.is_empty() => write!(f, "?"),
+            Dim::Symbol(s) if s.is_empty() || generated_symbol(s) => write!(f, "?"),
             Dim::Symbol(s) => write!(f, "{s}"),
         }
     }
+}
+
+/// Whether a dimension's symbol is one ONNX's shape inference made up (`unk__` and digits).
+fn generated_symbol(s: &str) -> bool {
+    s.strip_prefix("unk__")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// Where the keys come from: `Transpose(src, perm)` is the transposed key the scores use, or a

@@ -736,6 +736,32 @@ fn wide(s: D, l: D, h: i64) -> Vec<u8> {
     )
 }
 
+#[test]
+fn sizes_shape_inference_made_up_are_reported_as_unknown() {
+    // ONNX's shape inference names what it cannot tell `unk__N`; the model's own names stay.
+    let report = |s: &'static str, l: &'static str| {
+        let (_, report) = fuse_with(
+            &wide(D::S(s), D::S(l), 8),
+            0,
+            Scores::Float,
+            false,
+            ort_probe,
+        )
+        .expect("the rewriter runs");
+        report.fused[0].0.clone()
+    };
+    assert_eq!(
+        report("unk__98", "unk__7"),
+        "[2] ? queries × ? keys, head dim 8"
+    );
+    assert_eq!(report("S", "unk__7"), "[2] S queries × ? keys, head dim 8");
+    // Only `unk__` and digits is made up.
+    assert_eq!(
+        report("unk__", "unk__7x"),
+        "[2] unk__ queries × unk__7x keys, head dim 8"
+    );
+}
+
 /// Fuses `model` with int8 scores in blocks of at most `block_scores`; checks the report and
 /// the kernel's operators, and returns the fused model.
 fn fuse_int8(model: &[u8], block_scores: i64, blocks: usize) -> Vec<u8> {
