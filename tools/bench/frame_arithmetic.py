@@ -3,11 +3,12 @@
 
 For each family given (a directory of the four video modules the tracker reads: image_encoder,
 memory_attention, memory_encoder, image_decoder), each module runs under ONNX Runtime's profiler
-on the CPU at the tracker's steady state (7 memory frames, 16 object pointers; the decoder with
-one point), 2 threads, spinning off. From the profile's operator shapes it counts the
-multiply-adds of the matrix products (`MatMul`, `Gemm`, `FusedMatMul`), the convolutions (and
-transposed ones) and the fused attention (`MultiHeadAttention`), two operations each, and prints per module: GFLOP,
-the median kernel time of the timed runs, and the rate. Everything else (normalisations,
+on the CPU at the tracker's steady state (7 memory frames, 16 object pointers; the inputs
+tools/references/edgetam_check.py times the modules with), 2 threads, spinning off. From the
+profile's operator shapes it counts the multiply-adds of the matrix products (`MatMul`, `Gemm`,
+`FusedMatMul`), the convolutions (and transposed ones) and the fused attention
+(`MultiHeadAttention`), two operations each, and prints per module: GFLOP, the median kernel time
+of the timed runs, and the rate. Everything else (normalisations,
 activations, copies) is counted in the time but adds no FLOP.
 
 Ratios between two models' frames cannot exceed the ratio of their arithmetic unless one runs
@@ -23,47 +24,18 @@ import json
 import math
 import os
 import statistics
+import sys
 import tempfile
 
-import numpy as np
 import onnxruntime as ort
+
+# The steady state's inputs as tools/references/edgetam_check.py times the modules: random
+# features, m memory frames (tokens a frame from memory_1's declared shape), n pointers.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "references"))
+from edgetam_check import feeds_for  # noqa: E402
 
 MODULES = ["image_encoder", "memory_attention", "memory_encoder", "image_decoder"]
 MEMORIES, POINTERS = 7, 16
-
-
-def dims_for(session):
-    """Sizes of the symbolic dimensions at steady state, read from the memory inputs."""
-    shapes = {i.name: i.shape for i in session.get_inputs()}
-    dims = {"n": POINTERS, "m": MEMORIES, "N": 1}
-    memory = shapes.get("memory_1")
-    if memory is not None:
-        # SAM2: [m, 64, 64, 64] (a 64x64 grid a frame); EdgeTAM: [m, 512, 64] (512 tokens).
-        tokens = math.prod(memory[1:-1])
-        dims["mem_tokens"] = MEMORIES * tokens + POINTERS * 4
-    return dims
-
-
-def feeds_for(session):
-    dims = dims_for(session)
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for i in session.get_inputs():
-        shape = [d if isinstance(d, int) else dims[d] for d in i.shape]
-        if "float" in i.type:
-            value = rng.random(shape, dtype=np.float32)
-        elif "int32" in i.type:
-            value = np.zeros(shape, np.int32)
-        elif "bool" in i.type:
-            value = np.zeros(shape, bool)
-        else:
-            value = np.zeros(shape, np.int64)
-        if i.name == "point_labels":
-            value[:] = 1
-        if i.name == "obj_ptr_tpos":
-            value[:] = np.arange(1, shape[0] + 1)
-        feeds[i.name] = value
-    return feeds
 
 
 def flop(op, inputs, outputs):
@@ -95,7 +67,7 @@ def profile(path, runs):
     with tempfile.TemporaryDirectory() as tmp:
         options.profile_file_prefix = os.path.join(tmp, "profile")
         session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        feeds = feeds_for(session)
+        feeds = feeds_for(session, MEMORIES, POINTERS)
         for _ in range(runs + 1):
             session.run(None, feeds)
         with open(session.end_profiling()) as f:
