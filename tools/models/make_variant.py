@@ -147,14 +147,19 @@ def partner_files(encoder):
                   if f.startswith(stem + decoder_suffix) and f.endswith(".onnx"))
 
 
+def readers_of(graph):
+    """{tensor name: the nodes of `graph` that take it as an input}, in the graph's order."""
+    readers = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    return readers
+
+
 def fold_weight_transposes(model):
     """Replaces Transpose(initializer) by the transposed initializer. Returns how many."""
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
-    consumers = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
     folded = 0
     keep = []
     for node in graph.node:
@@ -192,10 +197,7 @@ def split_joint_projections(model):
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
-    readers = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
+    readers = readers_of(graph)
     outputs = {o.name for o in graph.output}
 
     def sole_reader(name):
@@ -418,10 +420,7 @@ def feed_forward_matmuls(model, min_rows):
     graph = model.graph
     inits = {i.name for i in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
-    readers = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
+    readers = readers_of(graph)
 
     def read_by(name):
         return readers.get(name, [])
@@ -603,10 +602,7 @@ def skip_round_trips(graph):
         return node.op_type == "Cast" and (node.name.startswith("graph_input_cast")
                                            or node.name.endswith("_cast_to_fp16_node"))
 
-    readers = {}
-    for node in graph.node:
-        for name in node.input:
-            readers.setdefault(name, []).append(node)
+    readers = readers_of(graph)
     redirected = 0
     for node in graph.node:
         if not ours(node) or to(node) != TensorProto.FLOAT16:
