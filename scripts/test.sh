@@ -46,6 +46,7 @@ finish() {
     local rc=$?
     # A run stopped during the set-up leaves no build behind it.
     [ -z "${prebuild:-}" ] || kill "$prebuild" 2>/dev/null || true
+    [ -z "${rust_targets:-}" ] || kill "$rust_targets" 2>/dev/null || true
     # Nor a valgrind lane still going (its valgrind processes are its children).
     [ -z "${valgrind_lane:-}" ] || pkill -P "$valgrind_lane" 2>/dev/null || true
     [ -z "${valgrind_lane:-}" ] || kill "$valgrind_lane" 2>/dev/null || true
@@ -63,11 +64,22 @@ logged_suite() {
     "$@" 2>&1 | tee -a "$TIMING/$name.log"
 }
 
-# The Rust test build starts beside the set-up: a first run's set-up waits on downloads (torch's
-# wheels, Debian's packages) while the cores are idle. The build needs none of it (ONNX Runtime is
-# loaded at run time); its errors, if any, come again from `cargo test` below.
-cargo test --release --no-run --quiet >"$TIMING/prebuild.log" 2>&1 &
+# The Rust test builds start beside the set-up: a first run's set-up waits on downloads (torch's
+# wheels, Debian's packages) and runs single-threaded exports while a core is idle. The builds need
+# none of it (ONNX Runtime is loaded at run time): the library's tests, the command's (a first run
+# compiled them in the middle of `cargo test` below, about a minute), then cargo-fuzz for the
+# fuzzing stage (scripts/fuzz.sh installs it where it is missing: about a minute of compiling in a
+# first run). Their errors, if any, come again from the stages that need them. Beside them, the
+# Rust standard libraries of the targets the platform stages check (downloads only), waited for
+# before those stages.
+{
+    cargo test --release --no-run --quiet
+    cargo test --release -p sam2-cli --no-run --quiet
+    command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
+} >"$TIMING/prebuild.log" 2>&1 &
 prebuild=$!
+bash tools/ci/rust-targets.sh --all >"$TIMING/rust-targets.log" 2>&1 &
+rust_targets=$!
 
 step "set-up (tools/setup/setup.sh, tools/setup/setup-real.sh, tools/setup/setup-video.sh, tools/setup/setup-edgetam.sh and tools/setup/setup-webgpu.sh; each step cached; the Rust test build beside it)"
 . tools/setup/setup.sh
@@ -170,6 +182,9 @@ step "C# tests under Mono"
 bash tools/ci/test-csharp.sh
 
 step "other platforms: macOS and Linux arm64 checked, the glibc 2.28 build run (tools/ci/test-platforms.sh)"
+# The targets' downloads started with the set-up; a failed one is retried by the stages themselves.
+wait "$rust_targets" || cat "$TIMING/rust-targets.log"
+rust_targets=""
 bash tools/ci/test-platforms.sh --no-windows
 
 step "Windows x64 built and run under Wine (tools/ci/test-windows.sh)"

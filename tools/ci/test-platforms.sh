@@ -7,7 +7,8 @@
 #     machine for them here, so nothing is linked or run);
 #   - Windows x64: tools/ci/test-windows.sh builds sam2.dll and runs it under Wine (left to the
 #     caller with --no-windows: scripts/test.sh runs it as a stage of its own, to time it apart).
-# Rust targets come from rustup (installed once, then reused). Each check prints its seconds.
+# Rust targets come from rustup (tools/ci/rust-targets.sh: installed once, then reused). Each check
+# prints its seconds.
 #
 # Normally called by scripts/test.sh after `. tools/setup/setup.sh`; run alone it sets up itself.
 #   tools/ci/test-platforms.sh [--no-windows]
@@ -26,11 +27,7 @@ say() {
     started=$SECONDS
 }
 
-CHECKED=(x86_64-apple-darwin aarch64-apple-darwin aarch64-unknown-linux-gnu)
-installed="$(rustup target list --installed)"
-for target in "${CHECKED[@]}"; do
-    grep -qx "$target" <<<"$installed" || rustup target add "$target"
-done
+mapfile -t CHECKED < <(bash tools/ci/rust-targets.sh --checked)
 for target in "${CHECKED[@]}"; do
     cargo clippy --release --lib --target "$target" --quiet -- -D warnings
     say "ok: $target: the library type-checks, clippy clean (not linked, not run)"

@@ -33,7 +33,7 @@ fi
 say() { printf '[windows] %s\n' "$*"; }
 fail() { printf '[windows] FAILED: %s\n' "$*" >&2; exit 1; }
 
-TARGET=x86_64-pc-windows-gnu
+TARGET="$(bash tools/ci/rust-targets.sh --windows)"
 MINGW=x86_64-w64-mingw32-gcc
 WINE=/usr/lib/wine/wine64
 
@@ -48,7 +48,6 @@ if ((${#need_apt[@]})); then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
 fi
-rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET"
 
 ORT_WIN="$ROOT/.venv/ort-win"
 if [ ! -f "$ORT_WIN/onnxruntime.dll" ]; then
