@@ -907,8 +907,9 @@ fn memories_are_stacked_on_the_device_in_order() {
 /// frames of the tracking clip against the float32 tracker on the CPU: the first frame's memory
 /// and pointer kept in WebGPU buffers and read there by the second (stacking many memories on the
 /// device: the test above; a float32 tracker on the device: SAM2.1's, above). On llvmpipe a
-/// frame of EdgeTAM's tracker takes 15–25 s, so the clip is short. (The generated tracker cannot run here: the rig's ONNX Runtime 1.30
-/// refuses its decoder's `If` subgraph, "initializer name is not unique", which 1.31 loads.)
+/// frame of EdgeTAM's tracker takes 15–25 s, so the clip is short. (The generated tracker cannot
+/// run here: the rig's ONNX Runtime 1.30 refuses its decoder's `If` subgraph, "initializer name
+/// is not unique", which 1.31 loads.)
 #[test]
 fn edgetam_runs_on_the_device_as_on_the_cpu() {
     let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

@@ -27,7 +27,9 @@ say() {
     started=$SECONDS
 }
 
-mapfile -t CHECKED < <(bash tools/ci/rust-targets.sh --checked)
+# (A command substitution, not a process one, so that a failed install stops the run here.)
+checked="$(bash tools/ci/rust-targets.sh --checked)"
+mapfile -t CHECKED <<<"$checked"
 for target in "${CHECKED[@]}"; do
     cargo clippy --release --lib --target "$target" --quiet -- -D warnings
     say "ok: $target: the library type-checks, clippy clean (not linked, not run)"
