@@ -9,15 +9,24 @@
 # Needs cargo-fuzz (installed here if missing); the stable toolchain runs it with
 # RUSTC_BOOTSTRAP=1, since cargo-fuzz passes nightly-only flags.
 #   scripts/fuzz.sh [seconds-per-target] [target...]
+#   scripts/fuzz.sh --install-only   (cargo-fuzz alone, no set-up: scripts/test.sh runs it beside
+#                                     its set-up)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+install_cargo_fuzz() {
+    command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+}
+if [ "${1:-}" = --install-only ]; then
+    install_cargo_fuzz
+    exit 0
+fi
 SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts)
 . tools/setup/setup.sh
-command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+install_cargo_fuzz
 
 # Seeds: real embedding files (one per contract family), real models, the committed seeds
 # (fuzz/seeds/<target>/: hostile cut-down real-architecture models, written by

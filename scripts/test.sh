@@ -75,7 +75,7 @@ logged_suite() {
 {
     cargo test --release --no-run --quiet
     cargo test --release -p sam2-cli --no-run --quiet
-    command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked --quiet
+    bash scripts/fuzz.sh --install-only
 } >"$TIMING/prebuild.log" 2>&1 &
 prebuild=$!
 bash tools/ci/rust-targets.sh --all >"$TIMING/rust-targets.log" 2>&1 &
