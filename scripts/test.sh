@@ -65,13 +65,14 @@ logged_suite() {
 }
 
 # The Rust test builds start beside the set-up: a first run's set-up waits on downloads (torch's
-# wheels, Debian's packages) and runs single-threaded exports while a core is idle. The builds need
-# none of it (ONNX Runtime is loaded at run time): the library's tests, the command's (a first run
-# compiled them in the middle of `cargo test` below, about a minute), then cargo-fuzz for the
-# fuzzing stage (scripts/fuzz.sh installs it where it is missing: about a minute of compiling in a
-# first run). Their errors, if any, come again from the stages that need them. Beside them, the
-# Rust standard libraries of the targets the platform stages check (downloads only), waited for
-# before those stages.
+# wheels, Debian's packages) while a core is idle. The builds need none of it (ONNX Runtime is
+# loaded at run time): the library's tests, the command's (a first run compiled them in the middle
+# of `cargo test` below, about a minute), then cargo-fuzz for the fuzzing stage (about a minute of
+# compiling in a first run). What they do not finish during the downloads shares the cores with
+# the exports (measured on a fresh machine: the real exports 66 -> 131 s, the stages after the
+# set-up 180 s shorter; docs/tests.md, stop 55). Their errors, if any, come again from the stages
+# that need them. Beside them, the Rust standard libraries of the targets the platform stages
+# check (downloads only), waited for before those stages.
 {
     cargo test --release --no-run --quiet
     cargo test --release -p sam2-cli --no-run --quiet
