@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzes every parser of untrusted bytes for a bounded time each (default 60 s): the embedding-
-# file loader, the ONNX splitter, host pixel buffers and prompt batches (the checks are in
+# file loader, the ONNX splitter, host pixel buffers, prompt batches and the load-time graph
+# rewrites against ONNX Runtime (the checks are in
 # src/test_support/fuzzing.rs). Corpora are seeded with real files, the committed seeds and
 # regression inputs.
 # Prints the executions run per target (and writes them to $SAM2_REPORT_DIR/fuzz.tsv when set).
@@ -24,7 +25,7 @@ fi
 SECONDS_EACH="${1:-60}"
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(embedding_file onnx_split pixels prompts rewrites)
 . tools/setup/setup.sh
 install_cargo_fuzz
 

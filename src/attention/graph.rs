@@ -460,9 +460,24 @@ impl Graph {
         let (gs, ge) = self.graph_range;
         let mut graph = Vec::with_capacity(ge - gs + 1024);
         let mut next_node = 0;
+        // Tensors the new nodes compute under their exported names: what the export declared of
+        // them (`value_info`) described the old computation, and where the new one's shapes are
+        // known only when the model runs ONNX Runtime would take a wrong declaration as the truth.
+        let recomputed: HashSet<&str> = added
+            .values()
+            .flatten()
+            .flat_map(|n| n.outputs.iter().map(String::as_str))
+            .collect();
         let mut fields = Fields::new(model, gs, ge, "GraphProto");
         while let Some(f) = fields.next_field()? {
-            if f.number == 1 {
+            if f.number == 13 {
+                if let Value::Bytes(s, e) = f.value {
+                    if recomputed.contains(value_info_name(model, s, e)?.as_str()) {
+                        continue;
+                    }
+                }
+                graph.extend_from_slice(&model[f.start..f.end]);
+            } else if f.number == 1 {
                 let i = next_node;
                 next_node += 1;
                 if let Some(new) = added.get(&i) {

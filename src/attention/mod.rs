@@ -41,7 +41,11 @@
 //! counted, with its reason, in the [`AttentionFusion`] report that `sam2 info` prints.
 
 mod branches;
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) mod build;
 mod channel_means;
+#[cfg(any(test, feature = "test-support"))]
+pub(crate) mod corpus;
 mod eval;
 mod graph;
 mod qkv_split;
@@ -1100,20 +1104,17 @@ pub(crate) fn fuse_with(
         ));
     }
     let mut report = Tally::default();
-    let (candidates, splits, branches) = {
+    let (candidates, mut splits, branches) = {
         let finder = Finder::new(&g);
         let candidates: Vec<Candidate> = (0..g.nodes.len())
             .filter_map(|s| finder.at_softmax(s))
             .filter_map(|found| found.map_err(|why| report.left(why)).ok())
             .collect();
-        let mut splits = if cpu {
+        let splits = if cpu {
             qkv_split::find(&finder)
         } else {
             Vec::new()
         };
-        for s in &mut splits {
-            s.meet(&finder, &candidates);
-        }
         let branches = if cpu {
             branches::find(&finder)
         } else {
@@ -1150,6 +1151,11 @@ pub(crate) fn fuse_with(
     let mut removed = HashSet::new();
     let mut added: HashMap<usize, Vec<NewNode>> = HashMap::new();
     let mut tensors = Vec::new();
+    // The cores whose structure and types were verified, fused or not (small ones stay as
+    // exported, correctly): the only ones whose arithmetic lets a split drop the keys' bias or
+    // move the values'. A candidate that failed verification (a per-key factor on its scores, a
+    // softmax over another axis) keeps both biases where they were.
+    let mut verified = Vec::new();
     for c in &candidates {
         let v = match verify(&g, c, &types) {
             Ok(v) => v,
@@ -1158,6 +1164,7 @@ pub(crate) fn fuse_with(
                 continue;
             }
         };
+        verified.push(c.clone());
         if let (Some(s), Some(l)) = (v.s.value(), v.l.value()) {
             if s.saturating_mul(l) < min_scores {
                 report.left(format!("{s} × {l} scores per head (small)"));
@@ -1187,6 +1194,13 @@ pub(crate) fn fuse_with(
             added.entry(m.node).or_default().extend(nodes);
             tensors.extend(constants);
             report.channel_means += 1;
+        }
+    }
+    {
+        // The rewrites above add names to the graph, never nodes: the structure is the same.
+        let finder = Finder::new(&g);
+        for s in &mut splits {
+            s.meet(&finder, &verified);
         }
     }
     for s in &splits {

@@ -1,163 +1,10 @@
 //! The rewriter on small generated graphs: each pattern it fuses computes the same numbers through
 //! ONNX Runtime as the graph as written; each near miss is left byte for byte as it was.
 
-use std::borrow::Cow;
-
-use super::graph::{Attr, NewNode, NewTensor, TensorValues};
+use super::build::{data, float_init, model, model_of_opset, node, perm, run, D};
+use super::corpus;
+use super::graph::{Attr, NewNode};
 use super::*;
-use crate::onnx_split::{put_len_field, put_varint_field};
-
-/// A dimension of a graph input: a size, or a named free one.
-#[derive(Debug, Clone, Copy)]
-enum D {
-    N(i64),
-    S(&'static str),
-}
-
-fn node(
-    op: &'static str,
-    inputs: &[&str],
-    output: &str,
-    attrs: Vec<(&'static str, Attr)>,
-) -> NewNode {
-    NewNode {
-        name: format!("n_{output}"),
-        op_type: op,
-        domain: "",
-        inputs: inputs.iter().map(|s| s.to_string()).collect(),
-        outputs: vec![output.to_string()],
-        attrs,
-    }
-}
-
-fn perm(p: &[i64]) -> Vec<(&'static str, Attr)> {
-    vec![("perm", Attr::Ints(p.to_vec()))]
-}
-
-fn float_init(name: &str, dims: &[i64], values: &[f32]) -> Vec<u8> {
-    let mut t = Vec::new();
-    for &d in dims {
-        put_varint_field(&mut t, 1, d as u64);
-    }
-    put_varint_field(&mut t, 2, graph::FLOAT as u64);
-    put_len_field(&mut t, 8, name.as_bytes());
-    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    put_len_field(&mut t, 9, &raw);
-    t
-}
-
-fn value_info(name: &str, dims: Option<&[D]>) -> Vec<u8> {
-    let mut info = Vec::new();
-    put_len_field(&mut info, 1, name.as_bytes());
-    if let Some(dims) = dims {
-        let mut shape = Vec::new();
-        for d in dims {
-            let mut dim = Vec::new();
-            match d {
-                D::N(v) => put_varint_field(&mut dim, 1, *v as u64),
-                D::S(s) => put_len_field(&mut dim, 2, s.as_bytes()),
-            }
-            put_len_field(&mut shape, 1, &dim);
-        }
-        let mut tensor = Vec::new();
-        put_varint_field(&mut tensor, 1, graph::FLOAT as u64);
-        put_len_field(&mut tensor, 2, &shape);
-        let mut ty = Vec::new();
-        put_len_field(&mut ty, 1, &tensor);
-        put_len_field(&mut info, 2, &ty);
-    }
-    info
-}
-
-/// A model of opset 17: `inputs` (float32), `outputs` (types left to inference).
-fn model(
-    nodes: &[NewNode],
-    floats: &[Vec<u8>],
-    shapes: &[(&str, &[i64])],
-    inputs: &[(&str, &[D])],
-    outputs: &[&str],
-) -> Vec<u8> {
-    model_of_opset(17, nodes, floats, shapes, inputs, outputs)
-}
-
-/// [`model`] of another opset.
-fn model_of_opset(
-    opset: u64,
-    nodes: &[NewNode],
-    floats: &[Vec<u8>],
-    shapes: &[(&str, &[i64])],
-    inputs: &[(&str, &[D])],
-    outputs: &[&str],
-) -> Vec<u8> {
-    let mut g = Vec::new();
-    for n in nodes {
-        put_len_field(&mut g, 1, &n.encode());
-    }
-    put_len_field(&mut g, 2, b"test");
-    for f in floats {
-        put_len_field(&mut g, 5, f);
-    }
-    for (name, values) in shapes {
-        let t = NewTensor {
-            name: name.to_string(),
-            dims: vec![values.len() as i64],
-            values: TensorValues::Int64(values.to_vec()),
-        };
-        put_len_field(&mut g, 5, &t.encode());
-    }
-    for (name, dims) in inputs {
-        put_len_field(&mut g, 11, &value_info(name, Some(dims)));
-    }
-    for name in outputs {
-        put_len_field(&mut g, 12, &value_info(name, None));
-    }
-    let mut m = Vec::new();
-    put_varint_field(&mut m, 1, 8);
-    let mut op = Vec::new();
-    put_len_field(&mut op, 1, b"");
-    put_varint_field(&mut op, 2, opset);
-    put_len_field(&mut m, 8, &op);
-    put_len_field(&mut m, 7, &g);
-    m
-}
-
-/// Deterministic inputs in [-1, 1).
-fn data(n: usize, seed: u64) -> Vec<f32> {
-    let mut x = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    (0..n)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-/// Runs `model` on `feeds` (name, shape) and returns output `out`.
-fn run(model: &[u8], feeds: &[(&str, Vec<i64>)], out: &str) -> Vec<f32> {
-    use ort::session::builder::GraphOptimizationLevel;
-    let env = crate::runtime::environment().expect("ONNX Runtime");
-    let mut session = ort::session::Session::builder(env)
-        .unwrap()
-        .with_optimization_level(GraphOptimizationLevel::Disable)
-        .unwrap()
-        .commit_from_memory(model)
-        .expect("the model loads");
-    let inputs: Vec<(Cow<str>, ort::session::SessionInputValue)> = feeds
-        .iter()
-        .enumerate()
-        .map(|(i, (name, shape))| {
-            let n = shape.iter().product::<i64>() as usize;
-            let t = ort::value::Tensor::from_array((shape.clone(), data(n, i as u64 + 7))).unwrap();
-            (Cow::Owned(name.to_string()), t.into_dyn().into())
-        })
-        .collect();
-    let outputs = session.run(inputs).expect("the model runs");
-    outputs[out].try_extract_tensor::<f32>().unwrap().1.to_vec()
-}
 
 fn op_count(model: &[u8], op: &str) -> usize {
     let g = graph::Graph::parse(model).unwrap();
@@ -1609,4 +1456,61 @@ fn other_convolution_sums_are_left_as_exported() {
         assert!(fused.is_none(), "{why}: rewritten ({report})");
         assert_eq!(report.branches_merged, 0, "{why}");
     }
+}
+
+#[test]
+fn a_per_key_factor_on_the_scores_keeps_the_keys_bias() {
+    // The core is left as exported (its factor is not one number); the split still happens, but
+    // the keys' bias shifts each key's score by another amount once the factor multiplies it, so
+    // it stays, and the outputs are the graph's as written.
+    let near = corpus::NearMiss {
+        factor: corpus::Factor::PerKey,
+        ..corpus::NearMiss::EXPORTED
+    };
+    for min_scores in [0, i64::MAX] {
+        let checked = corpus::check(&near, min_scores)
+            .unwrap_or_else(|e| panic!("{e}"))
+            .expect("ONNX Runtime runs the block");
+        let report = checked.report;
+        assert_eq!(report.fused_count(), 0, "{report}");
+        assert_eq!(report.qkv_splits, 1, "{report}");
+        assert_eq!(report.keys_unbiased, 0, "{report}");
+        assert!(checked.worst.is_some(), "{report}");
+    }
+}
+
+#[test]
+fn no_rewrite_changes_what_a_near_miss_computes() {
+    let family = corpus::NearMiss::family();
+    let (mut ran, mut compared, mut fused, mut unbiased) = (0, 0, 0, 0);
+    for near in &family {
+        for min_scores in [0, i64::MAX] {
+            let Some(checked) = corpus::check(near, min_scores).unwrap_or_else(|e| panic!("{e}"))
+            else {
+                // Runs with 6 tokens, where the factor was made for 4: ONNX Runtime refuses it as
+                // written too.
+                assert!(
+                    near.tokens == 3 && near.factor != corpus::Factor::PerHead,
+                    "{near:?}"
+                );
+                continue;
+            };
+            ran += 1;
+            if checked.worst.is_some() {
+                compared += 1;
+            }
+            fused += checked.report.fused_count();
+            unbiased += checked.report.keys_unbiased;
+        }
+    }
+    // Every member that runs is rewritten somehow (the split at least), and the family reaches
+    // both sides of each rule: cores fused and left, keys' biases dropped and kept.
+    assert_eq!(compared, ran);
+    assert!(
+        ran > 2 * family.len() - 10,
+        "{ran} of {} ran",
+        2 * family.len()
+    );
+    assert!(fused > 0 && fused < ran, "{fused} fused");
+    assert!(unbiased > 0 && unbiased < ran, "{unbiased} unbiased");
 }

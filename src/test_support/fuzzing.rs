@@ -2,14 +2,21 @@
 //! cargo-fuzz targets (`fuzz/fuzz_targets/`) call them, and `tests/fuzz_regressions.rs` replays
 //! the seed corpora and every input that once crashed (`fuzz/regressions/<target>/`) through
 //! the same functions, so a crash found by fuzzing stays fixed. Each panics when a property
-//! fails; none needs ONNX Runtime. Not part of the library's API.
+//! fails. Only `rewrites` needs ONNX Runtime (found as the library finds it). Not part of the
+//! library's API.
 
 use crate::image::{ImageView, PixelFormat, MAX_SIDE};
 use crate::predictor::{prompt_points, validate_prompts, Point, Prompt, MAX_OBJECTS, MAX_POINTS};
 
 /// The fuzz targets, by name (the directories of their corpora and regressions).
-pub fn targets() -> [&'static str; 4] {
-    ["embedding_file", "onnx_split", "pixels", "prompts"]
+pub fn targets() -> [&'static str; 5] {
+    [
+        "embedding_file",
+        "onnx_split",
+        "pixels",
+        "prompts",
+        "rewrites",
+    ]
 }
 
 /// Runs target `name` on one input.
@@ -19,6 +26,7 @@ pub fn run(name: &str, data: &[u8]) {
         "onnx_split" => onnx_split(data),
         "pixels" => pixels(data),
         "prompts" => prompts(data),
+        "rewrites" => rewrites(data),
         other => panic!("no fuzz target `{other}`"),
     }
 }
@@ -177,5 +185,22 @@ pub fn prompts(data: &[u8]) {
         }
         Err(crate::Error::InvalidArgument { .. }) => {}
         Err(other) => panic!("unexpected error kind: {other:?}"),
+    }
+}
+
+/// The load-time rewrites: a near-miss attention block drawn from the bytes (a factor on its
+/// scores of any shape, a softmax over any axis, extra readers, shared initializers, free token
+/// counts, lying `value_info`, the seed of its numbers: `NearMiss::from_bytes`) computes the same
+/// through ONNX Runtime rewritten as written, whether its core is fused (byte 6 even) or left as
+/// exported for its size (odd), within float noise.
+pub fn rewrites(data: &[u8]) {
+    let near = crate::attention::corpus::NearMiss::from_bytes(data);
+    let min_scores = if data.get(6).is_some_and(|b| b & 1 == 1) {
+        i64::MAX
+    } else {
+        0
+    };
+    if let Err(e) = crate::attention::corpus::check(&near, min_scores) {
+        panic!("{e}");
     }
 }
