@@ -11,6 +11,7 @@ mod picture;
 mod progress;
 mod segment;
 mod track;
+mod track_out;
 
 use std::process::ExitCode;
 
@@ -41,7 +42,7 @@ track follows objects through a video: FRAMES is a directory of PNG/JPEG frames 
 name) or the frames themselves, in order; --model names a video model (SAM2's four modules,
 NAME_image_encoder.onnx, NAME_memory_attention.onnx, ...). It writes
 DIR/masks/obj<ID>/<frame>.png for every object and frame and DIR/track.json (COCO: an RLE per
-object per frame, with the object's presence score).
+object per frame, with the object's presence score), each frame's masks as it is tracked.
 
 Models:
   --model PATH          a directory holding one encoder/decoder pair, DIR/NAME for the pair
@@ -84,7 +85,8 @@ Exit codes: 0 done, 1 internal error, 2 bad arguments (including one that is not
 3 bad input (image unreadable, over --max-pixels or not a regular file; embedding file; prompt),
 4 model (none found, several, not a SAM2 export or not a regular file, embedding of another
 model), 5 ONNX Runtime or device (not found, failed, GPU refused with --on-mismatch fail),
-6 output could not be written (nothing of it was replaced).
+6 output could not be written (nothing of it was replaced); track: 130 or 143 when stopped by
+SIGINT or SIGTERM (the frames tracked are kept in a result marked partial).
 
 Examples:
   sam2 segment photo.jpg --model models/tiny_a --point 320,240 -o out/photo

@@ -2,18 +2,17 @@
 //! of frames, from prompts on any frames, forward and backward; writes one mask PNG per object
 //! and frame and one COCO-style JSON (an RLE per object per frame, with its presence score).
 
-use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use sam2::masks::Rle;
-use sam2::video::{Direction, TrackedFrame, Tracker, TrackerOptions, VideoModelPaths};
+use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Prompt};
 
 use crate::args::{Directions, Track};
-use crate::common::{add_json, create_parent, init_runtime, session_options};
+use crate::common::{init_runtime, session_options};
 use crate::failure::{exit, Failure};
+use crate::track_out::{self, TrackOutput};
 use crate::{picture, progress};
 use sam2::Error;
 
@@ -148,6 +147,10 @@ impl Drop for Bar {
 pub fn run(t: Track) -> Result<(), Failure> {
     let files = frame_files(&t.frames)?;
     let count = files.len();
+    let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    track_out::check_clashes(&t.out, &files, &ids)?;
     for p in &t.prompts {
         if p.frame as usize >= count {
             return Err(Failure::new(
@@ -248,86 +251,97 @@ pub fn run(t: Track) -> Result<(), Failure> {
         Directions::Backward => passes.push((Direction::Backward, (0..=last).rev().collect())),
         Directions::Forward => {}
     }
-    let mut results: BTreeMap<u32, TrackedFrame> = BTreeMap::new();
+    // Each frame's masks are written as it is tracked (track_out), never held to the end; a
+    // signal or an error stops the tracking between two frames and keeps what was tracked.
+    track_out::catch_stop_signals();
+    let mut output = TrackOutput::begin(&t.out, &files, frame_names(&files), &ids)?;
     let mut bar = Bar::new(passes.iter().map(|(_, f)| f.len()).sum());
-    for (direction, frames) in &passes {
+    let mut stopped: Option<(String, Failure)> = None;
+    'passes: for (direction, frames) in &passes {
         let what = match direction {
             Direction::Forward => "forward",
             Direction::Backward => "backward",
         };
         for &k in frames {
-            let picture = read(k)?;
-            let tracked = tracker
-                .track(k, &view(&picture)?, *direction)
-                .map_err(|e| {
+            if let Some(signal) = track_out::stop_requested() {
+                let name = signal_name(signal);
+                let why = format!("interrupted by {name} before frame {k}");
+                let failure = Failure::new(
+                    128u8.saturating_add(signal as u8),
+                    format!("{why}: the frames tracked so far are kept, marked partial"),
+                );
+                stopped = Some((why, failure));
+                break 'passes;
+            }
+            let tracked = read(k).and_then(|picture| {
+                tracker.track(k, &view(&picture)?, *direction).map_err(|e| {
                     let mut f = Failure::of(e, exit::RUNTIME);
                     f.message =
                         format!("frame {k} ({}): {}", files[k as usize].display(), f.message);
                     f
-                })?;
-            results.insert(k, tracked);
+                })
+            });
+            match tracked {
+                Ok(tracked) => output.frame(k, &tracked)?,
+                Err(f) => {
+                    stopped = Some((f.message.clone(), f));
+                    break 'passes;
+                }
+            }
             bar.tick(what, k as usize);
         }
     }
     drop(bar);
 
-    write_outputs(&t, &files, &results, &paths, &tracker)
-}
-
-fn write_outputs(
-    t: &Track,
-    files: &[PathBuf],
-    results: &BTreeMap<u32, TrackedFrame>,
-    paths: &VideoModelPaths,
-    tracker: &Tracker,
-) -> Result<(), Failure> {
-    let device = tracker.device();
-    let names = frame_names(files);
-    let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for id in &ids {
-        create_parent(&t.out.join("masks").join(format!("obj{id}")).join("x"))?;
-    }
-    // Every file to a temporary beside it, then all renamed into place: all or nothing.
-    let mut outputs = sam2::files::StagedFiles::new();
-    let mut images = Vec::new();
-    let mut annotations = Vec::new();
-    for (&k, frame) in results {
-        let (w, h) = (frame.width, frame.height);
-        images.push(serde_json::json!({
-            "id": k + 1,
-            "frame": k,
-            "file_name": files[k as usize].display().to_string(),
-            "width": w,
-            "height": h,
-        }));
-        for object in &frame.objects {
-            let relative = format!("masks/obj{}/{}.png", object.object_id, names[k as usize]);
-            outputs
-                .add(&t.out.join(&relative), |f| {
-                    picture::write_mask(&object.mask, w as u32, h as u32, f)
-                })
-                .map_err(|e| Failure::of(e, exit::OUTPUT))?;
-            let (area, bbox) = area_and_box(&object.mask, w);
-            annotations.push(serde_json::json!({
-                "id": annotations.len() + 1,
-                "image_id": k + 1,
-                "frame": k,
-                "object_id": object.object_id,
-                "category_id": 1,
-                "present": object.present,
-                "object_score": object.score,
-                "area": area,
-                "bbox": bbox,
-                "segmentation": {
-                    "size": [h, w],
-                    "counts": Rle::encode(&object.mask, w, h).to_coco_string(),
-                },
-                "mask_file": relative,
-            }));
+    let written = output.frames_written();
+    let head = head(&t, &files, &paths, &tracker, &ids);
+    let json_path = t.out.join("track.json");
+    match stopped {
+        None => {
+            output.commit(head, None)?;
+            eprintln!(
+                "sam2: {} object{} on {written} of {} frames → {}, {}",
+                ids.len(),
+                if ids.len() == 1 { "" } else { "s" },
+                files.len(),
+                t.out.join("masks").display(),
+                json_path.display()
+            );
+            Ok(())
+        }
+        Some((why, mut failure)) => {
+            if written > 0 {
+                output.commit(head, Some(&why))?;
+                failure.message = format!(
+                    "{} ({written} frame{} written to {}, marked partial)",
+                    failure.message,
+                    if written == 1 { "" } else { "s" },
+                    json_path.display()
+                );
+            }
+            Err(failure)
         }
     }
+}
+
+/// A signal's name, for messages.
+fn signal_name(signal: i32) -> String {
+    match signal {
+        2 => "SIGINT".into(),
+        15 => "SIGTERM".into(),
+        s => format!("signal {s}"),
+    }
+}
+
+/// The fields of `track.json` before its images and annotations.
+fn head(
+    t: &Track,
+    files: &[PathBuf],
+    paths: &VideoModelPaths,
+    tracker: &Tracker,
+    ids: &[u32],
+) -> serde_json::Map<String, serde_json::Value> {
+    let device = tracker.device();
     let prompts: Vec<serde_json::Value> = t
         .prompts
         .iter()
@@ -358,43 +372,12 @@ fn write_outputs(
             Directions::Both => "both",
         },
         "prompts": prompts,
-        "images": images,
         "categories": [{ "id": 1, "name": "object" }],
         "objects": ids,
-        "annotations": annotations,
     });
-    let json_path = t.out.join("track.json");
-    add_json(&mut outputs, &json_path, &document)?;
-    outputs.commit().map_err(|e| Failure::of(e, exit::OUTPUT))?;
-    eprintln!(
-        "sam2: {} object{} on {} of {} frames → {}, {}",
-        ids.len(),
-        if ids.len() == 1 { "" } else { "s" },
-        results.len(),
-        files.len(),
-        t.out.join("masks").display(),
-        json_path.display()
-    );
-    Ok(())
-}
-
-/// The mask's pixel count and COCO box `[x, y, width, height]` (all 0 when empty).
-fn area_and_box(mask: &[u8], width: usize) -> (usize, [usize; 4]) {
-    let (mut area, mut x0, mut y0, mut x1, mut y1) = (0, usize::MAX, usize::MAX, 0, 0);
-    for (i, &v) in mask.iter().enumerate() {
-        if v != 0 {
-            let (x, y) = (i % width, i / width);
-            area += 1;
-            x0 = x0.min(x);
-            y0 = y0.min(y);
-            x1 = x1.max(x);
-            y1 = y1.max(y);
-        }
-    }
-    if area == 0 {
-        (0, [0, 0, 0, 0])
-    } else {
-        (area, [x0, y0, x1 - x0 + 1, y1 - y0 + 1])
+    match document {
+        serde_json::Value::Object(map) => map,
+        _ => unreachable!("a JSON object"),
     }
 }
 
@@ -408,12 +391,5 @@ mod tests {
         assert_eq!(frame_names(&files), ["0001", "0002"]);
         let files: Vec<PathBuf> = ["a/0001.png", "b/0001.png"].map(PathBuf::from).into();
         assert_eq!(frame_names(&files), ["00000", "00001"]);
-    }
-
-    #[test]
-    fn the_box_spans_the_mask() {
-        let mask = [0, 0, 0, 0, 1, 1, 0, 1, 0];
-        assert_eq!(area_and_box(&mask, 3), (3, [1, 1, 2, 2]));
-        assert_eq!(area_and_box(&[0; 9], 3), (0, [0, 0, 0, 0]));
     }
 }

@@ -1421,12 +1421,315 @@ fn track_refuses_bad_frames_prompts_and_models_with_the_documented_codes_writing
     let out = run(&["--point", "30,30"], &odd, &model);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(stderr(&out).contains("2.png"), "{}", stderr(&out));
+    // The two frames tracked before it are kept, in a result that says it is partial and why.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("track.json")).unwrap())
+            .unwrap();
+    assert_eq!(json["complete"], false);
+    assert_eq!(json["partial"]["frames_tracked"], 2);
+    assert!(json["partial"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("2.png"));
+    assert_eq!(json["images"].as_array().unwrap().len(), 2);
+    for a in json["annotations"].as_array().unwrap() {
+        assert!(out_dir.join(a["mask_file"].as_str().unwrap()).is_file());
+    }
+    assert!(stderr(&out).contains("marked partial"), "{}", stderr(&out));
+    std::fs::remove_dir_all(&out_dir).unwrap();
     let empty = root.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     let out = run(&["--point", "30,30"], &empty, &model);
     assert_eq!(code(&out), 3, "{}", stderr(&out));
     assert!(
         !out_dir.exists(),
-        "a failed run created its output directory"
+        "a run that tracked nothing created its output directory"
     );
+}
+
+/// `frames` PNG frames of `w`×`h` in a new folder: two discs on grey, moving right a pixel a frame
+/// (cheap to encode, and each tracked as one object).
+fn disc_frames(name: &str, frames: u32, w: u32, h: u32) -> PathBuf {
+    let dir = scratch(name).join("clip");
+    std::fs::create_dir_all(&dir).unwrap();
+    let r = (h / 8) as i64;
+    for t in 0..frames {
+        let centres = [
+            (w as i64 / 4 + t as i64, h as i64 / 2),
+            (3 * w as i64 / 4, h as i64 / 3),
+        ];
+        let img = RgbImage::from_fn(w, h, |x, y| {
+            let inside = |(cx, cy): (i64, i64)| {
+                let (dx, dy) = (x as i64 - cx, y as i64 - cy);
+                dx * dx + dy * dy <= r * r
+            };
+            if inside(centres[0]) {
+                image::Rgb([220, 40, 40])
+            } else if inside(centres[1]) {
+                image::Rgb([40, 60, 220])
+            } else {
+                image::Rgb([128, 128, 128])
+            }
+        });
+        img.save(dir.join(format!("{t:05}.png"))).unwrap();
+    }
+    dir
+}
+
+/// `sam2 track` over `clip` with one click on each disc of [`disc_frames`].
+fn track_discs(clip: &Path, out: &Path, w: u32, h: u32) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sam2"));
+    c.args([
+        "track",
+        clip.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--point",
+        &format!("{},{}", w / 4, h / 2),
+        "--object",
+        "2",
+        "--point",
+        &format!("{},{}", 3 * w / 4, h / 3),
+        "-o",
+        out.to_str().unwrap(),
+    ])
+    .env("SAM2_ONNXRUNTIME_PATH", onnxruntime())
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// Every entry under `dir` whose name says it is a temporary or a run's staging folder.
+fn temporaries(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".sam2tmp") || name.starts_with(".sam2-") {
+            found.push(e.path());
+        }
+        if e.file_type().unwrap().is_dir() {
+            found.extend(temporaries(&e.path()));
+        }
+    }
+    found
+}
+
+/// The PNG files under `dir/masks`.
+fn mask_files(dir: &Path) -> usize {
+    let mut n = 0;
+    for obj in std::fs::read_dir(dir.join("masks"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        n += std::fs::read_dir(obj.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|f| f.path().extension().is_some_and(|e| e == "png"))
+            .count();
+    }
+    n
+}
+
+/// A result's track.json, checked for consistency: every annotation's mask file exists, and the
+/// masks folder holds exactly those files.
+fn consistent_result(out: &Path) -> serde_json::Value {
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("track.json")).unwrap()).unwrap();
+    let annotations = json["annotations"].as_array().unwrap();
+    for a in annotations {
+        assert!(out.join(a["mask_file"].as_str().unwrap()).is_file(), "{a}");
+    }
+    assert_eq!(
+        mask_files(out),
+        annotations.len(),
+        "masks beside track.json's"
+    );
+    let images = json["images"].as_array().unwrap().len();
+    assert_eq!(annotations.len(), 2 * images);
+    json
+}
+
+#[cfg(unix)]
+#[test]
+fn track_memory_stays_flat_in_the_number_of_frames() {
+    // 1280×960 frames, 2 objects: holding the masks would add 2.5 MB a frame. Both clips are
+    // longer than the tracker's memory bank (16 frames), which is bounded by design.
+    let (w, h) = (1280, 960);
+    let long = disc_frames("track-memory-long", 60, w, h);
+    let short_dir = scratch("track-memory-short").join("clip");
+    std::fs::create_dir_all(&short_dir).unwrap();
+    for t in 0..20 {
+        let name = format!("{t:05}.png");
+        std::fs::copy(long.join(&name), short_dir.join(&name)).unwrap();
+    }
+    let peak = |clip: &Path| -> i64 {
+        let out = clip.parent().unwrap().join("out");
+        // Waited for by wait4 below, which also gives its resource use.
+        #[allow(clippy::zombie_processes)]
+        let child = track_discs(clip, &out, w, h).spawn().unwrap();
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is valid; wait4 fills it for this child alone.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        let pid = child.id() as libc::pid_t;
+        assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0);
+        consistent_result(&out);
+        usage.ru_maxrss // KiB on Linux
+    };
+    let (short, long) = (peak(&short_dir), peak(&long));
+    println!("sam2 track peak resident memory: 20 frames {short} KiB, 60 frames {long} KiB");
+    // 40 more frames of masks held would be 98 MB; allow a tenth of it for noise.
+    assert!(
+        long - short < 10 * 1024,
+        "peak resident memory grew with the frames: 20 frames {short} KiB, 60 frames {long} KiB"
+    );
+}
+
+/// Starts `sam2 track` over `clip` into `out` and signals it once its staging folder holds a few
+/// masks; returns its exit status and stderr.
+#[cfg(unix)]
+fn track_and_signal(clip: &Path, out: &Path, signal: i32) -> (std::process::ExitStatus, String) {
+    let (w, h) = (track_clip::WIDTH as u32, track_clip::HEIGHT as u32);
+    let mut child = track_discs(clip, out, w, h).spawn().unwrap();
+    let stage = out.join(format!(".sam2-track-{}", child.id()));
+    let start = std::time::Instant::now();
+    loop {
+        let masks = std::fs::read_dir(stage.join("masks/obj1"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        if masks >= 4 {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before it could be signalled"
+        );
+        assert!(start.elapsed().as_secs() < 60, "no masks were staged");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[cfg(unix)]
+#[test]
+fn an_interrupted_track_leaves_a_consistent_partial_result_and_no_temporaries() {
+    use std::os::unix::process::ExitStatusExt;
+    let (w, h) = (track_clip::WIDTH as u32, track_clip::HEIGHT as u32);
+    let clip = disc_frames("track-interrupted", 150, w, h);
+    let out = clip.parent().unwrap().join("out");
+    // A complete result first, which the interrupted runs replace.
+    let done = track_discs(&clip, &out, w, h).output().unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    assert_eq!(consistent_result(&out)["complete"], true);
+    for (signal, name, code) in [
+        (libc::SIGINT, "SIGINT", 130),
+        (libc::SIGTERM, "SIGTERM", 143),
+    ] {
+        let (status, err) = track_and_signal(&clip, &out, signal);
+        assert_eq!(status.code(), Some(code), "{name}: {err}");
+        let json = consistent_result(&out);
+        assert_eq!(json["complete"], false, "{name}");
+        let tracked = json["partial"]["frames_tracked"].as_u64().unwrap();
+        assert!((4..150).contains(&tracked), "{name}: {tracked} frames");
+        assert_eq!(json["images"].as_array().unwrap().len() as u64, tracked);
+        assert!(json["partial"]["reason"].as_str().unwrap().contains(name));
+        assert_eq!(temporaries(&out), Vec::<PathBuf>::new(), "{name}");
+    }
+    // Killed outright: the last result stays whole, the staging folder stays behind, and the next
+    // run removes it.
+    let before = std::fs::read(out.join("track.json")).unwrap();
+    let (status, _) = track_and_signal(&clip, &out, libc::SIGKILL);
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    assert_eq!(std::fs::read(out.join("track.json")).unwrap(), before);
+    consistent_result(&out);
+    assert_eq!(
+        temporaries(&out).len(),
+        1,
+        "the killed run's staging folder"
+    );
+    let again = track_discs(&clip, &out, w, h).output().unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(consistent_result(&out)["complete"], true);
+    assert_eq!(temporaries(&out), Vec::<PathBuf>::new());
+}
+
+#[cfg(unix)]
+#[test]
+fn track_never_writes_through_links_planted_in_its_output_nor_over_its_frames() {
+    let (w, h) = (track_clip::WIDTH as u32, track_clip::HEIGHT as u32);
+    let clip = disc_frames("track-links", 3, w, h);
+    let root = clip.parent().unwrap().to_path_buf();
+    let out = root.join("out");
+    let victim = root.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("00000.png"), b"the victim's file").unwrap();
+    // masks/obj1 a link to the victim's folder: replaced as a link, the victim untouched.
+    std::fs::create_dir_all(out.join("masks")).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("masks/obj1")).unwrap();
+    let run = track_discs(&clip, &out, w, h).output().unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(
+        std::fs::read(victim.join("00000.png")).unwrap(),
+        b"the victim's file"
+    );
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 1);
+    assert!(!std::fs::symlink_metadata(out.join("masks/obj1"))
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    consistent_result(&out);
+    // masks itself a link: refused before anything is written.
+    std::fs::remove_dir_all(&out).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(&victim, out.join("masks")).unwrap();
+    let run = track_discs(&clip, &out, w, h).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(6), "{err}");
+    assert!(err.contains("symbolic link"), "{err}");
+    assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 1);
+    assert!(!out.join("track.json").exists());
+    // Frames that are the last run's masks, tracked into the same folder: refused, naming the
+    // clash, before anything is written.
+    std::fs::remove_file(out.join("masks")).unwrap();
+    let first = track_discs(&clip, &out, w, h).output().unwrap();
+    assert!(first.status.success());
+    let json_before = std::fs::read(out.join("track.json")).unwrap();
+    let frames = out.join("masks/obj1");
+    let masks_before: Vec<Vec<u8>> = (0..3)
+        .map(|t| std::fs::read(frames.join(format!("{t:05}.png"))).unwrap())
+        .collect();
+    let run = track_discs(&frames, &out, w, h).output().unwrap();
+    let err = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(3), "{err}");
+    assert!(err.contains("inside the output"), "{err}");
+    assert_eq!(std::fs::read(out.join("track.json")).unwrap(), json_before);
+    for (t, before) in masks_before.iter().enumerate() {
+        assert_eq!(
+            &std::fs::read(frames.join(format!("{t:05}.png"))).unwrap(),
+            before
+        );
+    }
 }
