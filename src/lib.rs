@@ -43,6 +43,7 @@ mod resample;
 mod rle;
 pub mod runtime;
 mod session;
+mod text;
 pub mod video;
 mod weights;
 

@@ -12,6 +12,8 @@
 
 use std::fmt;
 
+use crate::text::printable;
+
 use crate::onnx_split::{element_size, Fields, Value};
 
 /// The arithmetic an encoder runs in.
@@ -61,6 +63,9 @@ pub struct Variant {
     pub tool: Option<String>,
     /// The precision is read from the graph (no `sam2.precision` in its metadata).
     pub inferred: bool,
+    /// A `sam2.precision` the graph contradicts (an int8 graph labelled fp32, say): the graph
+    /// decides `precision`, and this keeps what the label claimed, to report it.
+    pub contradicted: Option<Precision>,
     /// `sam2.attention_scores = int8`: the model asks for its attention scores in int8
     /// (`make_variant.py int8 --attention-scores int8` marks a video export's memory attention so).
     /// The library honours it on the CPU where the CPU multiplies int8 without saturating
@@ -70,19 +75,27 @@ pub struct Variant {
 
 impl fmt::Display for Variant {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(label) = self.contradicted {
+            return write!(
+                f,
+                "{} (read from the graph; its metadata says {label}, which the graph contradicts)",
+                self.precision
+            );
+        }
         match (self.precision, self.inferred) {
             (Precision::Fp32, _) => f.write_str("fp32 (as exported)"),
             (p, true) => write!(f, "{p} (read from the graph; the model does not say)"),
             (p, false) => {
                 write!(f, "{p} variant")?;
+                // Metadata: whatever the file says, escaped and cut ([`crate::text`]).
                 if let Some(source) = &self.source {
-                    write!(f, " of {source}")?;
+                    write!(f, " of {}", printable(source))?;
                 }
                 if self.int8_scores {
                     write!(f, "; attention scores int8")?;
                 }
                 if let Some(tool) = &self.tool {
-                    write!(f, "; made by {tool}")?;
+                    write!(f, "; made by {}", printable(tool))?;
                 }
                 Ok(())
             }
@@ -130,8 +143,9 @@ fn bytes(value: Value) -> Option<(usize, usize)> {
     }
 }
 
-/// Reads a model's precision from its metadata, or else from its graph. A `sam2.precision` the
-/// library does not know is an error (the model claims something it cannot honour); a model
+/// Reads a model's precision from its graph, and its description from its metadata. A
+/// `sam2.precision` the graph contradicts is kept as [`Variant::contradicted`], never believed; one
+/// the library does not know is an error (the model claims something it cannot honour); a model
 /// that cannot be parsed is float32 here (loading it reports what is wrong).
 pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
     let mut declared: Option<String> = None;
@@ -173,41 +187,77 @@ pub(crate) fn detect(model: &[u8]) -> Result<Variant, String> {
         Some("int8") => true,
         Some(other) => {
             return Err(format!(
-                "its metadata declares sam2.attention_scores = `{other}`, which this library does \
-                 not know (it reads int8)"
+                "its metadata declares sam2.attention_scores = `{}`, which this library does \
+                 not know (it reads int8)",
+                printable(other)
             ))
         }
     };
+    let weights = graph.map_or(GraphWeights::default(), |(start, end)| {
+        from_graph(model, start, end)
+    });
+    let shown = weights.precision();
     if let Some(name) = declared {
-        let precision = Precision::parse(&name).ok_or_else(|| {
+        let label = Precision::parse(&name).ok_or_else(|| {
             format!(
-                "its metadata declares sam2.precision = `{name}`, which this library does not \
+                "its metadata declares sam2.precision = `{}`, which this library does not \
                  know (it reads {})",
+                printable(&name),
                 Precision::ALL.map(|p| p.name()).join(", ")
             )
         })?;
+        // The graph decides: a label is believed where the graph bears it out (int8 on a float32
+        // graph that asks for int8 attention scores, which the library computes at load, too).
+        let agrees = label == shown
+            || match label {
+                Precision::Int8 => weights.quantised || int8_scores,
+                Precision::Fp16 => !weights.quantised && weights.f16_bytes > 0,
+                Precision::Fp32 => false,
+            };
         return Ok(Variant {
-            precision,
+            precision: if agrees { label } else { shown },
             source,
             tool,
             inferred: false,
+            contradicted: (!agrees).then_some(label),
             int8_scores,
         });
     }
-    let precision = graph.map_or(Precision::Fp32, |(start, end)| {
-        from_graph(model, start, end)
-    });
     Ok(Variant {
-        precision,
+        precision: shown,
         source: None,
         tool: None,
-        inferred: precision != Precision::Fp32,
+        inferred: shown != Precision::Fp32,
+        contradicted: None,
         int8_scores,
     })
 }
 
-/// int8 when a quantisation operator is present; fp16 when float16 weights outweigh float32 ones.
-fn from_graph(model: &[u8], start: usize, end: usize) -> Precision {
+/// What a graph shows of its precision.
+#[derive(Debug, Default)]
+struct GraphWeights {
+    /// A quantisation operator is present.
+    quantised: bool,
+    f32_bytes: u64,
+    f16_bytes: u64,
+}
+
+impl GraphWeights {
+    /// int8 when a quantisation operator is present; fp16 when float16 weights outweigh float32
+    /// ones (an fp16 variant may keep a small float32 LayerNorm; one with a large float32 table
+    /// and little else is fp16 only when it says so).
+    fn precision(&self) -> Precision {
+        if self.quantised {
+            Precision::Int8
+        } else if self.f16_bytes > self.f32_bytes {
+            Precision::Fp16
+        } else {
+            Precision::Fp32
+        }
+    }
+}
+
+fn from_graph(model: &[u8], start: usize, end: usize) -> GraphWeights {
     let (mut f32_bytes, mut f16_bytes) = (0u64, 0u64);
     let mut fields = Fields::new(model, start, end, "graph");
     while let Ok(Some(field)) = fields.next_field() {
@@ -221,7 +271,10 @@ fn from_graph(model: &[u8], start: usize, end: usize) -> Precision {
                     if f.number == NODE_OP_TYPE
                         && text(model, f.value).is_some_and(|op| QUANTISED_OPS.contains(&op))
                     {
-                        return Precision::Int8;
+                        return GraphWeights {
+                            quantised: true,
+                            ..GraphWeights::default()
+                        };
                     }
                 }
             }
@@ -245,10 +298,10 @@ fn from_graph(model: &[u8], start: usize, end: usize) -> Precision {
             _ => {}
         }
     }
-    if f16_bytes > f32_bytes {
-        Precision::Fp16
-    } else {
-        Precision::Fp32
+    GraphWeights {
+        quantised: false,
+        f32_bytes,
+        f16_bytes,
     }
 }
 
@@ -304,7 +357,7 @@ mod tests {
                 ("sam2.precision.source", "a.onnx sha256:00"),
                 ("sam2.precision.tool", "quantize_dynamic"),
             ],
-            &["MatMul"],
+            &["DynamicQuantizeLinear", "MatMulInteger"],
             &[(&[4, 4], FLOAT)],
         );
         let v = detect(&m).unwrap();
@@ -341,6 +394,81 @@ mod tests {
         );
         let e = detect(&model(&[("sam2.attention_scores", "int4")], &[], &[])).unwrap_err();
         assert!(e.contains("`int4`"), "{e}");
+    }
+
+    #[test]
+    fn a_label_the_graph_contradicts_is_reported_not_believed() {
+        // An int8 graph labelled fp32, a float32 graph labelled int8 or fp16, a float16 one
+        // labelled fp32: the graph's precision, and the label kept to say it was wrong.
+        let quantised: &[&str] = &["DynamicQuantizeLinear", "MatMulInteger"];
+        let half: &[(&[u64], u64)] = &[(&[256, 256], FLOAT16)];
+        let float: &[(&[u64], u64)] = &[(&[256, 256], FLOAT)];
+        let table: &[(&[u64], u64)] = &[(&[16, 16], FLOAT16), (&[4096, 2], FLOAT)];
+        for (label, nodes, inits, graph) in [
+            ("fp32", quantised, float, Precision::Int8),
+            ("int8", &["MatMul"][..], float, Precision::Fp32),
+            ("fp16", &["MatMul"][..], float, Precision::Fp32),
+            ("fp32", &["MatMul"][..], half, Precision::Fp16),
+        ] {
+            let v = detect(&model(&[("sam2.precision", label)], nodes, inits)).unwrap();
+            let said = Precision::parse(label).unwrap();
+            assert_eq!(
+                (v.precision, v.contradicted),
+                (graph, Some(said)),
+                "{label}"
+            );
+            assert_eq!(
+                v.to_string(),
+                format!(
+                    "{graph} (read from the graph; its metadata says {label}, which the graph \
+                     contradicts)"
+                )
+            );
+        }
+        // Labels the graph bears out, and int8 on a float32 graph that asks for int8 scores.
+        for (label, nodes, inits, meta) in [
+            ("int8", quantised, float, None),
+            ("fp16", &["MatMul"][..], half, None),
+            ("fp32", &["MatMul"][..], float, None),
+            (
+                "int8",
+                &["MatMul"][..],
+                float,
+                Some(("sam2.attention_scores", "int8")),
+            ),
+            // float16 weights beside a larger float32 table (a position encoding)
+            ("fp16", &["Conv"][..], table, None),
+        ] {
+            let mut metadata = vec![("sam2.precision", label)];
+            metadata.extend(meta);
+            let v = detect(&model(&metadata, nodes, inits)).unwrap();
+            assert_eq!(v.precision.name(), label);
+            assert_eq!(v.contradicted, None);
+        }
+    }
+
+    #[test]
+    fn metadata_is_shown_escaped_and_cut() {
+        let forged = format!(
+            "a.onnx\u{1b}[2J\u{7}\nprecision: fp32{}",
+            "z".repeat(100_000)
+        );
+        let m = model(
+            &[
+                ("sam2.precision", "int8"),
+                ("sam2.precision.source", &forged),
+                ("sam2.precision.tool", "q\r\u{1b}]0;title\u{7}"),
+            ],
+            &["DynamicQuantizeLinear", "MatMulInteger"],
+            &[],
+        );
+        let shown = detect(&m).unwrap().to_string();
+        assert!(!shown.chars().any(char::is_control), "{shown:?}");
+        assert!(shown.starts_with("int8 variant of a.onnx\\u{1b}[2J\\u{7}\\u{a}precision: fp32zz"));
+        assert!(shown.contains("more characters); made by q\\u{d}\\u{1b}]0;title\\u{7}"));
+        assert!(shown.len() < 500, "{} bytes", shown.len());
+        let e = detect(&model(&[("sam2.precision", &forged)], &[], &[])).unwrap_err();
+        assert!(!e.chars().any(char::is_control) && e.len() < 500, "{e:?}");
     }
 
     #[test]

@@ -335,6 +335,18 @@ fn optimize(path: &Path, plan: &Plan, source: Option<&[u8]>) -> Result<Vec<u8>> 
 fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
     let fingerprint = Fingerprint::of_bytes(bytes);
     let variant = precision::detect(bytes).map_err(|e| Error::model(path, e))?;
+    if let Some(label) = variant.contradicted {
+        crate::log::emit(
+            crate::log::LogLevel::Warning,
+            &format!(
+                "{}: its metadata says sam2.precision = {label}, but its graph is {}: reported as \
+                 {}",
+                path.display(),
+                variant.precision,
+                variant.precision
+            ),
+        );
+    }
     let (fused, mut attention) = fuse_attention(path, bytes, plan, &variant);
     let optimized = match fused.map(|model| optimize(path, plan, Some(&model))) {
         Some(Ok(optimized)) => Ok(optimized),

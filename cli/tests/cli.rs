@@ -1733,3 +1733,77 @@ fn track_never_writes_through_links_planted_in_its_output_nor_over_its_frames() 
         );
     }
 }
+
+/// `model` with metadata entries appended (a later entry of a key overrides an earlier one).
+fn with_metadata(model: &[u8], entries: &[(&str, &str)]) -> Vec<u8> {
+    fn varint(out: &mut Vec<u8>, mut v: u64) {
+        while v >= 0x80 {
+            out.push((v as u8) | 0x80);
+            v >>= 7;
+        }
+        out.push(v as u8);
+    }
+    fn field(out: &mut Vec<u8>, number: u64, bytes: &[u8]) {
+        varint(out, number << 3 | 2);
+        varint(out, bytes.len() as u64);
+        out.extend_from_slice(bytes);
+    }
+    let mut m = model.to_vec();
+    for (k, v) in entries {
+        let mut entry = Vec::new();
+        field(&mut entry, 1, k.as_bytes());
+        field(&mut entry, 2, v.as_bytes());
+        field(&mut m, 14, &entry);
+    }
+    m
+}
+
+#[test]
+fn info_reports_the_graphs_precision_and_prints_metadata_escaped() {
+    let dir = scratch("info-metadata");
+    let int8 = std::fs::read(models().join("variants/tiny_a_int8/tiny_a_encoder.onnx")).unwrap();
+    // An int8 graph labelled fp32: int8, and the label called out.
+    let relabelled = dir.join("relabelled.onnx");
+    std::fs::write(
+        &relabelled,
+        with_metadata(&int8, &[("sam2.precision", "fp32")]),
+    )
+    .unwrap();
+    let run = sam2(&["info", relabelled.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        text.contains(
+            "precision: int8 (read from the graph; its metadata says fp32, which the graph \
+             contradicts)"
+        ),
+        "{text}"
+    );
+    // Escape sequences, BEL, a forged line and 100 kB in the metadata: escaped, cut.
+    let forged = format!("x\u{1b}[2J\u{7}\n  precision: fp32{}", "z".repeat(100_000));
+    let hostile = dir.join("hostile.onnx");
+    std::fs::write(
+        &hostile,
+        with_metadata(&int8, &[("sam2.precision.source", &forged)]),
+    )
+    .unwrap();
+    let run = sam2(&["info", hostile.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    // One precision line: the forged one stays inside it.
+    let lines = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("precision:"));
+    assert_eq!(lines.count(), 1, "{text}");
+    assert!(
+        text.contains("x\\u{1b}[2J\\u{7}\\u{a}  precision: fp32zz"),
+        "{text}"
+    );
+    assert!(text.contains("more characters"), "{text}");
+    assert!(text.len() < 4000, "{} bytes printed", text.len());
+    std::fs::remove_dir_all(dir).unwrap();
+}
