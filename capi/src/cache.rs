@@ -304,7 +304,9 @@ pub extern "C" fn sam2_cache_encode_async(
 
 /// Keeps `embedding` (loaded from a file, say) as the embedding of an image for `encoder`, so
 /// `sam2_cache_encode` finds it. It must have been made by the encoder's model
-/// (`SAM2_ERR_MODEL_MISMATCH` otherwise) from an image of this size (`SAM2_ERR_INVALID_ARGUMENT`).
+/// (`SAM2_ERR_MODEL_MISMATCH` otherwise) from an image of this size, and live where the encoder's
+/// embeddings do, the same allocator and device (`SAM2_ERR_INVALID_ARGUMENT` naming both: copy it
+/// there first, `sam2_embedding_to_host` for a host encoder).
 /// The cache shares the embedding; the caller keeps its handle.
 #[no_mangle]
 pub extern "C" fn sam2_cache_put(

@@ -255,8 +255,9 @@ namespace Sam2
 
         /// <summary>
         /// Keeps an embedding made elsewhere (loaded from a file, say) as the one of an image for
-        /// <paramref name="encoder"/> (<c>sam2_cache_put</c>). It must come from the encoder's model
-        /// and be of the image's size.
+        /// <paramref name="encoder"/> (<c>sam2_cache_put</c>). It must come from the encoder's model,
+        /// be of the image's size, and live where the encoder's embeddings do (the same allocator
+        /// and device; <see cref="ArgumentException"/> otherwise).
         /// </summary>
         public void Put(Sam2Encoder encoder, byte[] pixels, int width, int height, int stride, PixelFormat format, Sam2Embedding embedding)
         {

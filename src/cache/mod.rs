@@ -256,7 +256,8 @@ impl EmbeddingCache {
     }
 
     /// Keeps an embedding made elsewhere (loaded from a file, say) as the one of `image` for
-    /// `encoder`. It must come from the encoder's model and be of the image's size.
+    /// `encoder`. It must come from the encoder's model, be of the image's size, and live where
+    /// the encoder's embeddings do (the same allocator and device).
     pub fn put(
         &self,
         encoder: &Arc<Encoder>,
@@ -280,6 +281,23 @@ impl EmbeddingCache {
                     embedding.image_size().1,
                     size.0,
                     size.1
+                ),
+            ));
+        }
+        // Filed where the encoder's own embeddings go: one that lives elsewhere (a device
+        // embedding for a CPU encoder, or the reverse) would be handed out as if the encoder had
+        // written it.
+        let (here, there) = (
+            encoder.output_location(),
+            (embedding.allocator_name(), embedding.device_id()),
+        );
+        if (here.allocator.as_str(), here.device_id) != (there.0, there.1) {
+            return Err(Error::invalid(
+                "embedding",
+                format!(
+                    "lives in {} memory (device {}), but this encoder's embeddings live in {} \
+                     memory (device {}): copy it there first (to_host, or copy_to)",
+                    there.0, there.1, here.allocator, here.device_id
                 ),
             ));
         }
