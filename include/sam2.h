@@ -1661,7 +1661,9 @@ void sam2_tracker_free(struct sam2_tracker *tracker);
  * earlier prompts there. A prompt on a frame already tracked is a correction. The frame's
  * memory is encoded with the prompt (about 1 MiB for SAM2, counted by
  * `sam2_tracker_memory_frames`). A picture is encoded once for several prompts on it: the
- * same frame index with other pixels is encoded afresh. Errors: `SAM2_ERR_INVALID_ARGUMENT`
+ * same frame index with other pixels is encoded afresh. A tracker follows at most 64 objects:
+ * a new id past them is `SAM2_ERR_INVALID_ARGUMENT` naming `object_id` (remove one, or use a
+ * second tracker). Errors: `SAM2_ERR_INVALID_ARGUMENT`
  * (a prompt outside the frame, a frame outside `num_frames`), `SAM2_ERR_MODEL` (a module's
  * output of the wrong shape, named), and those of `sam2_encode`.
  *

@@ -84,6 +84,7 @@ pub mod models {
 pub mod limits {
     pub use crate::everything::{MAX_CROP_LAYERS, MAX_GRID_POINTS};
     pub use crate::predictor::{MAX_OBJECTS, MAX_POINTS, MAX_POOL};
+    pub use crate::video::MAX_TRACKED_OBJECTS;
 }
 
 /// Version of this library.

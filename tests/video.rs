@@ -466,3 +466,33 @@ fn modules_of_different_exports_are_refused_naming_both_and_what_differs() {
         "{text}"
     );
 }
+
+#[test]
+fn a_tracker_follows_at_most_its_documented_number_of_objects() {
+    use sam2::limits::MAX_TRACKED_OBJECTS;
+    let tracker = tracker(&TrackerOptions::default());
+    let (rgb, _, _) = frame(0);
+    let image = ImageView::packed(&rgb, WIDTH, HEIGHT, PixelFormat::Rgb).unwrap();
+    let (cx, cy) = target_centre(0);
+    for id in 0..MAX_TRACKED_OBJECTS as u32 {
+        tracker.add_prompt(0, &image, id, &click(cx, cy)).unwrap();
+    }
+    // One more is refused, naming the argument and the limit, and changes nothing; a known
+    // object may still be prompted again, and a removed one makes room.
+    let id = MAX_TRACKED_OBJECTS as u32;
+    match tracker.add_prompt(0, &image, id, &click(cx, cy)) {
+        Err(sam2::Error::InvalidArgument { name, reason }) => {
+            assert_eq!(name, "object_id");
+            assert!(
+                reason.contains(&format!("at most {MAX_TRACKED_OBJECTS}")),
+                "{reason}"
+            );
+        }
+        other => panic!("object {} was taken: {other:?}", id + 1),
+    }
+    assert_eq!(tracker.objects().len(), MAX_TRACKED_OBJECTS);
+    tracker.add_prompt(0, &image, 3, &click(cx, cy)).unwrap();
+    assert!(tracker.remove_object(3));
+    tracker.add_prompt(0, &image, id, &click(cx, cy)).unwrap();
+    assert_eq!(tracker.objects().len(), MAX_TRACKED_OBJECTS);
+}
