@@ -256,6 +256,21 @@ fn tiny_images_segment_with_every_crop_layer_count() {
             for m in &result.masks {
                 assert_eq!((m.rle.width, m.rle.height), (w, h));
             }
+            // No mask twice: on an image this small, crops of a layer can be the whole image
+            // or another layer's crop again.
+            for (i, a) in result.masks.iter().enumerate() {
+                for b in &result.masks[..i] {
+                    assert!(
+                        a.rle.counts != b.rle.counts,
+                        "{w}×{h}, {layers} layers: a mask twice ({:?} and {:?}, from crops {:?} \
+                         and {:?})",
+                        a.bbox,
+                        b.bbox,
+                        a.crop_box,
+                        b.crop_box
+                    );
+                }
+            }
         }
     }
 }

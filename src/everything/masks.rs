@@ -93,13 +93,12 @@ pub(super) fn make_mask(
         &mut scratch.rows,
         &mut scratch.mask,
     );
-    // SAM2 divides the counts as they are (an empty union gives NaN, which no threshold above
-    // 0 keeps); here an empty union scores 0, which no such threshold keeps either.
-    let stability_score = if low == 0 {
-        0.0
-    } else {
-        high as f32 / low as f32
-    };
+    // SAM2 divides the counts as they are: an empty union gives NaN, which no threshold keeps,
+    // 0 included (`NaN >= 0` is false). Such a mask is empty at every threshold: dropped.
+    if low == 0 {
+        return Ok(None);
+    }
+    let stability_score = high as f32 / low as f32;
     if options.stability_score_thresh > 0.0 && stability_score < options.stability_score_thresh {
         return Ok(None);
     }
@@ -208,7 +207,11 @@ pub(crate) fn nms(boxes: &[[u32; 4]], scores: &[f32], threshold: f32) -> Result<
             let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
             let inter = w * h;
             let union = area(a) + area(b) - inter;
-            if union > 0.0 && inter / union > threshold {
+            // Boxes of no area (a mask one pixel wide or tall, or empty: SAM2's boxes are
+            // inclusive) have an IoU of 0/0, which torchvision never suppresses: on an image a
+            // pixel or two across every mask was kept as often as it was predicted. The same
+            // box twice is one box.
+            if (union > 0.0 && inter / union > threshold) || (union == 0.0 && a == b) {
                 suppressed[j] = true;
             }
         }

@@ -351,9 +351,16 @@ fn process_crop(
     out.extend(keep.iter().map(|&i| {
         let m = slots[i].take().expect("kept once");
         let [bx0, by0, bx1, by1] = m.bbox;
+        // An empty mask's box stays zeros (moved by the crop's corner it named a pixel, and
+        // empty masks of different crops escaped the cross-crop suppression as different boxes).
+        let bbox = if m.area == 0 {
+            [0; 4]
+        } else {
+            [bx0 + x0, by0 + y0, bx1 + x0, by1 + y0]
+        };
         EverythingMask {
             rle: m.rle,
-            bbox: [bx0 + x0, by0 + y0, bx1 + x0, by1 + y0],
+            bbox,
             area: m.area,
             predicted_iou: m.predicted_iou,
             stability_score: m.stability_score,
@@ -413,6 +420,16 @@ mod tests {
         assert_eq!(
             nms(&[[0, 0, 10, 10], [0, 0, 10, 10]], &[1.0, 1.0], 0.7).unwrap(),
             vec![0]
+        );
+        // Boxes of no area (one-pixel-wide masks, single pixels): the same box twice is one.
+        assert_eq!(
+            nms(
+                &[[3, 0, 3, 9], [3, 0, 3, 9], [4, 0, 4, 9], [0, 0, 0, 0]],
+                &[1.0, 0.9, 0.8, 0.7],
+                0.7
+            )
+            .unwrap(),
+            vec![0, 2, 3]
         );
         // An IoU exactly at the threshold is kept (torchvision drops only above it).
         assert_eq!(
