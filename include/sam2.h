@@ -142,6 +142,44 @@
 #define SAM2_OPTIMIZATION_ALL 2
 
 /**
+ * Load-time rewrite (a bit of `disabled_rewrites` in the encoder, predictor and tracker options):
+ * attention cores into ONNX Runtime's fused `MultiHeadAttention` (CPU, CUDA, WebGPU).
+ */
+#define SAM2_REWRITE_ATTENTION 1
+
+/**
+ * Load-time rewrite: values that are a narrower tensor's projection projected after the fused
+ * kernel (part of a fused core).
+ */
+#define SAM2_REWRITE_VALUES_AFTER_ATTENTION 2
+
+/**
+ * Load-time rewrite: int8 attention scores, where a model asks for them and the CPU has VNNI.
+ */
+#define SAM2_REWRITE_INT8_SCORES 4
+
+/**
+ * Load-time rewrite: means over the channels of NCHW tensors as matrix products (CPU).
+ */
+#define SAM2_REWRITE_CHANNEL_MEANS 8
+
+/**
+ * Load-time rewrite: joint query-key-value projections split by their weights (CPU).
+ */
+#define SAM2_REWRITE_QKV_SPLIT 16
+
+/**
+ * Load-time rewrite: sums of parallel depthwise convolutions of one input merged into one (CPU).
+ */
+#define SAM2_REWRITE_DEPTHWISE_BRANCHES 32
+
+/**
+ * Every load-time rewrite: `disabled_rewrites = SAM2_REWRITE_ALL` loads the graph as exported
+ * (ONNX Runtime's own optimisations, `graph_optimization`, still apply).
+ */
+#define SAM2_REWRITE_ALL 63
+
+/**
  * CUDA arena growth: by powers of two (ONNX Runtime's default).
  */
 #define SAM2_ARENA_NEXT_POWER_OF_TWO 0
@@ -553,6 +591,12 @@ typedef struct sam2_encoder_options {
    * `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
    */
   uint32_t graph_optimization;
+  /**
+   * Load-time rewrites turned off: a sum of `SAM2_REWRITE_*` bits (0, the default: every
+   * rewrite the model allows; `SAM2_REWRITE_ALL`: the graph as exported). For ruling one out
+   * when it is suspected; sessions with different sets hold different weights.
+   */
+  uint64_t disabled_rewrites;
 } sam2_encoder_options;
 
 /**
@@ -751,6 +795,12 @@ typedef struct sam2_predictor_options {
    * `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
    */
   uint32_t graph_optimization;
+  /**
+   * Load-time rewrites turned off: a sum of `SAM2_REWRITE_*` bits (0, the default: every
+   * rewrite the model allows; `SAM2_REWRITE_ALL`: the graph as exported). For ruling one out
+   * when it is suspected; sessions with different sets hold different weights.
+   */
+  uint64_t disabled_rewrites;
 } sam2_predictor_options;
 
 /**
@@ -853,6 +903,12 @@ typedef struct sam2_tracker_options {
    * (default 16): the bound on the memory bank (about 1 MiB a frame and object for SAM2).
    */
   uint32_t memory_frames;
+  /**
+   * Load-time rewrites turned off: a sum of `SAM2_REWRITE_*` bits (0, the default: every
+   * rewrite the model allows; `SAM2_REWRITE_ALL`: the graph as exported). For ruling one out
+   * when it is suspected; sessions with different sets hold different weights.
+   */
+  uint64_t disabled_rewrites;
 } sam2_tracker_options;
 
 /**

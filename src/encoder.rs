@@ -75,7 +75,11 @@ impl Encoder {
         let weights = weights::get(
             path,
             options.session.weights,
-            weights::Plan::new(options.session.optimization, &options.session.device),
+            weights::Plan::new(
+                options.session.optimization,
+                &options.session.device,
+                options.session.rewrites,
+            ),
         )?;
         let fingerprint = weights.fingerprint;
         let (session, device) = session::build(

@@ -73,7 +73,7 @@ pub mod masks {
 
 /// Models: the SAM2 exports the library recognises, and encoder/decoder pairs found by file name.
 pub mod models {
-    pub use crate::attention::{int8_scores_available, AttentionFusion};
+    pub use crate::attention::{int8_scores_available, AttentionFusion, Rewrite, Rewrites};
     pub use crate::export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec};
     pub use crate::model_pair::{find_model_pair, ModelNaming, ModelPair};
     pub use crate::precision::{Precision, Variant};

@@ -21,6 +21,9 @@ pub struct SessionOptions {
     pub weights: WeightSharing,
     /// Graph optimisations ONNX Runtime applies when building the session.
     pub optimization: Optimization,
+    /// The library's own load-time rewrites allowed (every one by default; see
+    /// [`crate::models::Rewrite`]). Sessions with different sets hold different weights.
+    pub rewrites: crate::models::Rewrites,
 }
 
 /// Most intra-op threads a session may ask for.

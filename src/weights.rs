@@ -32,7 +32,7 @@ use ort::value::{DynValue, Tensor};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
-use crate::attention::{self, AttentionFusion};
+use crate::attention::{self, AttentionFusion, Rewrite, Rewrites};
 use crate::device::{DeviceOptions, Provider};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
@@ -117,6 +117,8 @@ pub(crate) struct Plan {
     fuse_attention: bool,
     /// The sessions run on the CPU provider.
     cpu: bool,
+    /// The library's own rewrites allowed ([`crate::SessionOptions::rewrites`]).
+    rewrites: Rewrites,
 }
 
 impl Plan {
@@ -129,7 +131,7 @@ impl Plan {
     /// on one storage binding (128 MiB on llvmpipe; Hiera's global attention holds 256 MiB) came
     /// out wrong from ONNX Runtime 1.30's WebGPU `Softmax` without an error; fused, the same
     /// encoder gives the CPU's embedding there.
-    pub(crate) fn new(level: Optimization, device: &DeviceOptions) -> Self {
+    pub(crate) fn new(level: Optimization, device: &DeviceOptions, rewrites: Rewrites) -> Self {
         let first = device.providers.first().map(|r| r.provider);
         match first {
             None | Some(Provider::Cpu) => Plan {
@@ -138,6 +140,7 @@ impl Plan {
                 readable_weights: false,
                 fuse_attention: level != Optimization::None,
                 cpu: true,
+                rewrites,
             },
             Some(Provider::Cuda) => Plan {
                 level,
@@ -145,6 +148,7 @@ impl Plan {
                 readable_weights: false,
                 fuse_attention: level != Optimization::None,
                 cpu: false,
+                rewrites,
             },
             Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl | Provider::WebGpu) => {
                 Plan {
@@ -159,6 +163,7 @@ impl Plan {
                     // exported.
                     fuse_attention: first == Some(Provider::WebGpu) && level != Optimization::None,
                     cpu: false,
+                    rewrites,
                 }
             }
         }
@@ -449,6 +454,10 @@ fn fuse_attention(
         plan.cpu,
         attention::int8_scores_available(),
     ) {
+        (true, _, _) if !plan.rewrites.contains(Rewrite::Int8Scores) => {
+            note = Some("int8 scores asked for, not used: switched off".to_string());
+            attention::Scores::Float
+        }
         (true, true, Ok(())) => attention::Scores::INT8,
         (true, true, Err(why)) => {
             note = Some(format!("int8 scores asked for, not used: {why}"));
@@ -460,7 +469,7 @@ fn fuse_attention(
         }
         (false, _, _) => attention::Scores::Float,
     };
-    match attention::fuse(bytes, scores, plan.cpu) {
+    match attention::fuse(bytes, scores, plan.cpu, plan.rewrites) {
         Ok((model, mut report)) => {
             report.note = note;
             (model, report)

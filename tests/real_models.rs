@@ -736,3 +736,66 @@ fn large_images_are_resized_as_sam2_image_predictor_resizes_them() {
     report("resize_parity.txt", &text);
     assert!(failures.is_empty(), "{failures:#?}");
 }
+
+/// Every rewrite switched off at once (`SessionOptions::rewrites`): the real SAM2.1 tiny encoder
+/// (its attention fused, its joint projections split) and EdgeTAM's (its depthwise branches
+/// merged) load as exported, say so, and give the embedding they give with the rewrites, within
+/// float noise. The embeddings with the rewrites come from `open_encoded` (no extra encode).
+#[test]
+fn the_rewrites_switched_off_leave_the_real_encoders_embeddings_as_they_are() {
+    use sam2::models::{Rewrite, Rewrites};
+    init_runtime();
+    let tiny = tiny_pairs().into_iter().next().expect("a SAM2.1 tiny pair");
+    let edgetam = edgetam_pairs().into_iter().next().expect("an EdgeTAM pair");
+    for (pair, ran) in [
+        (tiny, &[Rewrite::Attention, Rewrite::QkvSplit][..]),
+        (edgetam, &[Rewrite::DepthwiseBranches][..]),
+    ] {
+        let (on, _) = open_encoded(&pair);
+        let counts = on.encoder.attention_fusion().counts();
+        for r in ran {
+            assert!(
+                counts.iter().any(|(c, n)| c == r && *n > 0),
+                "{}: {r} did not run: {counts:?}",
+                pair.encoder.display()
+            );
+        }
+        let mut options = EncoderOptions::default();
+        options.session.rewrites = Rewrites::NONE;
+        let off = Encoder::new(&pair.encoder, &options).unwrap();
+        let report = off.attention_fusion();
+        assert_eq!(report.off, Rewrite::ALL, "{report}");
+        assert!(
+            report.counts().is_empty() && report.fused_count() == 0,
+            "{report}"
+        );
+        assert!(
+            report.to_string().ends_with(
+                "switched off: attention, values-after-attention, int8-scores, channel-means, \
+                 qkv-split, depthwise-branches"
+            ),
+            "{report}"
+        );
+        let embedding = off.encode(&rgb(&demo())).unwrap();
+        for (a, b) in on.embedding.tensors().iter().zip(embedding.tensors()) {
+            let floats = |t: &sam2::embedding::EmbeddingTensor| -> Vec<f32> {
+                t.host_bytes()
+                    .unwrap()
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                    .collect()
+            };
+            let (a, b) = (floats(a), floats(b));
+            let largest = a.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let worst = a
+                .iter()
+                .zip(&b)
+                .fold(0f32, |m, (x, y)| m.max((x - y).abs()));
+            println!(
+                "{}: rewrites off against on: largest {largest}, worst difference {worst}",
+                pair.encoder.display()
+            );
+            assert!(worst <= 1e-4 * largest.max(1.0), "{worst} of {largest}");
+        }
+    }
+}

@@ -83,6 +83,31 @@ c_enum! {
     }
 }
 
+/// Load-time rewrite (a bit of `disabled_rewrites` in the encoder, predictor and tracker options):
+/// attention cores into ONNX Runtime's fused `MultiHeadAttention` (CPU, CUDA, WebGPU).
+pub const SAM2_REWRITE_ATTENTION: u64 = 1;
+/// Load-time rewrite: values that are a narrower tensor's projection projected after the fused
+/// kernel (part of a fused core).
+pub const SAM2_REWRITE_VALUES_AFTER_ATTENTION: u64 = 2;
+/// Load-time rewrite: int8 attention scores, where a model asks for them and the CPU has VNNI.
+pub const SAM2_REWRITE_INT8_SCORES: u64 = 4;
+/// Load-time rewrite: means over the channels of NCHW tensors as matrix products (CPU).
+pub const SAM2_REWRITE_CHANNEL_MEANS: u64 = 8;
+/// Load-time rewrite: joint query-key-value projections split by their weights (CPU).
+pub const SAM2_REWRITE_QKV_SPLIT: u64 = 16;
+/// Load-time rewrite: sums of parallel depthwise convolutions of one input merged into one (CPU).
+pub const SAM2_REWRITE_DEPTHWISE_BRANCHES: u64 = 32;
+/// Every load-time rewrite: `disabled_rewrites = SAM2_REWRITE_ALL` loads the graph as exported
+/// (ONNX Runtime's own optimisations, `graph_optimization`, still apply).
+pub const SAM2_REWRITE_ALL: u64 = 63;
+
+/// The rewrites a session may make: every one but those `disabled_rewrites` names. An unknown
+/// bit is `SAM2_ERR_INVALID_ARGUMENT` naming `options.disabled_rewrites`.
+pub(crate) fn rewrites(disabled_rewrites: u64) -> Result<sam2::models::Rewrites, Error> {
+    let name = "options.disabled_rewrites";
+    Ok(sam2::models::Rewrites::from_bits(disabled_rewrites, name)?.complement())
+}
+
 /// Converts the weight-sharing and optimisation fields shared by encoder and predictor options.
 pub(crate) fn weights_and_optimization(
     weight_sharing: u32,
@@ -180,4 +205,44 @@ pub(crate) fn write_providers(
     needed: *mut usize,
 ) -> Result<(), Error> {
     copy_out_str(&device.provider_names(), buf, buf_len, needed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sam2::models::{Rewrite, Rewrites};
+
+    /// The header's `SAM2_REWRITE_*` constants are the core's rewrites, by name and bit, and
+    /// `disabled_rewrites` turns off exactly the bits it names.
+    #[test]
+    fn the_rewrite_constants_are_the_cores_rewrites() {
+        let header = include_str!("../../include/sam2.h");
+        let defined: Vec<(String, u64)> = header
+            .lines()
+            .filter_map(|l| l.strip_prefix("#define SAM2_REWRITE_"))
+            .map(|rest| {
+                let (name, value) = rest.split_once(' ').expect("a value");
+                (name.to_string(), value.trim().parse().expect("a number"))
+            })
+            .collect();
+        let mut expected: Vec<(String, u64)> = Rewrite::ALL
+            .iter()
+            .map(|r| {
+                (
+                    r.name().to_uppercase().replace('-', "_"),
+                    u64::from(r.bit()),
+                )
+            })
+            .collect();
+        expected.push(("ALL".into(), u64::from(Rewrites::ALL.bits())));
+        assert_eq!(defined, expected);
+        assert_eq!(rewrites(0).unwrap(), Rewrites::ALL);
+        assert_eq!(rewrites(SAM2_REWRITE_ALL).unwrap(), Rewrites::NONE);
+        assert_eq!(
+            rewrites(SAM2_REWRITE_QKV_SPLIT).unwrap(),
+            Rewrites::ALL.without(Rewrite::QkvSplit)
+        );
+        let e = rewrites(128).unwrap_err().to_string();
+        assert!(e.contains("`options.disabled_rewrites`"), "{e}");
+    }
 }

@@ -84,10 +84,15 @@ pub struct sam2_encoder_options {
     pub weight_sharing: u32,
     /// `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
     pub graph_optimization: u32,
+    /// Load-time rewrites turned off: a sum of `SAM2_REWRITE_*` bits (0, the default: every
+    /// rewrite the model allows; `SAM2_REWRITE_ALL`: the graph as exported). For ruling one out
+    /// when it is suspected; sessions with different sets hold different weights.
+    pub disabled_rewrites: u64,
 }
 
-// Earlier versions of `sam2_encoder_options`: the first layout, 12 bytes.
-impl_options!(sam2_encoder_options, earlier_sizes: [12]);
+// Earlier versions of `sam2_encoder_options`: the first layout, 12 bytes; then up to
+// `graph_optimization`, 48 bytes.
+impl_options!(sam2_encoder_options, earlier_sizes: [12, 48]);
 
 impl Default for sam2_encoder_options {
     fn default() -> Self {
@@ -100,6 +105,7 @@ impl Default for sam2_encoder_options {
             on_device_mismatch: SAM2_ON_MISMATCH_FALLBACK,
             weight_sharing: SAM2_WEIGHTS_SHARED,
             graph_optimization: SAM2_OPTIMIZATION_ALL,
+            disabled_rewrites: 0,
         }
     }
 }
@@ -151,6 +157,7 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
     )?;
     (out.session.weights, out.session.optimization) =
         weights_and_optimization(options.weight_sharing, options.graph_optimization)?;
+    out.session.rewrites = super::device::rewrites(options.disabled_rewrites)?;
     Ok(out)
 }
 

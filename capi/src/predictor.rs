@@ -71,10 +71,15 @@ pub struct sam2_predictor_options {
     pub weight_sharing: u32,
     /// `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
     pub graph_optimization: u32,
+    /// Load-time rewrites turned off: a sum of `SAM2_REWRITE_*` bits (0, the default: every
+    /// rewrite the model allows; `SAM2_REWRITE_ALL`: the graph as exported). For ruling one out
+    /// when it is suspected; sessions with different sets hold different weights.
+    pub disabled_rewrites: u64,
 }
 
-// Earlier versions of `sam2_predictor_options`: the first layout, 16 bytes.
-impl_options!(sam2_predictor_options, earlier_sizes: [16]);
+// Earlier versions of `sam2_predictor_options`: the first layout, 16 bytes; then up to
+// `graph_optimization`, 56 bytes.
+impl_options!(sam2_predictor_options, earlier_sizes: [16, 56]);
 
 impl Default for sam2_predictor_options {
     fn default() -> Self {
@@ -89,6 +94,7 @@ impl Default for sam2_predictor_options {
             pool_size: 0,
             weight_sharing: SAM2_WEIGHTS_SHARED,
             graph_optimization: SAM2_OPTIMIZATION_ALL,
+            disabled_rewrites: 0,
         }
     }
 }
@@ -191,6 +197,7 @@ pub extern "C" fn sam2_predictor_new(
             device_options(raw.providers, raw.provider_count, raw.on_device_mismatch)?;
         (opts.session.weights, opts.session.optimization) =
             weights_and_optimization(raw.weight_sharing, raw.graph_optimization)?;
+        opts.session.rewrites = super::device::rewrites(raw.disabled_rewrites)?;
         opts.pool_size = (raw.pool_size > 0).then_some(raw.pool_size as usize);
         opts.allow_embedding_copy =
             super::flag(raw.allow_embedding_copy, "options.allow_embedding_copy")?;

@@ -55,10 +55,14 @@ pub struct sam2_tracker_options {
     /// Tracked frames whose memory each object keeps besides its prompted frames, 6 to 1024
     /// (default 16): the bound on the memory bank (about 1 MiB a frame and object for SAM2).
     pub memory_frames: u32,
+    /// Load-time rewrites turned off: a sum of `SAM2_REWRITE_*` bits (0, the default: every
+    /// rewrite the model allows; `SAM2_REWRITE_ALL`: the graph as exported). For ruling one out
+    /// when it is suspected; sessions with different sets hold different weights.
+    pub disabled_rewrites: u64,
 }
 
-// Earlier published versions of `sam2_tracker_options`: none yet.
-impl_options!(sam2_tracker_options, earlier_sizes: []);
+// Earlier versions of `sam2_tracker_options`: up to `memory_frames`, 48 bytes.
+impl_options!(sam2_tracker_options, earlier_sizes: [48]);
 
 impl Default for sam2_tracker_options {
     fn default() -> Self {
@@ -74,6 +78,7 @@ impl Default for sam2_tracker_options {
             corrections_as_conditioning: d.corrections_as_conditioning as u32,
             num_frames: d.num_frames.unwrap_or(0),
             memory_frames: d.memory_frames as u32,
+            disabled_rewrites: 0,
         }
     }
 }
@@ -117,6 +122,7 @@ fn tracker_options(o: &sam2_tracker_options) -> Result<TrackerOptions, Error> {
     out.session.device = device_options(o.providers, o.provider_count, o.on_device_mismatch)?;
     (out.session.weights, out.session.optimization) =
         weights_and_optimization(o.weight_sharing, o.graph_optimization)?;
+    out.session.rewrites = super::device::rewrites(o.disabled_rewrites)?;
     Ok(out)
 }
 

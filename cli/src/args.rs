@@ -50,10 +50,13 @@ pub struct Models {
     pub decoder: Option<PathBuf>,
 }
 
+/// How the command's sessions are made: the device, and the library's load-time rewrites.
 #[derive(Debug, Clone, Copy)]
 pub struct Device {
     pub provider: Provider,
     pub on_mismatch: MismatchPolicy,
+    /// The rewrites allowed (`--no-rewrite` takes some away).
+    pub rewrites: sam2::models::Rewrites,
 }
 
 impl Default for Device {
@@ -61,8 +64,31 @@ impl Default for Device {
         Device {
             provider: Provider::Cpu,
             on_mismatch: MismatchPolicy::Fallback,
+            rewrites: sam2::models::Rewrites::ALL,
         }
     }
+}
+
+/// `--no-rewrite NAME[,NAME…]`: the rewrites named (the core's names, or `all`) taken away.
+fn without_rewrites(
+    mut on: sam2::models::Rewrites,
+    text: &str,
+) -> Result<sam2::models::Rewrites, String> {
+    use sam2::models::{Rewrite, Rewrites};
+    for name in text.split(',') {
+        match (name, Rewrite::parse(name)) {
+            ("all", _) => on = Rewrites::NONE,
+            (_, Some(r)) => on = on.without(r),
+            (_, None) => {
+                let names: Vec<&str> = Rewrite::ALL.iter().map(|r| r.name()).collect();
+                return Err(format!(
+                    "--no-rewrite {text}: `{name}` is no rewrite (expected all, {})",
+                    names.join(", ")
+                ));
+            }
+        }
+    }
+    Ok(on)
 }
 
 pub struct Segment {
@@ -320,6 +346,13 @@ pub fn parse(raw: Vec<String>) -> Result<Command, Usage> {
             }
             "--device" => device.provider = provider(&args.value(&name, inline)?)?,
             "--on-mismatch" => device.on_mismatch = policy(&args.value(&name, inline)?)?,
+            "--no-rewrite" => {
+                let text = args.value(&name, inline)?;
+                device.rewrites = match without_rewrites(device.rewrites, &text) {
+                    Ok(on) => on,
+                    Err(message) => return usage(message),
+                };
+            }
             "--onnxruntime" => onnxruntime = Some(PathBuf::from(args.value(&name, inline)?)),
             "-o" | "--output" if command != "info" => {
                 let text = args.value(&name, inline)?;

@@ -30,6 +30,7 @@ pub(crate) fn session_options(device: Device) -> SessionOptions {
             providers: vec![request],
             on_mismatch: device.on_mismatch,
         },
+        rewrites: device.rewrites,
         ..SessionOptions::default()
     }
 }

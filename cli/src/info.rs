@@ -77,6 +77,7 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
                 println!("  precision: {}", encoder.variant());
                 print_device(encoder.device());
                 println!("  attention: {}", encoder.attention_fusion());
+                print_rewrites(encoder.attention_fusion());
                 return Ok(());
             }
             Err(e) => e,
@@ -101,6 +102,7 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
             println!("  fingerprint: {}", Fingerprint::of_bytes(&data));
             print_device(predictor.device());
             println!("  attention: {}", predictor.attention_fusion());
+            print_rewrites(predictor.attention_fusion());
             Ok(())
         }
         Err(decoder_error) => match sam2::video::describe_video_module(file, &session_options(device)) {
@@ -108,6 +110,7 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
                 let family = module.family.map_or("SAM2 or EdgeTAM (the same contract for both)", |f| f.name());
                 println!("  role: video {} (four-module contract)\n  family: {family}", module.role);
                 println!("  precision: {}\n  attention: {}", module.variant, module.attention);
+                print_rewrites(&module.attention);
                 Ok(())
             }
             Err(_) => Err(Failure::new(
@@ -130,4 +133,24 @@ fn print_device(device: &sam2::device::EffectiveDevice) {
         },
         names.join(", ")
     );
+}
+
+/// Which of the library's load-time rewrites ran, how often, and which were switched off
+/// (`--no-rewrite`).
+fn print_rewrites(report: &sam2::models::AttentionFusion) {
+    let ran: Vec<String> = report
+        .counts()
+        .iter()
+        .map(|(r, n)| format!("{r} {n}"))
+        .collect();
+    let mut line = match &report.not_tried {
+        Some(why) => format!("none ({why})"),
+        None if ran.is_empty() => "none".to_string(),
+        None => ran.join(", "),
+    };
+    if !report.off.is_empty() {
+        let off: Vec<&str> = report.off.iter().map(|r| r.name()).collect();
+        line.push_str(&format!("; switched off: {}", off.join(", ")));
+    }
+    println!("  rewrites: {line}");
 }

@@ -71,6 +71,9 @@ Generator (everything; SAM2's defaults in brackets):
 Options:
   --device cpu|cuda|tensorrt|directml|coreml|webgpu   where to run (default cpu)
   --on-mismatch fallback|fail   a GPU that cannot be had: warn and use the CPU, or fail
+  --no-rewrite NAME[,NAME]   load without these of the library's graph rewrites (all,
+                        attention, values-after-attention, int8-scores, channel-means,
+                        qkv-split, depthwise-branches); `sam2 info` says which ran
   --onnxruntime LIB     the ONNX Runtime library (default: SAM2_ONNXRUNTIME_PATH, then the
                         system's)
   --max-pixels N        refuse an image whose header declares more than N pixels, before

@@ -1807,3 +1807,47 @@ fn info_reports_the_graphs_precision_and_prints_metadata_escaped() {
     assert!(text.len() < 4000, "{} bytes printed", text.len());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+#[test]
+fn info_says_which_rewrites_ran_and_no_rewrite_switches_them_off() {
+    let model = models().join("track");
+    let run = sam2(&["info", model.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let lines: Vec<&str> = text.lines().filter(|l| l.contains("rewrites:")).collect();
+    assert_eq!(lines.len(), 4, "one line per module: {text}");
+    assert!(lines
+        .iter()
+        .all(|l| l.contains("attention 0") && !l.contains("switched off")));
+    let run = sam2(&[
+        "info",
+        model.to_str().unwrap(),
+        "--no-rewrite",
+        "qkv-split,channel-means",
+    ]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_eq!(
+        text.matches("; switched off: channel-means, qkv-split\n")
+            .count(),
+        8,
+        "the attention and rewrites lines of each module: {text}"
+    );
+    let run = sam2(&["info", model.to_str().unwrap(), "--no-rewrite=all"]);
+    let text = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        text.contains(
+            "  rewrites: none; switched off: attention, values-after-attention, int8-scores, \
+             channel-means, qkv-split, depthwise-branches\n"
+        ),
+        "{text}"
+    );
+    let run = sam2(&[
+        "info",
+        model.to_str().unwrap(),
+        "--no-rewrite",
+        "attention,bogus",
+    ]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    assert!(stderr(&run).contains("`bogus` is no rewrite (expected all, attention"));
+}

@@ -49,6 +49,31 @@ namespace Sam2
         All = NativeMethods.SAM2_OPTIMIZATION_ALL,
     }
 
+    /// <summary>
+    /// The library's load-time graph rewrites (SAM2_REWRITE_*), to switch off with an options'
+    /// <c>DisabledRewrites</c> when one is suspected: the model then loads without it.
+    /// </summary>
+    [Flags]
+    public enum Rewrites : ulong
+    {
+        /// <summary>No rewrite.</summary>
+        None = 0,
+        /// <summary>Attention cores into ONNX Runtime's fused MultiHeadAttention (CPU, CUDA, WebGPU).</summary>
+        Attention = NativeMethods.SAM2_REWRITE_ATTENTION,
+        /// <summary>Values that are a narrower tensor's projection projected after the fused kernel.</summary>
+        ValuesAfterAttention = NativeMethods.SAM2_REWRITE_VALUES_AFTER_ATTENTION,
+        /// <summary>int8 attention scores, where a model asks for them and the CPU has VNNI.</summary>
+        Int8Scores = NativeMethods.SAM2_REWRITE_INT8_SCORES,
+        /// <summary>Means over the channels of NCHW tensors as matrix products (CPU).</summary>
+        ChannelMeans = NativeMethods.SAM2_REWRITE_CHANNEL_MEANS,
+        /// <summary>Joint query-key-value projections split by their weights (CPU).</summary>
+        QkvSplit = NativeMethods.SAM2_REWRITE_QKV_SPLIT,
+        /// <summary>Sums of parallel depthwise convolutions of one input merged into one (CPU).</summary>
+        DepthwiseBranches = NativeMethods.SAM2_REWRITE_DEPTHWISE_BRANCHES,
+        /// <summary>Every rewrite: as <c>DisabledRewrites</c>, the graph loads as exported.</summary>
+        All = NativeMethods.SAM2_REWRITE_ALL,
+    }
+
     /// <summary>How CUDA's memory arena grows (SAM2_ARENA_*).</summary>
     public enum ArenaExtendStrategy : uint
     {

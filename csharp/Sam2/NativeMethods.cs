@@ -37,6 +37,13 @@ namespace Sam2
         internal const uint SAM2_OPTIMIZATION_BASIC = 0;
         internal const uint SAM2_OPTIMIZATION_NONE = 1;
         internal const uint SAM2_OPTIMIZATION_ALL = 2;
+        internal const ulong SAM2_REWRITE_ATTENTION = 1;
+        internal const ulong SAM2_REWRITE_VALUES_AFTER_ATTENTION = 2;
+        internal const ulong SAM2_REWRITE_INT8_SCORES = 4;
+        internal const ulong SAM2_REWRITE_CHANNEL_MEANS = 8;
+        internal const ulong SAM2_REWRITE_QKV_SPLIT = 16;
+        internal const ulong SAM2_REWRITE_DEPTHWISE_BRANCHES = 32;
+        internal const ulong SAM2_REWRITE_ALL = 63;
         internal const uint SAM2_ARENA_NEXT_POWER_OF_TWO = 0;
         internal const uint SAM2_ARENA_SAME_AS_REQUESTED = 1;
         internal const uint SAM2_PLACE_HOST = 0;
@@ -97,6 +104,7 @@ namespace Sam2
             public uint on_device_mismatch;
             public uint weight_sharing;
             public uint graph_optimization;
+            public ulong disabled_rewrites;
         }
 
         [StructLayout(LayoutKind.Sequential)]
@@ -114,6 +122,7 @@ namespace Sam2
             public uint pool_size;
             public uint weight_sharing;
             public uint graph_optimization;
+            public ulong disabled_rewrites;
         }
 
         [StructLayout(LayoutKind.Sequential)]
@@ -464,6 +473,7 @@ namespace Sam2
             public uint corrections_as_conditioning;
             public uint num_frames;
             public uint memory_frames;
+            public ulong disabled_rewrites;
         }
 
         [StructLayout(LayoutKind.Sequential)]

@@ -19,6 +19,7 @@ namespace Sam2
             OnDeviceMismatch = (DeviceMismatchPolicy)defaults.on_device_mismatch;
             WeightSharing = (WeightSharing)defaults.weight_sharing;
             GraphOptimization = (GraphOptimization)defaults.graph_optimization;
+            DisabledRewrites = (Rewrites)defaults.disabled_rewrites;
         }
 
         /// <summary>Shared weights (default: one copy for every session of the model) or an explicit copy.</summary>
@@ -26,6 +27,13 @@ namespace Sam2
 
         /// <summary>How far ONNX Runtime optimises the graph (default All; weights stay shared at every level).</summary>
         public GraphOptimization GraphOptimization { get; set; }
+
+        /// <summary>
+        /// Load-time rewrites switched off (default <see cref="Rewrites.None"/>: every rewrite the
+        /// model allows; <see cref="Rewrites.All"/>: the graph as exported). An unknown bit is an
+        /// ArgumentException from the library.
+        /// </summary>
+        public Rewrites DisabledRewrites { get; set; }
 
         /// <summary>Where the embedding is placed: <see cref="Sam2.OutputTarget.Device"/> (default) or <see cref="Sam2.OutputTarget.Host"/>.</summary>
         public OutputTarget OutputTarget { get; set; }
@@ -61,6 +69,7 @@ namespace Sam2
             native.on_device_mismatch = (uint)OnDeviceMismatch;
             native.weight_sharing = (uint)WeightSharing;
             native.graph_optimization = (uint)GraphOptimization;
+            native.disabled_rewrites = (ulong)DisabledRewrites;
             return native;
         }
     }
@@ -82,6 +91,7 @@ namespace Sam2
             _poolSize = (int)defaults.pool_size;
             WeightSharing = (WeightSharing)defaults.weight_sharing;
             GraphOptimization = (GraphOptimization)defaults.graph_optimization;
+            DisabledRewrites = (Rewrites)defaults.disabled_rewrites;
         }
 
         private int _poolSize;
@@ -103,6 +113,13 @@ namespace Sam2
 
         /// <summary>How far ONNX Runtime optimises the graph (default All; weights stay shared at every level).</summary>
         public GraphOptimization GraphOptimization { get; set; }
+
+        /// <summary>
+        /// Load-time rewrites switched off (default <see cref="Rewrites.None"/>: every rewrite the
+        /// model allows; <see cref="Rewrites.All"/>: the graph as exported). An unknown bit is an
+        /// ArgumentException from the library.
+        /// </summary>
+        public Rewrites DisabledRewrites { get; set; }
 
         /// <summary>Intra-op threads of each session; 0 lets ONNX Runtime choose.</summary>
         public int IntraThreads
@@ -150,6 +167,7 @@ namespace Sam2
             native.pool_size = (uint)_poolSize;
             native.weight_sharing = (uint)WeightSharing;
             native.graph_optimization = (uint)GraphOptimization;
+            native.disabled_rewrites = (ulong)DisabledRewrites;
             return native;
         }
     }

@@ -115,6 +115,7 @@ namespace Sam2
             OnDeviceMismatch = (DeviceMismatchPolicy)d.on_device_mismatch;
             WeightSharing = (WeightSharing)d.weight_sharing;
             GraphOptimization = (GraphOptimization)d.graph_optimization;
+            DisabledRewrites = (Rewrites)d.disabled_rewrites;
             CorrectionsAsConditioning = d.corrections_as_conditioning != 0;
             _numFrames = (int)d.num_frames;
             _memoryFrames = (int)d.memory_frames;
@@ -146,6 +147,13 @@ namespace Sam2
 
         /// <summary>How far ONNX Runtime optimises the graphs (default All).</summary>
         public GraphOptimization GraphOptimization { get; set; }
+
+        /// <summary>
+        /// Load-time rewrites switched off (default <see cref="Rewrites.None"/>: every rewrite the
+        /// model allows; <see cref="Rewrites.All"/>: the graph as exported). An unknown bit is an
+        /// ArgumentException from the library.
+        /// </summary>
+        public Rewrites DisabledRewrites { get; set; }
 
         /// <summary>
         /// True (default): a prompt on a frame already tracked (a correction) becomes a
@@ -192,6 +200,7 @@ namespace Sam2
             o.corrections_as_conditioning = CorrectionsAsConditioning ? 1u : 0u;
             o.num_frames = (uint)_numFrames;
             o.memory_frames = (uint)_memoryFrames;
+            o.disabled_rewrites = (ulong)DisabledRewrites;
             return o;
         }
     }

@@ -130,17 +130,21 @@ namespace Sam2.Tests
             Assert.Equal(20, Offset<NativeMethods.sam2_prompt>("box"), "offsetof(sam2_prompt, box)");
             Assert.Equal(40, Offset<NativeMethods.sam2_prompt>("mask_input"), "offsetof(sam2_prompt, mask_input)");
             Assert.Equal(24, Size<NativeMethods.sam2_provider>(), "sizeof(sam2_provider)");
-            Assert.Equal(48, Size<NativeMethods.sam2_encoder_options>(), "sizeof(sam2_encoder_options)");
+            Assert.Equal(56, Size<NativeMethods.sam2_encoder_options>(), "sizeof(sam2_encoder_options)");
+            Assert.Equal(48, Offset<NativeMethods.sam2_encoder_options>("disabled_rewrites"), "offsetof(sam2_encoder_options, disabled_rewrites)");
             Assert.Equal(32, Offset<NativeMethods.sam2_encoder_options>("on_device_mismatch"), "offsetof(sam2_encoder_options, on_device_mismatch)");
             Assert.Equal(40, Offset<NativeMethods.sam2_encoder_options>("graph_optimization"), "offsetof(sam2_encoder_options, graph_optimization)");
-            Assert.Equal(56, Size<NativeMethods.sam2_predictor_options>(), "sizeof(sam2_predictor_options)");
+            Assert.Equal(64, Size<NativeMethods.sam2_predictor_options>(), "sizeof(sam2_predictor_options)");
+            Assert.Equal(56, Offset<NativeMethods.sam2_predictor_options>("disabled_rewrites"), "offsetof(sam2_predictor_options, disabled_rewrites)");
             Assert.Equal(36, Offset<NativeMethods.sam2_predictor_options>("allow_embedding_copy"), "offsetof(sam2_predictor_options, allow_embedding_copy)");
             Assert.Equal(40, Offset<NativeMethods.sam2_predictor_options>("pool_size"), "offsetof(sam2_predictor_options, pool_size)");
             Assert.Equal(48, Offset<NativeMethods.sam2_predictor_options>("graph_optimization"), "offsetof(sam2_predictor_options, graph_optimization)");
             Assert.Equal(8, Size<NativeMethods.sam2_predict_options>(), "sizeof(sam2_predict_options)");
+            Assert.Equal(56, Size<NativeMethods.sam2_tracker_options>(), "sizeof(sam2_tracker_options)");
+            Assert.Equal(48, Offset<NativeMethods.sam2_tracker_options>("disabled_rewrites"), "offsetof(sam2_tracker_options, disabled_rewrites)");
             // The library's own struct_size agrees (read through the _init functions).
-            Assert.Equal(48u, NativeOptions.Defaults<NativeMethods.sam2_encoder_options>(NativeMethods.sam2_encoder_options_init).struct_size, "encoder struct_size");
-            Assert.Equal(56u, NativeOptions.Defaults<NativeMethods.sam2_predictor_options>(NativeMethods.sam2_predictor_options_init).struct_size, "predictor struct_size");
+            Assert.Equal(56u, NativeOptions.Defaults<NativeMethods.sam2_encoder_options>(NativeMethods.sam2_encoder_options_init).struct_size, "encoder struct_size");
+            Assert.Equal(64u, NativeOptions.Defaults<NativeMethods.sam2_predictor_options>(NativeMethods.sam2_predictor_options_init).struct_size, "predictor struct_size");
             Assert.Equal(8u, NativeOptions.Defaults<NativeMethods.sam2_predict_options>(NativeMethods.sam2_predict_options_init).struct_size, "predict struct_size");
         }
 

@@ -193,6 +193,29 @@ namespace Sam2.Tests
             }
         }
 
+        /// <summary>Every load-time rewrite switched off: the modules load as exported and follow the disc with the same scores; an unknown bit is refused naming the field.</summary>
+        [Test]
+        private static void RewritesSwitchedOffChangeNothingTracked()
+        {
+            using (Sam2Tracker on = Clip.OpenTracker())
+            using (Sam2Tracker off = Clip.OpenTracker(new Sam2TrackerOptions { DisabledRewrites = Rewrites.All }))
+            {
+                byte[] disc, square;
+                var first = new Sam2Image(Clip.Frame(0, out disc, out square), Clip.Width, Clip.Height, PixelFormat.Rgb);
+                on.AddPrompt(0, first, 1, Clip.DiscClick(0));
+                off.AddPrompt(0, first, 1, Clip.DiscClick(0));
+                for (int t = 1; t < 4; t++)
+                {
+                    var image = new Sam2Image(Clip.Frame(t, out disc, out square), Clip.Width, Clip.Height, PixelFormat.Rgb);
+                    Sam2TrackedObject a = on.Track(t, image).Find(1), b = off.Track(t, image).Find(1);
+                    Check(b, disc, "rewrites off: frame " + t + " disc");
+                    Assert.True(Math.Abs(a.Score - b.Score) <= 1e-3 * (1 + Math.Abs(a.Score)), "frame " + t + ": score " + b.Score + " against " + a.Score);
+                }
+            }
+            var e = Assert.Throws<ArgumentException>(() => Clip.OpenTracker(new Sam2TrackerOptions { DisabledRewrites = (Rewrites)64 }), "bit 64");
+            Assert.Equal("options.disabled_rewrites", e.ParamName, "ParamName");
+        }
+
         [Test]
         private static void TrackingBackwardsFromTheLastFrame()
         {

@@ -15,7 +15,7 @@
 
 use super::build::{data, float_init, model_with_value_info, node, perm, try_run, D};
 use super::graph::{Attr, NewNode};
-use super::{fuse_with, ort_probe, AttentionFusion, Scores};
+use super::{fuse_with, ort_probe, AttentionFusion, Rewrites, Scores};
 
 /// A factor on the scores, multiplied in after the product of queries and keys
 /// (`[batch, heads, queries, keys]` = `[2, 2, 4, 4]`).
@@ -325,8 +325,15 @@ pub fn check(near: &NearMiss, min_scores: i64) -> Result<Option<Checked>, String
     let Ok(want) = try_run(&m, &feeds, &outputs) else {
         return Ok(None);
     };
-    let (rewritten, report) = fuse_with(&m, min_scores, Scores::Float, true, ort_probe)
-        .map_err(|e| format!("{near:?}: the rewriter failed: {e}"))?;
+    let (rewritten, report) = fuse_with(
+        &m,
+        min_scores,
+        Scores::Float,
+        true,
+        Rewrites::ALL,
+        ort_probe,
+    )
+    .map_err(|e| format!("{near:?}: the rewriter failed: {e}"))?;
     let Some(rewritten) = rewritten else {
         return Ok(Some(Checked {
             report,

@@ -49,6 +49,7 @@ pub(crate) mod corpus;
 mod eval;
 mod graph;
 mod qkv_split;
+mod switches;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -57,6 +58,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
+pub use switches::{Rewrite, Rewrites};
 use values::{Projected, Projection};
 
 /// What the library did to a model's attention when it loaded it.
@@ -87,12 +89,46 @@ pub struct AttentionFusion {
     /// token mixers, in EdgeTAM's image encoder) merged into one convolution each, on the CPU
     /// (`src/attention/branches.rs`).
     pub branches_merged: usize,
+    /// The rewrites switched off for this model ([`crate::SessionOptions::rewrites`]).
+    pub off: Vec<Rewrite>,
 }
 
 impl AttentionFusion {
     /// Number of subgraphs fused.
     pub fn fused_count(&self) -> usize {
         self.fused.iter().map(|(_, n)| n).sum()
+    }
+
+    /// How many times each rewrite that is on ran, in the order they run (0: found nothing to
+    /// rewrite); the rewrites switched off are in [`AttentionFusion::off`].
+    pub fn counts(&self) -> Vec<(Rewrite, usize)> {
+        let values_after = self
+            .fused
+            .iter()
+            .filter(|(kind, _)| kind.contains("values projected after"))
+            .map(|(_, n)| n)
+            .sum();
+        let int8 = self
+            .fused
+            .iter()
+            .filter(|(kind, _)| kind.contains("int8 scores"))
+            .map(|(_, n)| n)
+            .sum();
+        Rewrite::ALL
+            .into_iter()
+            .filter(|r| !self.off.contains(r))
+            .map(|r| {
+                let n = match r {
+                    Rewrite::Attention => self.fused_count(),
+                    Rewrite::ValuesAfterAttention => values_after,
+                    Rewrite::Int8Scores => int8,
+                    Rewrite::ChannelMeans => self.channel_means,
+                    Rewrite::QkvSplit => self.qkv_splits,
+                    Rewrite::DepthwiseBranches => self.branches_merged,
+                };
+                (r, n)
+            })
+            .collect()
     }
 
     pub(crate) fn not_tried(why: impl Into<String>) -> Self {
@@ -105,8 +141,14 @@ impl AttentionFusion {
 
 impl fmt::Display for AttentionFusion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let off = if self.off.is_empty() {
+            String::new()
+        } else {
+            let names: Vec<&str> = self.off.iter().map(|r| r.name()).collect();
+            format!("; switched off: {}", names.join(", "))
+        };
         if let Some(why) = &self.not_tried {
-            return write!(f, "as exported ({why})");
+            return write!(f, "as exported ({why}){off}");
         }
         // The CPU's other rewrites, after what was fused.
         let mut others = match self.channel_means {
@@ -134,6 +176,7 @@ impl fmt::Display for AttentionFusion {
                 "; {n} sums of depthwise convolution branches merged into one each"
             )),
         }
+        others.push_str(&off);
         if self.fused.is_empty() && self.left.is_empty() {
             return write!(f, "no attention found{others}");
         }
@@ -1094,35 +1137,49 @@ pub(crate) fn fuse_with(
     min_scores: i64,
     scores: Scores,
     cpu: bool,
+    on: Rewrites,
     probe: impl FnOnce(&[u8]) -> Result<HashMap<String, TensorType>, String>,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
+    let off = on.complement().list();
     let mut g = Graph::parse(model)?;
     if g.external_data {
-        return Ok((
-            None,
-            AttentionFusion::not_tried("weights in external files"),
-        ));
+        let mut report = AttentionFusion::not_tried("weights in external files");
+        report.off = off;
+        return Ok((None, report));
     }
-    let mut report = Tally::default();
+    let scores = if on.contains(Rewrite::Int8Scores) {
+        scores
+    } else {
+        Scores::Float
+    };
+    let mut report = Tally {
+        off,
+        ..Tally::default()
+    };
     let (candidates, mut splits, branches) = {
         let finder = Finder::new(&g);
-        let candidates: Vec<Candidate> = (0..g.nodes.len())
+        let mut candidates: Vec<Candidate> = (0..g.nodes.len())
             .filter_map(|s| finder.at_softmax(s))
             .filter_map(|found| found.map_err(|why| report.left(why)).ok())
             .collect();
-        let splits = if cpu {
+        if !on.contains(Rewrite::ValuesAfterAttention) {
+            for c in &mut candidates {
+                c.projection = None;
+            }
+        }
+        let splits = if cpu && on.contains(Rewrite::QkvSplit) {
             qkv_split::find(&finder)
         } else {
             Vec::new()
         };
-        let branches = if cpu {
+        let branches = if cpu && on.contains(Rewrite::DepthwiseBranches) {
             branches::find(&finder)
         } else {
             Vec::new()
         };
         (candidates, splits, branches)
     };
-    let means = if cpu {
+    let means = if cpu && on.contains(Rewrite::ChannelMeans) {
         channel_means::find(&g)
     } else {
         Vec::new()
@@ -1165,6 +1222,10 @@ pub(crate) fn fuse_with(
             }
         };
         verified.push(c.clone());
+        if !on.contains(Rewrite::Attention) {
+            report.left("attention switched off".into());
+            continue;
+        }
         if let (Some(s), Some(l)) = (v.s.value(), v.l.value()) {
             if s.saturating_mul(l) < min_scores {
                 report.left(format!("{s} × {l} scores per head (small)"));
@@ -1298,6 +1359,7 @@ struct Tally {
     keys_unbiased: usize,
     values_biases_moved: usize,
     branches_merged: usize,
+    off: Vec<Rewrite>,
 }
 
 impl Tally {
@@ -1327,6 +1389,7 @@ impl Tally {
             keys_unbiased: self.keys_unbiased,
             values_biases_moved: self.values_biases_moved,
             branches_merged: self.branches_merged,
+            off: self.off,
         }
     }
 }
@@ -1465,6 +1528,7 @@ pub(crate) fn fuse(
     model: &[u8],
     scores: Scores,
     cpu: bool,
+    on: Rewrites,
 ) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
-    fuse_with(model, MIN_SCORES, scores, cpu, ort_probe)
+    fuse_with(model, MIN_SCORES, scores, cpu, on, ort_probe)
 }

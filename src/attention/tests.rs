@@ -22,8 +22,8 @@ fn assert_fused_within(
     feed_sets: &[Vec<(&str, Vec<i64>)>],
     tolerance: f32,
 ) -> AttentionFusion {
-    let (fused, report) =
-        fuse_with(model, 0, Scores::Float, false, ort_probe).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, Scores::Float, false, Rewrites::ALL, ort_probe)
+        .expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
     assert!(report.left.is_empty(), "{report}");
@@ -43,8 +43,8 @@ fn assert_fused_within(
 
 /// Leaves `model` alone, for `why` when given.
 fn assert_left(model: &[u8], why: Option<&str>) {
-    let (fused, report) =
-        fuse_with(model, 0, Scores::Float, false, ort_probe).expect("the rewriter runs");
+    let (fused, report) = fuse_with(model, 0, Scores::Float, false, Rewrites::ALL, ort_probe)
+        .expect("the rewriter runs");
     assert!(fused.is_none(), "fused a near miss: {report}");
     assert_eq!(report.fused_count(), 0);
     match why {
@@ -146,7 +146,7 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     };
     let report = assert_fused(&m, &[feeds(10), feeds(3)]);
     // The scale's computation went with the scores it scaled.
-    let (fused, _) = fuse_with(&m, 0, Scores::Float, false, ort_probe).unwrap();
+    let (fused, _) = fuse_with(&m, 0, Scores::Float, false, Rewrites::ALL, ort_probe).unwrap();
     let fused = fused.unwrap();
     for op in ["Shape", "Sqrt", "Slice", "Cast"] {
         assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
@@ -400,7 +400,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
         "[1×1] 6 queries × L keys, head dim 8, values projected after (4 → 8)"
     );
     // The kernel reads the inputs: the projection before it is gone, one after it is left.
-    let (fused, _) = fuse_with(&m, 0, Scores::Float, false, ort_probe).unwrap();
+    let (fused, _) = fuse_with(&m, 0, Scores::Float, false, Rewrites::ALL, ort_probe).unwrap();
     let fused = fused.unwrap();
     assert_eq!(op_count(&fused, "MatMul"), 1);
     let g = graph::Graph::parse(&fused).unwrap();
@@ -497,7 +497,13 @@ fn a_scale_that_is_not_a_constant_scalar_is_left_as_written() {
 #[test]
 fn small_score_matrices_are_left_as_exported_by_default() {
     // 5 queries × 7 keys: far below MIN_SCORES.
-    let (fused, report) = fuse(&rank3(None, false, false), Scores::Float, true).unwrap();
+    let (fused, report) = fuse(
+        &rank3(None, false, false),
+        Scores::Float,
+        true,
+        Rewrites::ALL,
+    )
+    .unwrap();
     assert!(fused.is_none());
     assert!(
         report
@@ -592,6 +598,7 @@ fn sizes_shape_inference_made_up_are_reported_as_unknown() {
             0,
             Scores::Float,
             false,
+            Rewrites::ALL,
             ort_probe,
         )
         .expect("the rewriter runs");
@@ -613,7 +620,8 @@ fn sizes_shape_inference_made_up_are_reported_as_unknown() {
 /// the kernel's operators, and returns the fused model.
 fn fuse_int8(model: &[u8], block_scores: i64, blocks: usize) -> Vec<u8> {
     let scores = Scores::Int8 { block_scores };
-    let (fused, report) = fuse_with(model, 0, scores, false, ort_probe).expect("the rewriter runs");
+    let (fused, report) =
+        fuse_with(model, 0, scores, false, Rewrites::ALL, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
     assert!(report.fused[0].0.ends_with(", int8 scores"), "{report}");
@@ -703,8 +711,8 @@ fn int8_scores_are_not_given_to_small_heads_nor_to_float16() {
         (wide(D::N(40), D::N(300), 96), "head dim 96"),
         (sdpa_heads_in(true), "float16"),
     ] {
-        let (fused, report) =
-            fuse_with(&m, 0, Scores::INT8, false, ort_probe).expect("the rewriter runs");
+        let (fused, report) = fuse_with(&m, 0, Scores::INT8, false, Rewrites::ALL, ort_probe)
+            .expect("the rewriter runs");
         let fused = fused.unwrap_or_else(|| panic!("{why}: nothing fused: {report}"));
         assert_eq!(op_count(&fused, "MultiHeadAttention"), 1, "{why}");
         assert_eq!(op_count(&fused, "MatMulIntegerToFloat"), 0, "{why}");
@@ -800,7 +808,8 @@ fn channel_means_become_matrix_products_computing_the_same_norm() {
             for (batch, fed, spatial) in shapes {
                 let case = format!("opset {opset}, axes {axes:?}, batch {batch:?}, {spatial:?}");
                 let m = layer_norm_2d(opset, batch, D::N(32), spatial, &axes, None);
-                let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+                let (fused, report) =
+                    fuse_with(&m, 0, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
                 let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
                 assert_eq!(report.channel_means, 2, "{case}: {report}");
                 assert_eq!(report.fused_count(), 0);
@@ -822,7 +831,15 @@ fn channel_means_become_matrix_products_computing_the_same_norm() {
 #[test]
 fn other_means_are_left_as_exported() {
     let left = |m: Vec<u8>, channel_means: bool, why: &str| {
-        let (fused, report) = fuse_with(&m, 0, Scores::Float, channel_means, ort_probe).unwrap();
+        let (fused, report) = fuse_with(
+            &m,
+            0,
+            Scores::Float,
+            channel_means,
+            Rewrites::ALL,
+            ort_probe,
+        )
+        .unwrap();
         assert!(fused.is_none(), "{why}: rewritten ({report})");
         assert_eq!(report.channel_means, 0, "{why}");
     };
@@ -979,7 +996,8 @@ fn a_split_joint_projection_becomes_three_giving_the_same_bits() {
     for o in forms {
         let case = format!("opset {}, axis {}, sizes {}", o.opset, o.axis, o.sizes);
         let m = qkv_model(o);
-        let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+        let (fused, report) =
+            fuse_with(&m, 0, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
         let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
         assert_eq!(report.qkv_splits, 1, "{case}: {report}");
         assert!(report
@@ -1032,7 +1050,7 @@ fn other_splits_are_left_as_exported() {
     ];
     for (o, cpu, why) in cases {
         let m = qkv_model(o);
-        let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, ort_probe)
+        let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, Rewrites::ALL, ort_probe)
             .unwrap_or_else(|e| panic!("{why}: {e}"));
         assert!(fused.is_none(), "{why}: rewritten ({report})");
         assert_eq!(report.qkv_splits, 0, "{why}");
@@ -1121,7 +1139,8 @@ fn block_model(o: Block) -> Vec<u8> {
 /// Rewrites `m` for the CPU (its attention fused or not), checks the split and the outputs
 /// against the graph as written, and returns the report and the number of `Add`s left.
 fn split_block(m: &[u8], min_scores: i64, case: &str) -> (AttentionFusion, usize) {
-    let (fused, report) = fuse_with(m, min_scores, Scores::Float, true, ort_probe).unwrap();
+    let (fused, report) =
+        fuse_with(m, min_scores, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
     let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
     assert_eq!(report.qkv_splits, 1, "{case}: {report}");
     let feeds = [("x", vec![2, 2, 2, 8])];
@@ -1333,7 +1352,8 @@ fn depthwise_branches_of_one_input_become_one_convolution_computing_the_same() {
     ];
     for (branches, identities, pairwise, case) in cases {
         let m = branches_model(17, branches, identities, pairwise, false);
-        let (fused, report) = fuse_with(&m, 0, Scores::Float, true, ort_probe).unwrap();
+        let (fused, report) =
+            fuse_with(&m, 0, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
         let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
         assert_eq!(report.branches_merged, 1, "{case}: {report}");
         assert!(
@@ -1452,7 +1472,8 @@ fn other_convolution_sums_are_left_as_exported() {
         ),
     ];
     for (m, cpu, why) in cases {
-        let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, ort_probe).unwrap();
+        let (fused, report) =
+            fuse_with(&m, 0, Scores::Float, cpu, Rewrites::ALL, ort_probe).unwrap();
         assert!(fused.is_none(), "{why}: rewritten ({report})");
         assert_eq!(report.branches_merged, 0, "{why}");
     }

@@ -140,7 +140,11 @@ impl Predictor {
         let weights = weights::get(
             path,
             options.session.weights,
-            weights::Plan::new(options.session.optimization, &options.session.device),
+            weights::Plan::new(
+                options.session.optimization,
+                &options.session.device,
+                options.session.rewrites,
+            ),
         )?;
         let cores = crate::preprocess::worker_threads();
         let pool_size = options.pool_size.unwrap_or(cores).clamp(1, MAX_POOL);

@@ -130,7 +130,7 @@ impl LibrarySession {
         let weights = crate::weights::get(
             path,
             options.weights,
-            crate::weights::Plan::new(options.optimization, &options.device),
+            crate::weights::Plan::new(options.optimization, &options.device, options.rewrites),
         )?;
         let (session, _) = crate::session::build(
             &weights,

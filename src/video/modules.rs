@@ -247,7 +247,7 @@ impl Module {
         let weights = weights::get(
             path,
             options.weights,
-            weights::Plan::new(options.optimization, &options.device),
+            weights::Plan::new(options.optimization, &options.device, options.rewrites),
         )?;
         let (session, device) =
             session::build(&weights, path, options, role, session::Idle::Sleep)?;
@@ -425,7 +425,7 @@ pub fn describe_video_module(path: &Path, options: &SessionOptions) -> Result<Vi
     let weights = weights::get(
         path,
         options.weights,
-        weights::Plan::new(options.optimization, &options.device),
+        weights::Plan::new(options.optimization, &options.device, options.rewrites),
     )?;
     let (session, _) = session::build(
         &weights,

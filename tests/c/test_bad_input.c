@@ -605,6 +605,8 @@ static void options(void) {
     ENC_BAD(weight_sharing, SAM2_WEIGHTS_COPY + 1, "weight_sharing");
     ENC_BAD(graph_optimization, SAM2_OPTIMIZATION_ALL + 1, "graph_optimization");
     ENC_BAD(graph_optimization, 0xFFFFFFFFu, "graph_optimization");
+    ENC_BAD(disabled_rewrites, SAM2_REWRITE_ALL + 1, "disabled_rewrites");
+    ENC_BAD(disabled_rewrites, UINT64_MAX, "disabled_rewrites");
     CHECK_OK(sam2_encoder_options_init(&eo, sizeof eo));
     sam2_provider many[17];
     for (int i = 0; i < 17; i++) many[i] = (sam2_provider){SAM2_PROVIDER_CPU, 0, 0, 0};
@@ -650,6 +652,7 @@ static void options(void) {
     PRED_BAD(on_device_mismatch, 2, "on_device_mismatch");
     PRED_BAD(weight_sharing, 2, "weight_sharing");
     PRED_BAD(graph_optimization, 3, "graph_optimization");
+    PRED_BAD(disabled_rewrites, (uint64_t)1 << 40, "disabled_rewrites");
     PRED_BAD(encoder_fingerprint, "", "encoder_fingerprint");
     PRED_BAD(encoder_fingerprint, "not a fingerprint", "encoder_fingerprint");
     PRED_BAD(encoder_fingerprint, "sam2fp1-0123456789abcdeg", "encoder_fingerprint");
@@ -1227,6 +1230,7 @@ static void tracker_options_and_models(void) {
     TRACKER_BAD(on_device_mismatch, SAM2_ON_MISMATCH_FAIL + 1, "on_device_mismatch");
     TRACKER_BAD(weight_sharing, SAM2_WEIGHTS_COPY + 1, "weight_sharing");
     TRACKER_BAD(graph_optimization, SAM2_OPTIMIZATION_ALL + 1, "graph_optimization");
+    TRACKER_BAD(disabled_rewrites, 64, "disabled_rewrites");
     TRACKER_BAD(corrections_as_conditioning, 2, "corrections_as_conditioning");
     TRACKER_BAD(corrections_as_conditioning, 0xFFFFFFFFu, "corrections_as_conditioning");
     const uint32_t memory[] = {0, 3, 5, 1025, 2000, 0xFFFFFFFFu};

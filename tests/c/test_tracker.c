@@ -381,6 +381,37 @@ static void int8_variant(void) {
     sam2_tracker_free(tracker);
 }
 
+/* Every load-time rewrite off (disabled_rewrites = SAM2_REWRITE_ALL): the modules load as
+ * exported and follow the disc as with the rewrites, within float noise of their scores. */
+static void rewrites_off(void) {
+    sam2_tracker_options on, off;
+    CHECK_OK(sam2_tracker_options_init(&on, sizeof on));
+    CHECK(on.disabled_rewrites == 0);
+    CHECK_OK(sam2_tracker_options_init(&off, sizeof off));
+    off.disabled_rewrites = SAM2_REWRITE_ALL;
+    sam2_tracker *trackers[2] = {test_open_tracker(&on), test_open_tracker(&off)};
+    float scores[2][4];
+    clip_frame(0, rgb, disc, square);
+    int x, y;
+    clip_disc_centre(0, &x, &y);
+    for (int k = 0; k < 2; k++) sam2_track_result_free(prompt_object(trackers[k], 0, 1, x, y));
+    for (int t = 1; t < 4; t++) {
+        clip_frame(t, rgb, disc, square);
+        for (int k = 0; k < 2; k++) {
+            sam2_track_result *r = track(trackers[k], t, SAM2_TRACK_FORWARD);
+            CHECK(check_object(r, 0, 1, disc, t) >= 0.9);
+            sam2_tracked_object o;
+            CHECK_OK(sam2_track_result_object(r, 0, &o));
+            scores[k][t] = o.score;
+            sam2_track_result_free(r);
+        }
+        CHECK(fabsf(scores[0][t] - scores[1][t]) <= 1e-3f * (1.0f + fabsf(scores[0][t])));
+    }
+    printf("rewrites off: the same scores as on, frames 1-3 (%.4f %.4f %.4f)\n", scores[1][1],
+           scores[1][2], scores[1][3]);
+    for (int k = 0; k < 2; k++) sam2_tracker_free(trackers[k]);
+}
+
 int main(void) {
     test_default_environment();
     test_init_runtime();
@@ -389,6 +420,7 @@ int main(void) {
     remove_and_reset();
     errors();
     int8_variant();
+    rewrites_off();
     printf("test_tracker: ok\n");
     return 0;
 }
