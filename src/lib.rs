@@ -83,7 +83,9 @@ pub mod models {
 /// limit. (The C ABI checks its arguments against them before converting them.)
 pub mod limits {
     pub use crate::everything::{MAX_CROP_LAYERS, MAX_GRID_POINTS};
-    pub use crate::predictor::{MAX_OBJECTS, MAX_POINTS, MAX_POOL};
+    pub use crate::predictor::{
+        check_batch_size, check_prompt_sizes, MAX_OBJECTS, MAX_POINTS, MAX_POOL,
+    };
     pub use crate::video::MAX_TRACKED_OBJECTS;
 }
 

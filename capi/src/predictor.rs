@@ -243,29 +243,10 @@ pub extern "C" fn sam2_predictor_free(predictor: *mut sam2_predictor) {
 
 /// Reads one C prompt. Counts and lengths are checked against what the model takes before any
 /// array is read, so a wrong count cannot make the library read past the caller's arrays.
-pub(crate) fn convert_prompt(p: &sam2_prompt, mask_len: usize) -> Result<Prompt, Error> {
-    // The names are the ones validate_prompts gives the same faults (hosts read them back,
-    // .NET as ArgumentException.ParamName).
-    if p.point_count > sam2::limits::MAX_POINTS {
-        return Err(Error::invalid(
-            "points",
-            format!(
-                "at most {} points per object, got {}",
-                sam2::limits::MAX_POINTS,
-                p.point_count
-            ),
-        ));
-    }
-    if !p.mask_input.is_null() && p.mask_input_len != mask_len {
-        return Err(Error::invalid(
-            "mask_input",
-            format!(
-                "must hold {mask_len} values (the model's low-res mask, as sam2_masks_low_res \
-                 gives it), got mask_input_len {}",
-                p.mask_input_len
-            ),
-        ));
-    }
+pub(crate) fn convert_prompt(p: &sam2_prompt, low_res_size: usize) -> Result<Prompt, Error> {
+    // The core's rule and message (.NET reads the name back as ArgumentException.ParamName).
+    let mask_input_len = (!p.mask_input.is_null()).then_some(p.mask_input_len);
+    sam2::limits::check_prompt_sizes(p.point_count, mask_input_len, low_res_size)?;
     let points = arg_slice(p.points, p.point_count, "prompt.points")?;
     let points = points
         .iter()
@@ -329,25 +310,14 @@ pub extern "C" fn sam2_predict(
             return Err(Error::NullArgument("prompts"));
         }
         let out = arg_out(out, "out")?;
-        if prompt_count == 0 {
-            return Err(Error::invalid("prompt_count", "must be at least 1"));
-        }
-        if prompt_count > sam2::limits::MAX_OBJECTS {
-            return Err(Error::invalid(
-                "prompt_count",
-                format!(
-                    "at most {} objects per call, got {prompt_count}",
-                    sam2::limits::MAX_OBJECTS
-                ),
-            ));
-        }
+        sam2::limits::check_batch_size(prompt_count, "prompt_count")?;
         let raw = arg_slice(prompts, prompt_count, "prompts")?;
         let opts = read_options(options, "options")?;
         let multimask = super::flag(opts.multimask, "options.multimask")?;
         let low_res = predictor.spec().low_res_size;
         let prompts = raw
             .iter()
-            .map(|p| convert_prompt(p, low_res * low_res))
+            .map(|p| convert_prompt(p, low_res))
             .collect::<Result<Vec<_>, Error>>()?;
         let prediction =
             predictor.predict(&embedding.inner, &prompts, PredictOptions { multimask })?;

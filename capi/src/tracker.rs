@@ -237,7 +237,7 @@ pub extern "C" fn sam2_tracker_add_prompt(
                 "must be NULL: a tracker takes clicks and boxes, not mask prompts",
             ));
         }
-        let prompt = convert_prompt(prompt, 256 * 256)?;
+        let prompt = convert_prompt(prompt, 256)?;
         let object = tracker
             .add_prompt(frame_index, &image, object_id, &prompt)
             .map_err(with_c_names)?;

@@ -224,12 +224,10 @@ fn fraction(text: &str, option: &str) -> Result<f32, Usage> {
     }
 }
 
-/// `--box X1,Y1,X2,Y2`, with X2 > X1 and Y2 > Y1.
+/// `--box X1,Y1,X2,Y2`: four numbers. Whether they make a box is the library's rule
+/// (`validate_prompts`: X2 ≥ X1, Y2 ≥ Y1, inside the image), refused as bad input (exit 3).
 fn box_value(text: &str) -> Result<[f32; 4], Usage> {
     let v = numbers(text, "--box", 4..=4)?;
-    if v[2] <= v[0] || v[3] <= v[1] {
-        return usage("--box X1,Y1,X2,Y2: X2 must exceed X1 and Y2 exceed Y1");
-    }
     Ok([v[0], v[1], v[2], v[3]])
 }
 

@@ -1851,3 +1851,35 @@ fn info_says_which_rewrites_ran_and_no_rewrite_switches_them_off() {
     assert_eq!(code(&run), 2, "{}", stderr(&run));
     assert!(stderr(&run).contains("`bogus` is no rewrite (expected all, attention"));
 }
+
+/// A box's rule is the library's: X2 = X1 (a box one pixel column wide) is taken as the library
+/// takes it, X2 < X1 is bad input (exit 3) with the library's message.
+#[test]
+fn a_box_is_checked_by_the_librarys_rule() {
+    let dir = scratch("box-rule");
+    let image = dir.join("shapes.png");
+    shapes().save(&image).unwrap();
+    let out = dir.join("out");
+    let run = |b: &str| {
+        sam2(&[
+            "segment",
+            image.to_str().unwrap(),
+            "--model",
+            &model_arg(),
+            "--box",
+            b,
+            "-o",
+            out.to_str().unwrap(),
+        ])
+    };
+    let thin = run("100,40,100,160");
+    assert_eq!(code(&thin), 0, "{}", stderr(&thin));
+    let reversed = run("160,40,100,160");
+    assert_eq!(code(&reversed), 3, "{}", stderr(&reversed));
+    assert!(
+        stderr(&reversed).contains("has x2 < x1 or y2 < y1"),
+        "{}",
+        stderr(&reversed)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

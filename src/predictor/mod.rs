@@ -23,7 +23,9 @@ mod batch;
 mod pool;
 mod prompts;
 
-pub use prompts::{prompt_points, validate_prompts, Point, Prompt};
+pub use prompts::{
+    check_batch_size, check_prompt_sizes, prompt_points, validate_prompts, Point, Prompt,
+};
 pub use prompts::{MAX_OBJECTS, MAX_POINTS};
 
 /// Options of one prediction.

@@ -28,6 +28,45 @@ pub const MAX_OBJECTS: usize = 256;
 
 pub const MAX_POINTS: usize = 1024;
 
+/// The number of prompts of one call (`name`: the argument that holds it): 1 to [`MAX_OBJECTS`].
+/// Checked before a host's array of prompts is read (the C ABI), and by [`validate_prompts`].
+pub fn check_batch_size(objects: usize, name: &'static str) -> Result<()> {
+    if objects == 0 {
+        return Err(Error::invalid(name, "at least one prompt is needed"));
+    }
+    if objects > MAX_OBJECTS {
+        return Err(Error::invalid(
+            name,
+            format!("at most {MAX_OBJECTS} objects per call, got {objects}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The sizes of one prompt: at most [`MAX_POINTS`] points, and a mask input (when given) of the
+/// model's low-res mask, `low_res_size`² values. Checked before a host's arrays are read by these
+/// counts (the C ABI), and by [`validate_prompts`].
+pub fn check_prompt_sizes(
+    points: usize,
+    mask_input_len: Option<usize>,
+    low_res_size: usize,
+) -> Result<()> {
+    if points > MAX_POINTS {
+        return Err(Error::invalid(
+            "points",
+            format!("at most {MAX_POINTS} points per object, got {points}"),
+        ));
+    }
+    let mask_len = low_res_size * low_res_size;
+    match mask_input_len {
+        Some(len) if len != mask_len => Err(Error::invalid(
+            "mask_input",
+            format!("must hold {mask_len} values ({low_res_size}×{low_res_size}, the model's low-res mask), got {len}"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Checks prompts against the image they are for (`image_size`, in pixels) and the model's
 /// low-res mask side: counts, finite coordinates inside the image, boxes, mask inputs. Pure, so
 /// it is fuzzed without a model (`fuzz/`).
@@ -36,21 +75,9 @@ pub fn validate_prompts(
     image_size: (u32, u32),
     low_res_size: usize,
 ) -> Result<()> {
-    if prompts.is_empty() {
-        return Err(Error::invalid("prompts", "at least one prompt is needed"));
-    }
-    if prompts.len() > MAX_OBJECTS {
-        return Err(Error::invalid(
-            "prompts",
-            format!(
-                "at most {MAX_OBJECTS} objects per call, got {}",
-                prompts.len()
-            ),
-        ));
-    }
+    check_batch_size(prompts.len(), "prompts")?;
     let (w, h) = image_size;
     let (w, h) = (w as f32, h as f32);
-    let mask_len = low_res_size * low_res_size;
     for (i, prompt) in prompts.iter().enumerate() {
         // Reasons name the prompt (and point) by index, for hosts that send a batch.
         let at = |what: String| format!("prompt {i}: {what}");
@@ -60,15 +87,11 @@ pub fn validate_prompts(
                 at("is empty: give at least one point or a box".into()),
             ));
         }
-        if prompt.points.len() > MAX_POINTS {
-            return Err(Error::invalid(
-                "points",
-                format!(
-                    "at most {MAX_POINTS} points per object, got {}",
-                    prompt.points.len()
-                ),
-            ));
-        }
+        check_prompt_sizes(
+            prompt.points.len(),
+            prompt.mask_input.as_ref().map(Vec::len),
+            low_res_size,
+        )?;
         for (j, p) in prompt.points.iter().enumerate() {
             if !p.x.is_finite() || !p.y.is_finite() {
                 return Err(Error::invalid(
@@ -114,16 +137,6 @@ pub fn validate_prompts(
             }
         }
         if let Some(mask) = &prompt.mask_input {
-            if mask.len() != mask_len {
-                return Err(Error::invalid(
-                    "mask_input",
-                    format!(
-                        "must hold {mask_len} values ({0}×{0}), got {1}",
-                        low_res_size,
-                        mask.len()
-                    ),
-                ));
-            }
             if mask.iter().any(|v| !v.is_finite()) {
                 return Err(Error::invalid(
                     "mask_input",
