@@ -111,7 +111,7 @@ impl Encoder {
     }
 
     /// Which attention subgraphs were fused when the model was loaded.
-    pub fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
+    pub fn attention_fusion(&self) -> &crate::rewrite::AttentionFusion {
         &self.running.weights.attention
     }
 

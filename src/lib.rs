@@ -14,7 +14,6 @@
 //! log sink), [`limits`] (the largest requests) and [`panics`] (containing panics at a boundary).
 //! Every other module is internal.
 
-mod attention;
 pub mod cache;
 pub mod device;
 mod device_copy;
@@ -40,6 +39,7 @@ mod precision;
 mod predictor;
 mod preprocess;
 mod resample;
+mod rewrite;
 mod rle;
 pub mod runtime;
 mod session;
@@ -73,10 +73,10 @@ pub mod masks {
 
 /// Models: the SAM2 exports the library recognises, and encoder/decoder pairs found by file name.
 pub mod models {
-    pub use crate::attention::{int8_scores_available, AttentionFusion, Rewrite, Rewrites};
     pub use crate::export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec};
     pub use crate::model_pair::{find_model_pair, ModelNaming, ModelPair};
     pub use crate::precision::{Precision, Variant};
+    pub use crate::rewrite::{int8_scores_available, AttentionFusion, Rewrite, Rewrites};
 }
 
 /// The largest requests the core accepts; a larger one is `Error::InvalidArgument` naming the

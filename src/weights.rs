@@ -32,13 +32,13 @@ use ort::value::{DynValue, Tensor};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
-use crate::attention::{self, AttentionFusion, Rewrite, Rewrites};
 use crate::device::{DeviceOptions, Provider};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::onnx_split;
 use crate::platform;
 use crate::precision::{self, Variant};
+use crate::rewrite::{self, AttentionFusion, Rewrite, Rewrites};
 
 /// How far ONNX Runtime optimises the graph. The graph is optimised once per process and model
 /// (see [`get`]), so every level keeps the weights shared, fused ones included.
@@ -112,7 +112,7 @@ pub(crate) struct Plan {
     /// reference is true) instead of the empty file.
     readable_weights: bool,
     /// Attention subgraphs are rewritten into ONNX Runtime's fused attention first
-    /// ([`crate::attention`]): on the CPU, CUDA and WebGPU, which have kernels for it, at every
+    /// ([`crate::rewrite`]): on the CPU, CUDA and WebGPU, which have kernels for it, at every
     /// level but `None` (the graph as exported).
     fuse_attention: bool,
     /// The sessions run on the CPU provider.
@@ -452,24 +452,24 @@ fn fuse_attention(
     let scores = match (
         variant.int8_scores,
         plan.cpu,
-        attention::int8_scores_available(),
+        rewrite::int8_scores_available(),
     ) {
         (true, _, _) if !plan.rewrites.contains(Rewrite::Int8Scores) => {
             note = Some("int8 scores asked for, not used: switched off".to_string());
-            attention::Scores::Float
+            rewrite::Scores::Float
         }
-        (true, true, Ok(())) => attention::Scores::INT8,
+        (true, true, Ok(())) => rewrite::Scores::INT8,
         (true, true, Err(why)) => {
             note = Some(format!("int8 scores asked for, not used: {why}"));
-            attention::Scores::Float
+            rewrite::Scores::Float
         }
         (true, false, _) => {
             note = Some("int8 scores asked for, not used: they are for the CPU".to_string());
-            attention::Scores::Float
+            rewrite::Scores::Float
         }
-        (false, _, _) => attention::Scores::Float,
+        (false, _, _) => rewrite::Scores::Float,
     };
-    match attention::fuse(bytes, scores, plan.cpu, plan.rewrites) {
+    match rewrite::fuse(bytes, scores, plan.cpu, plan.rewrites) {
         Ok((model, mut report)) => {
             report.note = note;
             (model, report)

@@ -1,10 +1,12 @@
-//! What the library needs from the operating system, in one place: `unix.rs` (Linux, macOS) and
-//! `windows.rs` provide the same items, and the rest of the library calls them through here, so
-//! another operating system is one more file.
+//! What the library needs from the operating system and the processor, in one place: `unix.rs`
+//! (Linux, macOS) and `windows.rs` provide the same items, and the rest of the library calls them
+//! through here, so another operating system is one more file; `cpu.rs` says what the processor
+//! can do.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod cpu;
 #[cfg(unix)]
 mod unix;
 #[cfg(unix)]
@@ -14,6 +16,7 @@ mod windows;
 #[cfg(windows)]
 use windows as os;
 
+pub(crate) use cpu::int8_dot_products_exact;
 pub(crate) use os::{
     directory_open_options, empty_file, is_unsupported_sync, keep_off_this_cpu, kernel_thread_id,
     kind_of, kind_of_path, nonblocking_read_options, own_binary_path, process_exists, FileIdentity,

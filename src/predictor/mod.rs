@@ -240,7 +240,7 @@ impl Predictor {
     }
 
     /// Which attention subgraphs were fused when the model was loaded.
-    pub fn attention_fusion(&self) -> &crate::attention::AttentionFusion {
+    pub fn attention_fusion(&self) -> &crate::rewrite::AttentionFusion {
         &self.weights.attention
     }
 

@@ -194,13 +194,13 @@ pub fn prompts(data: &[u8]) {
 /// through ONNX Runtime rewritten as written, whether its core is fused (byte 6 even) or left as
 /// exported for its size (odd), within float noise.
 pub fn rewrites(data: &[u8]) {
-    let near = crate::attention::corpus::NearMiss::from_bytes(data);
+    let near = crate::rewrite::corpus::NearMiss::from_bytes(data);
     let min_scores = if data.get(6).is_some_and(|b| b & 1 == 1) {
         i64::MAX
     } else {
         0
     };
-    if let Err(e) = crate::attention::corpus::check(&near, min_scores) {
+    if let Err(e) = crate::rewrite::corpus::check(&near, min_scores) {
         panic!("{e}");
     }
 }

@@ -194,7 +194,7 @@ impl Tracker {
     }
 
     /// Which attention subgraphs of each module were fused when it was loaded, by role.
-    pub fn attention_fusion(&self) -> Vec<(&'static str, crate::attention::AttentionFusion)> {
+    pub fn attention_fusion(&self) -> Vec<(&'static str, crate::rewrite::AttentionFusion)> {
         self.modules.attention_fusion()
     }
 

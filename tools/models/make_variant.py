@@ -323,7 +323,7 @@ class NothingToQuantise(Exception):
 
 
 # What memory attention marked by --attention-scores int8 says of itself: its weights are the
-# export's, and the library computes its attention scores in int8 (src/attention/mod.rs,
+# export's, and the library computes its attention scores in int8 (src/rewrite/mod.rs,
 # `Scores::Int8`).
 INT8_ATTENTION_TOOL = ("make_variant.py --attention-scores int8: weights as exported; attention "
                        "scores int8 when the library loads it on a CPU with VNNI (queries uint8 "
