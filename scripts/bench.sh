@@ -62,6 +62,18 @@ say "annotation session (uptime: $(uptime))"
 say "segment everything (uptime: $(uptime))"
 "$ROOT/target/release/bench_everything" --out "$ROOT/out"
 
+# What each load-time rewrite buys: every family with each rewrite that ran on it switched off
+# alone, and with all off, against every rewrite on (the real exports, set up below when missing).
+# Writes out/bench_rewrites.json.
+for f in setup-real.sh setup-video.sh setup-edgetam.sh; do
+    if [ -f "$ROOT/tools/setup/$f" ]; then
+        # shellcheck source=/dev/null
+        . "$ROOT/tools/setup/$f"
+    fi
+done
+say "what each rewrite buys (uptime: $(uptime))"
+"$ROOT/target/release/bench_rewrites" --out "$ROOT/out"
+
 # Video tracking: the tracker's per-frame cost at steady state against ONNX Runtime
 # alone on the same four modules, on the generated tracker and (SAM2_VIDEO_MODELS: the real
 # SAM2.1 tiny export of tools/models/export_video.py, tools/setup/setup-video.sh when present) at
