@@ -69,6 +69,29 @@ pub(crate) fn value_info(name: &str, dims: Option<&[D]>) -> Vec<u8> {
     info
 }
 
+/// A joint query-key-value projection as PyTorch exports Hiera's: `x` projected by `w` and `b`,
+/// reshaped by `shape` to `[B, L, 3, heads, d]` and split along axis 2 into `q`, `k` and `v`, each
+/// squeezed by `axes`.
+pub(crate) fn joint_projection() -> Vec<NewNode> {
+    let mut nodes = vec![
+        node("MatMul", &["x", "w"], "m", vec![]),
+        node("Add", &["b", "m"], "a", vec![]),
+        node("Reshape", &["a", "shape"], "y", vec![]),
+        NewNode {
+            name: "n_split".into(),
+            op_type: "Split",
+            domain: "",
+            inputs: vec!["y".into()],
+            outputs: vec!["p0".into(), "p1".into(), "p2".into()],
+            attrs: vec![("axis", Attr::Int(2))],
+        },
+    ];
+    for (p, out) in [("p0", "q"), ("p1", "k"), ("p2", "v")] {
+        nodes.push(node("Squeeze", &[p, "axes"], out, vec![]));
+    }
+    nodes
+}
+
 /// A model of opset 17: `inputs` (float32), `outputs` (types left to inference).
 #[cfg(test)]
 pub(crate) fn model(

@@ -13,8 +13,10 @@
 //! The tests (`super::tests`) run the whole family; the fuzz target `rewrites` draws members from
 //! its bytes ([`NearMiss::from_bytes`]).
 
-use super::build::{data, float_init, model_with_value_info, node, perm, try_run, D};
-use super::graph::{Attr, NewNode};
+use super::build::{
+    data, float_init, joint_projection, model_with_value_info, node, perm, try_run, D,
+};
+use super::graph::Attr;
 use super::{fuse_with, ort_probe, AttentionFusion, Rewrites, Scores};
 
 /// A factor on the scores, multiplied in after the product of queries and keys
@@ -204,22 +206,7 @@ impl NearMiss {
     /// through the core, merged and projected to `out [2, 2·T, 5]`.
     pub fn model(&self) -> Vec<u8> {
         let seed = u64::from(self.seed) * 16;
-        let mut nodes = vec![
-            node("MatMul", &["x", "w"], "m", vec![]),
-            node("Add", &["b", "m"], "a", vec![]),
-            node("Reshape", &["a", "shape"], "y", vec![]),
-            NewNode {
-                name: "n_split".into(),
-                op_type: "Split",
-                domain: "",
-                inputs: vec!["y".into()],
-                outputs: vec!["p0".into(), "p1".into(), "p2".into()],
-                attrs: vec![("axis", Attr::Int(2))],
-            },
-        ];
-        for (p, out) in [("p0", "q"), ("p1", "k"), ("p2", "v")] {
-            nodes.push(node("Squeeze", &[p, "axes"], out, vec![]));
-        }
+        let mut nodes = joint_projection();
         let key_scale = if self.shared_initializers {
             "scale"
         } else {

@@ -1,7 +1,7 @@
 //! The rewriter on small generated graphs: each pattern it fuses computes the same numbers through
 //! ONNX Runtime as the graph as written; each near miss is left byte for byte as it was.
 
-use super::build::{data, float_init, model, model_of_opset, node, perm, run, D};
+use super::build::{data, float_init, joint_projection, model, model_of_opset, node, perm, run, D};
 use super::corpus;
 use super::graph::{Attr, NewNode};
 use super::*;
@@ -1078,22 +1078,7 @@ const HIERA: Block = Block {
 /// `[B, heads, d, L]`, the scores scaled, the result's heads merged to `[B, L, 6]` and projected
 /// to 5 channels by a matrix and a bias.
 fn block_model(o: Block) -> Vec<u8> {
-    let mut nodes = vec![
-        node("MatMul", &["x", "w"], "m", vec![]),
-        node("Add", &["b", "m"], "a", vec![]),
-        node("Reshape", &["a", "shape"], "y", vec![]),
-        NewNode {
-            name: "n_split".into(),
-            op_type: "Split",
-            domain: "",
-            inputs: vec!["y".into()],
-            outputs: vec!["p0".into(), "p1".into(), "p2".into()],
-            attrs: vec![("axis", Attr::Int(2))],
-        },
-    ];
-    for (p, out) in [("p0", "q"), ("p1", "k"), ("p2", "v")] {
-        nodes.push(node("Squeeze", &[p, "axes"], out, vec![]));
-    }
+    let mut nodes = joint_projection();
     nodes.extend([
         node("Transpose", &["q"], "qh", perm(&[0, 2, 1, 3])),
         node("Mul", &["qh", "scale"], "qs", vec![]),
