@@ -395,7 +395,9 @@ static void rewrites_off(void) {
     int x, y;
     clip_disc_centre(0, &x, &y);
     for (int k = 0; k < 2; k++) sam2_track_result_free(prompt_object(trackers[k], 0, 1, x, y));
-    for (int t = 1; t < 4; t++) {
+    /* Under valgrind one tracked frame (the other tests cover the tracker's memory there). */
+    int frames = test_under_valgrind() ? 2 : 4;
+    for (int t = 1; t < frames; t++) {
         clip_frame(t, rgb, disc, square);
         for (int k = 0; k < 2; k++) {
             sam2_track_result *r = track(trackers[k], t, SAM2_TRACK_FORWARD);
@@ -407,8 +409,8 @@ static void rewrites_off(void) {
         }
         CHECK(fabsf(scores[0][t] - scores[1][t]) <= 1e-3f * (1.0f + fabsf(scores[0][t])));
     }
-    printf("rewrites off: the same scores as on, frames 1-3 (%.4f %.4f %.4f)\n", scores[1][1],
-           scores[1][2], scores[1][3]);
+    printf("rewrites off: the same scores as on, frames 1-%d (frame 1: %.4f)\n", frames - 1,
+           scores[1][1]);
     for (int k = 0; k < 2; k++) sam2_tracker_free(trackers[k]);
 }
 
