@@ -495,15 +495,7 @@ impl Graph {
         for t in initializers {
             put_len_field(&mut graph, 5, &t.encode());
         }
-        let mut out = Vec::with_capacity(model.len() + 1024);
-        let mut fields = Fields::new(model, 0, model.len(), "ModelProto");
-        while let Some(f) = fields.next_field()? {
-            if f.number == 7 {
-                put_len_field(&mut out, 7, &graph);
-            } else {
-                out.extend_from_slice(&model[f.start..f.end]);
-            }
-        }
+        let mut out = with_graph(model, &graph)?;
         if !self.imports_ms {
             let mut op = Vec::new();
             put_len_field(&mut op, 1, b"com.microsoft");
@@ -523,16 +515,7 @@ impl Graph {
             put_len_field(&mut info, 1, name.as_bytes());
             put_len_field(&mut graph, 12, &info);
         }
-        let mut out = Vec::with_capacity(model.len() + graph.len() - (ge - gs));
-        let mut fields = Fields::new(model, 0, model.len(), "ModelProto");
-        while let Some(f) = fields.next_field()? {
-            if f.number == 7 {
-                put_len_field(&mut out, 7, &graph);
-            } else {
-                out.extend_from_slice(&model[f.start..f.end]);
-            }
-        }
-        Ok(out)
+        with_graph(model, &graph)
     }
 
     /// The integers an operator is given either as an attribute (older opsets: `axes`, `split`)
@@ -573,6 +556,20 @@ impl Graph {
             k += 1;
         }
     }
+}
+
+/// `model` with its graph (ModelProto field 7) replaced by `graph`, every other field as it was.
+fn with_graph(model: &[u8], graph: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::with_capacity(model.len() + graph.len() + 64);
+    let mut fields = Fields::new(model, 0, model.len(), "ModelProto");
+    while let Some(f) = fields.next_field()? {
+        if f.number == 7 {
+            put_len_field(&mut out, 7, graph);
+        } else {
+            out.extend_from_slice(&model[f.start..f.end]);
+        }
+    }
+    Ok(out)
 }
 
 /// A node the rewriter writes.
