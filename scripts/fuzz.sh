@@ -6,7 +6,7 @@
 # regression inputs.
 # Prints the executions run per target (and writes them to $SAM2_REPORT_DIR/fuzz.tsv when set).
 # A crash stops the script: keep its input as a regression test by copying it from
-# fuzz/artifacts/<target>/ to fuzz/regressions/<target>/ (tests/fuzz_regressions.rs replays it).
+# fuzz/artifacts/<target>/ to fuzz/regressions/<target>/ (tests/it/fuzz_regressions.rs replays it).
 # Needs cargo-fuzz (installed here if missing); the stable toolchain runs it with
 # RUSTC_BOOTSTRAP=1, since cargo-fuzz passes nightly-only flags.
 #   scripts/fuzz.sh [seconds-per-target] [target...]

@@ -36,13 +36,13 @@ if [ "$MODE" != "--print" ]; then
     step "bad input on every entry point: the NULL sweep and every other bad value"
     (cd build/c && ctest --output-on-failure -R '^(test_null_sweep|test_bad_input)$')
     step "hostile model files: the real SAM2.1 tiny exports truncated, flipped, pointing outside, huge"
-    cargo test --release --test hostile_models
+    cargo test --release --test it hostile_models::
     step "stress: ${stress} s on shared handles"
     (cd build/c && SAM2_STRESS_SECONDS="$stress" ./test_stress)
     step "stress on the real SAM2.1 tiny exports: ${real_stress} s"
     (cd build/c && SAM2_STRESS_MODELS=real SAM2_STRESS_SECONDS="$real_stress" ./test_stress)
     step "kill during save: $kills kills"
-    SAM2_KILL_TRIALS="$kills" cargo test --release --test embedding_file kill_during_save -- --nocapture
+    SAM2_KILL_TRIALS="$kills" cargo test --release --test it embedding_file::kill_during_save -- --nocapture
     read -r encodes predicts <<<"$soak"
     step "soak: $encodes encodes, $predicts predicts (tiny models)"
     SAM2_SOAK_ENCODES="$encodes" SAM2_SOAK_PREDICTS="$predicts" \
@@ -126,7 +126,7 @@ hostile = []
 for kind in ["truncated", "bit_flipped", "external_data", "huge_dimensions"]:
     hostile += rows(f"hostile_{kind}.tsv")
 if hostile:
-    line(f"{'Hostile real-model files (tests/hostile_models.rs)':<56}", f"{'cases':>6}", f"{'refused':>8}",
+    line(f"{'Hostile real-model files (tests/it/hostile_models.rs)':<56}", f"{'cases':>6}", f"{'refused':>8}",
          f"{'ran':>9}", f"{'other':>6}")
     what = {"truncated": "truncated: header, node list, a weight, the end",
             "bit_flipped": "a flipped bit (nodes, weights, tail): refused or runs",
@@ -153,7 +153,7 @@ if fuzz:
 kill = rows("kill_during_save.tsv")
 if kill:
     r = kill[0]
-    line(f"{'Kill during save (tests/embedding_file.rs)':<60}", f"{'kills':>10}", f"{'mid-write':>10}", f"{'lost':>8}", f"{'goal':>6}")
+    line(f"{'Kill during save (tests/it/embedding_file.rs)':<60}", f"{'kills':>10}", f"{'mid-write':>10}", f"{'lost':>8}", f"{'goal':>6}")
     lost = int(r["lost"])
     line(f"  {'target file always the complete old or new one':<58}", f"{r['trials']:>10}", f"{r['mid_write']:>10}",
          f"{lost:>8}", f"{0:>6}", "" if lost == 0 else "   NOT MET")

@@ -131,14 +131,14 @@ valgrind_start="${EPOCHREALTIME/[.,]/}"
 
 step "cargo test (unit, integration, header check; then the sam2 command)"
 logged_suite cargo-test cargo test --release
-printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/video_real.rs; every frame in %s):\n' \
+printf 'video tracking against Meta'"'"'s SAM2VideoPredictor (tests/it/video_real.rs; every frame in %s):\n' \
     "$SAM2_REPORT_DIR/video_parity.txt"
 awk 'END { print }' "$SAM2_REPORT_DIR/video_parity.txt"
 awk 'END { print }' "$SAM2_REPORT_DIR/video_int8.txt"
-printf 'the int8 variant against the float32 original (tests/precision.rs; every case in %s):\n' \
+printf 'the int8 variant against the float32 original (tests/it/precision.rs; every case in %s):\n' \
     "$SAM2_REPORT_DIR/precision_agreement.txt"
 awk 'END { print }' "$SAM2_REPORT_DIR/precision_agreement.txt"
-printf 'EdgeTAM against its own predictors (tests/video_real.rs, tests/real_models.rs; every frame and case in %s/edgetam_*):\n' \
+printf 'EdgeTAM against its own predictors (tests/it/video_real.rs, tests/it/real_models.rs; every frame and case in %s/edgetam_*):\n' \
     "$SAM2_REPORT_DIR"
 for f in edgetam_video_parity.txt edgetam_video_parity_default.txt edgetam_video_int8.txt edgetam_image_parity.txt; do
     awk 'END { print }' "$SAM2_REPORT_DIR/$f"

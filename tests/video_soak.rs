@@ -5,7 +5,7 @@
 //! heap in use and resident memory at the end within 1.05× of their values after warm-up, and
 //! the memory frames it reports exactly each object's conditioning frame plus `memory_frames`.
 //!
-//! The clip is the disc clip of tools/models/track_clip.py (tests/video.rs) played back and forth,
+//! The clip is the disc clip of tools/models/track_clip.py (tests/it/video.rs) played back and forth,
 //! so the motion never jumps: the disc crosses behind the bar and comes out again and again, the
 //! square moves left and right; the frame index keeps increasing (a stream: no `num_frames`).
 //! Warm-up is the first fifth of the run, at least 100 frames: the memory bank is full from frame

@@ -1,6 +1,6 @@
 //! Requests sized by input never abort the host through the C ABI: the calls sized by a crafted
 //! embedding are `SAM2_ERR_OUT_OF_MEMORY`, never an abort. (The core's limits are in the core's
-//! `tests/limits.rs`.)
+//! `tests/it/limits.rs`.)
 
 #[path = "../../tests/common/mod.rs"]
 mod common;

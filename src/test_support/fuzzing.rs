@@ -1,5 +1,5 @@
 //! The properties the fuzz targets check, one function per parser of untrusted bytes. The
-//! cargo-fuzz targets (`fuzz/fuzz_targets/`) call them, and `tests/fuzz_regressions.rs` replays
+//! cargo-fuzz targets (`fuzz/fuzz_targets/`) call them, and `tests/it/fuzz_regressions.rs` replays
 //! the seed corpora and every input that once crashed (`fuzz/regressions/<target>/`) through
 //! the same functions, so a crash found by fuzzing stays fixed. Each panics when a property
 //! fails. Only `rewrites` needs ONNX Runtime (found as the library finds it). Not part of the

@@ -475,7 +475,7 @@ static void model_files(void) {
 
 /* ---- Hostile copies of the real SAM2.1 tiny exports ($SAM2_REAL_HOSTILE) ----
  *
- * The files of tests/hostile_models.rs, through the C ABI: tools/models/hostile_models.py writes
+ * The files of tests/it/hostile_models.rs, through the C ABI: tools/models/hostile_models.py writes
  * them once (tools/setup/setup-real.sh, into $SAM2_REAL_HOSTILE) and lists them in cases.tsv with
  * what each must give: SAM2_ERR_MODEL naming the file, or, for a flipped bit, that or a model that
  * loads and runs. Every decoder case runs here, and the encoder's truncations; the encoder's other

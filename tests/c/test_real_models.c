@@ -6,7 +6,7 @@
  * $SAM2_EDGETAM_MODELS (tools/setup/setup-edgetam.sh), through the same entry points. Default
  * options throughout, as a new user would call the library: encode, click, a batch mixing clicks, a
  * box and a refinement (each object as a single call gives it), multimask, and a save/load round
- * trip. The masks are compared with the reference pipelines by tests/real_models.rs.
+ * trip. The masks are compared with the reference pipelines by tests/it/real_models.rs.
  */
 #define _POSIX_C_SOURCE 200809L
 

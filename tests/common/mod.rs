@@ -7,6 +7,15 @@ use std::path::{Path, PathBuf};
 pub mod memory;
 pub mod track_clip;
 
+/// The log sink is process-wide: the tests that set one take turns through this lock (in the
+/// integration-test binary, tests of several suites run side by side).
+pub static LOG_TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Takes the log sink's turn; a test that failed holding it does not stop the others.
+pub fn log_turn() -> std::sync::MutexGuard<'static, ()> {
+    LOG_TURN.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// The repository: this module serves the core's tests and the C ABI crate's (capi/tests), so it
 /// is the first directory above the test's package that holds `testdata/`.
 pub fn root() -> PathBuf {

@@ -1,7 +1,7 @@
 //! The tracking clip, read from the file tools/models/track_clip.py writes
 //! (`$SAM2_MODELS/track/clip.bin`, made by tools/setup/setup.sh; its layout is in track_clip.py's
 //! doc string): a red disc moving right behind a bar (hidden on frames 11–14) and a blue square
-//! moving left, 320 × 240, 24 frames. Used by tests/video.rs, tests/video_soak.rs, cli/tests/cli.rs
+//! moving left, 320 × 240, 24 frames. Used by tests/it/video.rs, tests/video_soak.rs, cli/tests/cli.rs
 //! and the video benchmark.
 
 use std::path::PathBuf;

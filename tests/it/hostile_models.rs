@@ -10,7 +10,7 @@
 //! process (this test binary again, `child` below), so an abort or a crash is a failing case with
 //! its signal rather than the end of the test run.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -186,14 +186,19 @@ fn child() {
 
 fn run_child(mode: &str, model: &Path, extra: &Path) -> Outcome {
     let output = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .args([
+            "--exact",
+            "hostile_models::child",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_MODE, mode)
         .env("SAM2_HOSTILE_MODEL", model)
         .env("SAM2_HOSTILE_EXTRA", extra)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    // libtest prints "test child ... " before the child's own output, on the same line.
+    // libtest prints "test hostile_models::child ... " before the child's own output, on the same line.
     let line = stdout
         .lines()
         .find_map(|l| l.split_once("outcome\t").map(|(_, rest)| rest));

@@ -1,7 +1,7 @@
 //! Requests sized by input never abort the host: a prediction larger than the documented limit is
 //! refused before anything runs, with a message that says how large and what to do.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sam2::{

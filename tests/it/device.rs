@@ -1,7 +1,7 @@
 //! Device requests on a CPU-only ONNX Runtime: asking for a GPU is a genuine mismatch, resolved
 //! by the FALLBACK or FAIL policy; cross-device embeddings are refused before ONNX Runtime.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 
@@ -12,9 +12,6 @@ use sam2::{
     Embedding, Encoder, EncoderOptions, Error, ImageView, PixelFormat, Point, PredictOptions,
     Predictor, PredictorOptions, Prompt,
 };
-
-/// The log sink is process-wide: these tests take turns.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 fn capture() -> Arc<Mutex<Vec<(LogLevel, String)>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -48,7 +45,7 @@ fn encoder_with(device: DeviceOptions) -> Result<Encoder, Error> {
 
 #[test]
 fn asking_for_cuda_falls_back_to_cpu_with_one_warning_and_still_segments() {
-    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = log_turn();
     init_runtime();
     let seen = capture();
     let encoder = encoder_with(gpu_request(Provider::Cuda, MismatchPolicy::Fallback)).unwrap();
@@ -117,7 +114,7 @@ fn asking_for_cuda_falls_back_to_cpu_with_one_warning_and_still_segments() {
 
 #[test]
 fn fail_mode_refuses_with_a_message_naming_request_result_and_cause() {
-    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = log_turn();
     init_runtime();
     for provider in [Provider::Cuda, Provider::TensorRt, Provider::DirectMl] {
         match encoder_with(gpu_request(provider, MismatchPolicy::Fail)) {
@@ -147,7 +144,7 @@ fn fail_mode_refuses_with_a_message_naming_request_result_and_cause() {
 
 #[test]
 fn an_embedding_on_another_device_is_refused_before_onnx_runtime_sees_it() {
-    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = log_turn();
     init_runtime();
     let encoder = encoder_with(DeviceOptions::default()).unwrap();
     let img = read_pnm(&testdata("shapes.ppm"));

@@ -2,7 +2,7 @@
 //! generated models (`models/`, this project's naming) and the real exports of
 //! tools/setup/setup-real.sh (samexporter's and ONNX Runtime's namings side by side).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

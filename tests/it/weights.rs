@@ -1,7 +1,7 @@
 //! One copy of the weights for every session of a model, copies only on request, and a
 //! predictor pool that serves many threads.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 
@@ -260,6 +260,7 @@ fn a_predictor_pool_serves_many_threads_on_one_embedding() {
 /// in the log, and the pool stops trying.
 #[test]
 fn a_pool_that_cannot_grow_serves_concurrent_predicts_on_what_it_has() {
+    let _turn = log_turn();
     init_runtime();
     let encoder = Encoder::new(model("tiny_a_encoder.onnx"), &EncoderOptions::default()).unwrap();
     let embedding = Arc::new(encode_shapes(&encoder));

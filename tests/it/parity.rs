@@ -2,7 +2,7 @@
 //! Python API with numpy pre/post-processing written from the public SAM2 conventions): same image,
 //! same prompts → the same masks and IoU predictions.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sam2::{

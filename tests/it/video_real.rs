@@ -22,7 +22,7 @@
 //! logits move when frame 7's memory is dropped (`memory_matters`), and every frame of the library
 //! must stay within a tenth of that.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

@@ -8,7 +8,7 @@
 //! (both twins together, as one click on either selects both); it is found once when no other
 //! mask overlaps it with an IoU ≥ 0.5.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sam2::everything::{

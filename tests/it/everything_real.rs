@@ -15,7 +15,7 @@
 //! counts agree within 5%. The figures are printed. EdgeTAM's reference has the first run alone
 //! (its box NMS keeps a single mask: nothing the first run does not show).
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -9,7 +9,7 @@
 //! batches, multimask, refinement, files, shared weights, optimisation levels, the cache) runs on
 //! SAM2.1 hiera-tiny from both exporters.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -480,7 +480,7 @@ fn multimask_returns_the_candidates_and_the_best_is_the_single_answer() {
 /// RGB, BGR, RGBA and BGRA of the same pixels give the same embedding bytes; grey encodes too.
 /// The formats are converted into the model's input before the model runs, the same for every
 /// export, so one real export (samexporter's SAM2.1 tiny) checks it here; the generated pairs
-/// check every format and stride against their masks (tests/pipeline.rs, tests/c/test_segment.c).
+/// check every format and stride against their masks (tests/it/pipeline.rs, tests/c/test_segment.c).
 #[test]
 fn every_pixel_format_encodes() {
     init_runtime();

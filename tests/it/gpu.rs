@@ -2,7 +2,7 @@
 //! (scripts/test-gpu.sh points SAM2_ONNXRUNTIME_PATH at such a build). On a CPU-only build every
 //! test here says it is skipped and returns: nothing in it can be checked without a GPU.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -5,7 +5,7 @@
 //! must follow both: IoU with the ground truth ≥ 0.9 on every frame an object is visible on, and
 //! "absent" (with an empty mask) on every frame it is hidden.
 
-mod common;
+use crate::common;
 
 use common::track_clip::{distractor_centre, frame, target_centre, FRAMES, HEIGHT, WIDTH};
 use common::*;

@@ -1,6 +1,6 @@
 //! The safe pipeline on the generated SAM2-contract models: contracts, encoding, and geometry.
 
-mod common;
+use crate::common;
 
 use common::*;
 use sam2::models::DecoderExport;

@@ -7,7 +7,7 @@
 //! parity case of the real reference, printed and written to the report
 //! (`precision_agreement.txt`). The fp16 variant on a device: tests/webgpu.rs.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

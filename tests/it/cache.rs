@@ -2,7 +2,7 @@
 //! eviction, a bounded queue, cancellation through ONNX Runtime's termination flag, and
 //! waited-for encodes that go ahead of background work.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};

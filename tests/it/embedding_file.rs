@@ -1,7 +1,7 @@
 //! Embedding residency and files: save/load round trips, refusal of device memory, hostile
 //! files, and atomic saves that survive a killed process.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -281,7 +281,7 @@ fn kill_trials(dir: &Path, trials: usize, seed: u64, expected: &[Vec<u8>; 2]) ->
             .args([
                 "--ignored",
                 "--exact",
-                "child_saving_forever",
+                "embedding_file::child_saving_forever",
                 "--nocapture",
             ])
             .env("SAM2_SAVE_LOOP_PATH", &path)
@@ -541,7 +541,7 @@ fn a_taken_temporary_name_is_skipped_not_deleted() {
         .args([
             "--ignored",
             "--exact",
-            "child_saving_over_a_taken_temporary_name",
+            "embedding_file::child_saving_over_a_taken_temporary_name",
         ])
         .env("SAM2_TAKEN_TEMP_DIR", &dir)
         .stdout(std::process::Stdio::null())
