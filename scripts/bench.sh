@@ -76,9 +76,9 @@ say "what each rewrite buys (uptime: $(uptime))"
 
 # Video tracking: the tracker's per-frame cost at steady state against ONNX Runtime
 # alone on the same four modules, on the generated tracker and (SAM2_VIDEO_MODELS: the real
-# SAM2.1 tiny export of tools/models/export_video.py, tools/setup/setup-video.sh when present) at
+# SAM2.1 tiny export of sam2-export-video, tools/setup/setup-video.sh when present) at
 # 1280x720 beside its int8 variant (SAM2_VIDEO_INT8) and Meta's PyTorch SAM2VideoPredictor,
-# and EdgeTAM's (SAM2_EDGETAM_MODELS: tools/models/export_edgetam.py's export,
+# and EdgeTAM's (SAM2_EDGETAM_MODELS: sam2-export-edgetam's export,
 # tools/setup/setup-edgetam.sh) beside its int8 variant and its own PyTorch predictor;
 # first the real memory attention and image
 # encoder alone, the library's sessions (attention fused at load) against ONNX Runtime alone on

@@ -1,9 +1,9 @@
 """Per-frame cost of Meta's PyTorch SAM2VideoPredictor, for bench_video (bench/src/bin/).
 
-On the checkpoint tools/models/export_video.py writes beside its four modules (`--models`:
+On the checkpoint sam2-export-video writes beside its four modules (`--models`:
 sam2.1_hiera_tiny_video.pt, the same weights as the ONNX export), built by
 `build_sam2_video_predictor` on the CPU; or, when `--models` is EdgeTAM's export
-(tools/models/export_edgetam.py, its manifest's `"family": "edgetam"`; run with EdgeTAM's venv,
+(sam2-export-edgetam, its manifest's `"family": "edgetam"`; run with EdgeTAM's venv,
 tools/setup/setup-edgetam.sh), EdgeTAM's own `SAM2VideoPredictor` on that export's checkpoint. The clip is bench_video.rs's: the disc clip of
 tools/models/track_clip.py played back and forth, resampled (nearest) to --width x --height, written as
 the folder of JPEGs `init_state` reads (init_state decodes, resizes to 1024 and normalises every
@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-# tools/models: the tracking clip, and EdgeTAM's builder.
+# tools/models: the tracking clip.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))
 import track_clip as clip  # noqa: E402
 
@@ -58,7 +58,7 @@ def main():
     manifest_path = os.path.join(args.models, "manifest.json")
     manifest = json.load(open(manifest_path)) if os.path.exists(manifest_path) else {}
     if manifest.get("family") == "edgetam":
-        import edgetam_model  # EdgeTAM as its own builder makes it, without downloads
+        from sam2_tools import edgetam_model  # EdgeTAM as its own builder makes it, without downloads
 
         checkpoint = os.path.join(args.models, manifest["checkpoint"])
         predictor = edgetam_model.build(video=True, checkpoint=checkpoint)

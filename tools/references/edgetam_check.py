@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks our EdgeTAM export (tools/models/export_edgetam.py) against EdgeTAM's own PyTorch predictors
+"""Checks our EdgeTAM export (sam2-export-edgetam) against EdgeTAM's own PyTorch predictors
 (tools/references/edgetam_reference.py), in Python with onnxruntime, and times its modules (issue 31). A
 developer's check, as tools/references/video_track_check.py is for SAM2; the Rust tests compare the library.
 
@@ -15,7 +15,7 @@ developer's check, as tools/references/video_track_check.py is for SAM2; the Rus
   pixels with |reference logit| >= 1 (>= 0.99), score and pointer.
 * --timings: each module's median time on ONNX Runtime's CPU provider, 1 and 2 threads, at the
   tracker's steady state (7 memory frames, 16 pointers), beside SAM2.1 tiny's four modules from
-  tools/models/export_video.py when `--sam2 DIR` (default $SAM2_VIDEO_MODELS) has them.
+  sam2-export-video when `--sam2 DIR` (default $SAM2_VIDEO_MODELS) has them.
 
 Runs with numpy and onnxruntime (EdgeTAM's venv has both).
 
@@ -314,7 +314,7 @@ def time_modules(exports, threads_list, repeats):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", help="tools/models/export_edgetam.py's output (default $SAM2_EDGETAM_MODELS)")
+    parser.add_argument("--models", help="sam2-export-edgetam's output (default $SAM2_EDGETAM_MODELS)")
     parser.add_argument("--reference", help="tools/references/edgetam_reference.py's output (default: "
                         "reference/ in the models directory)")
     parser.add_argument("--timings", action="store_true", help="time the modules too")

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Reference run of EdgeTAM's own PyTorch predictors (issue 31), on the weights
-tools/models/export_edgetam.py exported (`--models`: its manifest.json and checkpoint).
+sam2-export-edgetam exported (`--models`: its manifest.json and checkpoint).
 
 * Image cases, as tools/references/real_reference.py runs them for SAM2 (its cases, on
   testdata/demo.ppm), for each image pair of the export: EdgeTAM's `SAM2ImagePredictor` (built by EdgeTAM's
@@ -26,7 +26,7 @@ stored as a conditioning frame under add_all_frames_to_correct_as_cond), and a c
 non-conditioning frame is kept, not tracked again, when propagation passes over it.
 
 The memory must matter (the export scales memory attention's cross attention, see
-tools/models/edgetam_model.py): frame 8 of pass 1 is tracked again with its whole memory and with one
+sam2_tools.edgetam_model): frame 8 of pass 1 is tracked again with its whole memory and with one
 memory frame (frame 7, its memory and its pointer) dropped, and the change is recorded
 (`memory_matters` in reference.json) and printed; with `--show-unscaled`, also with the
 cross-attention scales undone, to show what they buy (two more frames; no test reads it, so the
@@ -47,9 +47,9 @@ import warnings
 import numpy as np
 import torch
 
+from sam2_tools import edgetam_model  # EdgeTAM's builder
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))  # EdgeTAM's builder
-import edgetam_model  # noqa: E402
 import real_reference  # noqa: E402  (the image cases and the Python pipeline on an ONNX pair)
 import video_reference  # noqa: E402  (the clip, its prompts and the predictor's calls)
 from reference_check import read_pnm  # noqa: E402
@@ -331,7 +331,7 @@ def video(models, manifest, out_dir, show_unscaled=False):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--models", required=True, help="tools/models/export_edgetam.py's output")
+    parser.add_argument("--models", required=True, help="sam2-export-edgetam's output")
     parser.add_argument("--image", required=True, help="the image of the image cases")
     parser.add_argument("--out", required=True)
     parser.add_argument("--skip-image", action="store_true", help="the video clip only")

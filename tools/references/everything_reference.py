@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Reference masks for segment everything (issue 20): Meta's `SAM2AutomaticMaskGenerator` on the
-checkpoint the real exports were made from (seeded random weights, tools/models/export_real.py), with
+checkpoint the real exports were made from (seeded random weights, sam2-export-image), with
 the parameters tests/everything_real.rs gives the library; or, for EdgeTAM's export
-(tools/models/export_edgetam.py, whose manifest says `"family": "edgetam"`), EdgeTAM's own
+(sam2-export-edgetam, whose manifest says `"family": "edgetam"`), EdgeTAM's own
 `SAM2AutomaticMaskGenerator` (its fork of the same code) on the weights of that export, run in
 EdgeTAM's venv (tools/setup/setup-edgetam.sh), with the same parameters.
 
@@ -77,8 +77,7 @@ def generator(models, params):
     torch.set_num_threads(os.cpu_count() or 1)
     manifest = json.load(open(os.path.join(models, "manifest.json")))
     if manifest.get("family") == "edgetam":
-        sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "models"))
-        import edgetam_model  # EdgeTAM as its own builder makes it, without downloads
+        from sam2_tools import edgetam_model  # EdgeTAM as its own builder makes it, without downloads
 
         # the multimask decoder of ONNX Runtime's tools (the generator asks for three masks)
         pair = next(p for p in manifest["pairs"] if p["decoder"].endswith("_multi.onnx"))

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the variants' rules (tools/models/make_variant.py) on models made to need them: fp16's
+"""Checks the variants' rules (sam2_tools.make_variant) on models made to need them: fp16's
 range rule, int8's feed-forward rule for video modules, and int8's split of Hiera's joint
 query-key-value projections.
 
@@ -19,7 +19,6 @@ weight once, and the variant computes what the original does within int8's error
 """
 
 import os
-import sys
 import tempfile
 
 import numpy as np
@@ -27,8 +26,7 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models"))
-import make_variant  # noqa: E402
+from sam2_tools import make_variant
 
 
 def model():

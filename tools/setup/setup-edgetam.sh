@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# EdgeTAM (issue 31): our ONNX export of EdgeTAM (tools/models/export_edgetam.py: seeded random
+# EdgeTAM (issue 31): our ONNX export of EdgeTAM (sam2-export-edgetam: seeded random
 # weights, built as EdgeTAM's build_sam2_video_predictor builds it; an image pair by ONNX Runtime's
 # SAM2 tools and the four video modules) and the reference run of EdgeTAM's own PyTorch predictors
 # on the same weights (tools/references/edgetam_reference.py: image cases, and the generated
@@ -7,16 +7,16 @@
 #
 # EdgeTAM's code (PyPI edgetam-dimos) is a fork of Meta's `sam2` package under the same top-level
 # name, so it cannot be installed into setup-real.sh's venv beside sam-2-uni; it gets a small venv
-# of its own that reuses that one's torch and the rest (sourcing setup-real.sh first when that
-# venv is missing). Idempotent and cached outside the repository, in three parts, so that a change
-# to one never redoes the ones before it:
+# of its own that reuses that one's torch and the rest, the project's model tools included
+# (sourcing setup-real.sh first when that venv is missing). Idempotent and cached outside the
+# repository, in three parts, so that a change to one never redoes the ones before it:
 #   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/edgetam/
 #     venv/                 edgetam-dimos 1.0.1 alone (tools/setup/edgetam-requirements.txt,
 #                           --no-deps, about 1 MB), then a .pth line adding setup-real.sh's venv
 #                           (real-venv/: torch 2.10, timm, onnxruntime 1.31.1, OpenCV, ...) after
 #                           it: `import sam2` is EdgeTAM's, everything else the real venv's. Keyed
 #                           by both requirement files.
-#     export-<hash>/        keyed by the export scripts and both pins: the image pair, the four
+#     export-<hash>/        keyed by the exporter's modules and both pins: the image pair, the four
 #                           video modules, the checkpoint, manifest.json; `reference` links to
 #     reference-<hash>/     keyed by the reference scripts, the pins and the weights' own hash
 #                           (manifest.json's weights_sha256): clip, prompts, arrays, reference.json
@@ -32,6 +32,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
 EDGETAM_VENV="$CACHE/edgetam/venv"
+TOOLS="$ROOT/tools/sam2-tools/sam2_tools"  # the model tools' modules, whose content keys the caches
 say() { printf '[setup-edgetam] %s\n' "$*" >&2; }
 . "$ROOT/tools/setup/setup-times.sh"
 export ORT_DISABLE_TELEMETRY=1
@@ -72,21 +73,25 @@ PY
 else
     setup_end cached
 fi
+# The model tools in the real venv, which this one reads (redone here when they change, for a run
+# of this script without setup-real.sh).
+install_tools "$REAL_VENV" copy
 
 # 2. The export (a few minutes), then the reference (minutes), each redone only when its inputs
 # change.
-setup_begin "EdgeTAM export (tools/models/export_edgetam.py)"
-export_hash="$(cat "$ROOT/tools/models/export_edgetam.py" "$ROOT/tools/models/edgetam_model.py" \
-    "$ROOT/tools/models/export_video.py" "$ROOT/tools/setup/edgetam-requirements.txt" \
+setup_begin "EdgeTAM export (sam2-export-edgetam)"
+export_hash="$(cat "$TOOLS/export_edgetam.py" "$TOOLS/edgetam_model.py" "$TOOLS/export_video.py" \
+    "$TOOLS/export_real.py" "$ROOT/tools/setup/edgetam-requirements.txt" \
     "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
 EDGETAM_MODELS="$CACHE/edgetam/export-$export_hash"
+# (as a module of this venv's Python: the command in the real venv would run Meta's `sam2`)
 made_once "$EDGETAM_MODELS" .sam2-edgetam-export-done export.log \
     "exporting EdgeTAM (image pair and four video modules) into $EDGETAM_MODELS (minutes)" \
-    "$EDGETAM_VENV/bin/python" "$ROOT/tools/models/export_edgetam.py" --out "$EDGETAM_MODELS"
+    "$EDGETAM_VENV/bin/python" -m sam2_tools.export_edgetam --out "$EDGETAM_MODELS"
 setup_begin "EdgeTAM reference (tools/references/edgetam_reference.py)"
 weights="$("$EDGETAM_VENV/bin/python" -c 'import json, sys; print(json.load(open(sys.argv[1]))["weights_sha256"])' \
     "$EDGETAM_MODELS/manifest.json")"
-reference_hash="$( (cat "$ROOT/tools/references/edgetam_reference.py" "$ROOT/tools/models/edgetam_model.py" \
+reference_hash="$( (cat "$ROOT/tools/references/edgetam_reference.py" "$TOOLS/edgetam_model.py" \
     "$ROOT/tools/references/video_reference.py" "$ROOT/tools/references/real_reference.py" "$ROOT/tools/references/reference_check.py" \
     "$ROOT/testdata/demo.ppm" "$ROOT/tools/setup/edgetam-requirements.txt" \
     "$ROOT/tools/setup/real-requirements.txt"; echo "$weights") \
@@ -97,24 +102,23 @@ made_once "$EDGETAM_REFERENCE" .sam2-edgetam-reference-done reference.log \
     "$EDGETAM_VENV/bin/python" "$ROOT/tools/references/edgetam_reference.py" \
     --models "$EDGETAM_MODELS" --image "$ROOT/testdata/demo.ppm" --out "$EDGETAM_REFERENCE"
 ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
-# 3. The precision variants of the video modules (tools/models/make_variant.py; seconds): fp16
+# 3. The precision variants of the video modules (sam2-variant; seconds): fp16
 # (the image encoder in float16, the three other modules copied) for the device tests
 # (tests/webgpu.rs), and int8 with --attention-scores int8 (memory attention's and the memory
 # encoder's feed-forward layers over the image's positions int8, memory attention marked for int8
 # attention scores; the RepViT encoder, without MatMuls, and the decoder copied) for
 # tests/video_real.rs and the bench.
-variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
+variant_hash="$( (cat "$TOOLS/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 for precision in fp16 int8; do
     extra=()
     if [ "$precision" = int8 ]; then
         extra=(--attention-scores int8)
     fi
-    setup_begin "EdgeTAM's $precision video variant (tools/models/make_variant.py)"
+    setup_begin "EdgeTAM's $precision video variant (sam2-variant)"
     out="$CACHE/edgetam/$precision-$variant_hash"
     made_once "$out" ".sam2-edgetam-$precision-done" make.log \
         "making the $precision variant of EdgeTAM's video modules into $out" \
-        "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
-        "$precision" "${extra[@]}" "$EDGETAM_MODELS" --out "$out"
+        "$REAL_VENV/bin/sam2-variant" "$precision" "${extra[@]}" "$EDGETAM_MODELS" --out "$out"
 done
 EDGETAM_FP16="$CACHE/edgetam/fp16-$variant_hash"
 EDGETAM_INT8="$CACHE/edgetam/int8-$variant_hash"

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Real-architecture SAM2 models (issue 16): Meta's SAM2 code with seeded random weights, exported
-# by samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (tools/models/export_real.py), and
+# by samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (sam2-export-image), and
 # the reference masks the tests compare against (tools/references/real_reference.py).
 #
 # Idempotent and cached outside the repository, so that every clone reuses one copy:
 #   $SAM2_DEV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev)/
 #     real-venv/                  torch 2.10 and the exporters (about 7 GB; torch needs its NVIDIA
-#                                 packages even to import on a CPU)
+#                                 packages even to import on a CPU), and a copy of the project's
+#                                 model tools (tools/sam2-tools)
 #     real-models/<hash>/         the exports, checkpoints, manifest.json and reference.json, keyed
 #                                 by the export script, its pins and the reference inputs
 #       hostile-<hash>/           hostile copies of the exports for the tests (cases.tsv lists them),
@@ -21,6 +22,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
 REAL_VENV="$CACHE/real-venv"
+TOOLS="$ROOT/tools/sam2-tools/sam2_tools"  # the model tools' modules, whose content keys the caches
 say() { printf '[setup-real] %s\n' "$*" >&2; }
 . "$ROOT/tools/setup/setup-times.sh"
 export ORT_DISABLE_TELEMETRY=1
@@ -41,6 +43,7 @@ if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
 else
     setup_end cached
 fi
+install_tools "$REAL_VENV" copy
 
 # 2. The exports, then the reference masks (each regenerated only when its inputs change).
 # Keeps the entries NAME... of the cache folder PARENT (marking them used now) and removes the
@@ -72,13 +75,13 @@ prune_unused_named() {
     done
 }
 
-setup_begin "real SAM2 exports (tools/models/export_real.py)"
-export_hash="$(cat "$ROOT/tools/models/export_real.py" "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
+setup_begin "real SAM2 exports (sam2-export-image)"
+export_hash="$(cat "$TOOLS/export_real.py" "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
 REAL_MODELS="$CACHE/real-models/$export_hash"
 if [ ! -f "$REAL_MODELS/.sam2-exported" ]; then
     say "exporting the real SAM2 architecture into $REAL_MODELS (a few minutes)"
     mkdir -p "$REAL_MODELS"
-    logged "$REAL_MODELS/export.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/export_real.py" --out "$REAL_MODELS"
+    logged "$REAL_MODELS/export.log" "$REAL_VENV/bin/sam2-export-image" --out "$REAL_MODELS"
     touch "$REAL_MODELS/.sam2-exported"
     setup_end ran
 else
@@ -113,10 +116,10 @@ else
     setup_end cached
 fi
 # int8 and fp16 precision variants of the SAM2.1 tiny pairs of both exporters
-# (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; about half a
+# (sam2-variant, ONNX Runtime's quantiser and float16 converter; about half a
 # minute each), for tests/precision.rs and the benchmark.
-setup_begin "int8 and fp16 variants of the real SAM2.1 tiny pairs (tools/models/make_variant.py)"
-variants_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
+setup_begin "int8 and fp16 variants of the real SAM2.1 tiny pairs (sam2-variant)"
+variants_hash="$( (cat "$TOOLS/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
 REAL_VARIANTS="$REAL_MODELS/variants-$variants_hash"
 if [ ! -f "$REAL_VARIANTS/.sam2-variants-done" ]; then
     say "making the int8 and fp16 variants of the SAM2.1 tiny encoders into $REAL_VARIANTS"
@@ -125,9 +128,9 @@ if [ ! -f "$REAL_VARIANTS/.sam2-variants-done" ]; then
     for precision in int8 fp16; do
         suffix=""
         [ "$precision" = int8 ] || suffix="-$precision"
-        logged "$REAL_VARIANTS/samexporter$suffix.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+        logged "$REAL_VARIANTS/samexporter$suffix.log" "$REAL_VENV/bin/sam2-variant" \
             "$precision" "$REAL_MODELS/sam2.1_hiera_tiny.encoder.onnx" --out "$REAL_VARIANTS/samexporter$suffix"
-        logged "$REAL_VARIANTS/onnxruntime$suffix.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
+        logged "$REAL_VARIANTS/onnxruntime$suffix.log" "$REAL_VENV/bin/sam2-variant" \
             "$precision" "$REAL_MODELS/sam2.1_hiera_tiny_image_encoder.onnx" --out "$REAL_VARIANTS/onnxruntime$suffix"
     done
     touch "$REAL_VARIANTS/.sam2-variants-done"

@@ -44,3 +44,33 @@ made_once() {
         setup_end cached
     fi
 }
+# The project's model tools (tools/sam2-tools: sam2-variant and the exporters) installed into a
+# venv, redone only when they change; timed as a step:
+#   install_tools VENV editable|copy
+# `editable` for the clone's own .venv, so that an edit to a tool is what runs next (redone when
+# pyproject.toml changes); `copy` for the venvs under $SAM2_DEV_CACHE, which every clone shares
+# (an editable install would run whichever clone installed it last; redone when any file of the
+# package changes). Their build backend, flit_core (tools/setup/build-requirements.txt), is
+# installed into the venv first, so that pip builds them with nothing to fetch
+# (--no-build-isolation).
+install_tools() {
+    local venv="$1" mode="$2" src="$ROOT/tools/sam2-tools" key
+    local pins="$ROOT/tools/setup/build-requirements.txt"
+    setup_begin "the model tools in $(basename "$venv") (tools/sam2-tools, $mode install)"
+    if [ "$mode" = editable ]; then
+        key="$(cat "$src/pyproject.toml" "$pins" | sha256sum | cut -c1-16)"
+    else
+        key="$( (cd "$src" && find . -name '*.py' -o -name pyproject.toml | LC_ALL=C sort | xargs cat; cat "$pins") |
+            sha256sum | cut -c1-16)"
+    fi
+    if [ -f "$venv/.sam2-tools-$mode-$key" ]; then
+        setup_end cached
+        return 0
+    fi
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$pins"
+    "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation \
+        $([ "$mode" = editable ] && echo --editable) "$src"
+    rm -f "$venv"/.sam2-tools-*
+    touch "$venv/.sam2-tools-$mode-$key"
+    setup_end ran
+}

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Video tracking (issue 19): our four-module ONNX export of SAM2.1 tiny
-# (tools/models/export_video.py, seeded random weights, built as build_sam2_video_predictor builds
+# (sam2-export-video, seeded random weights, built as build_sam2_video_predictor builds
 # it) and the reference run of Meta's SAM2VideoPredictor on a generated 11-frame clip
 # (tools/references/video_reference.py).
 #
-# Sourced by tools/setup/setup-real.sh after the real exports (it needs that script's venv, $CACHE,
-# $REAL_VENV, say and logged). Cached outside the repository in two parts, so that a change to
-# the export alone (seconds) never reruns the reference (minutes of memory attention):
+# Sourced by tools/setup/setup-real.sh after the real exports (it needs that script's venv, with
+# the model tools installed, and $CACHE, $REAL_VENV, $TOOLS, say and logged). Cached outside the
+# repository in two parts, so that a change to the export alone (seconds) never reruns the
+# reference (minutes of memory attention):
 #   $CACHE/video/export-<hash>/     keyed by export_video.py and the venv's pins: the four
 #                                   modules, the checkpoint, manifest.json; `reference` links to
 #   $CACHE/video/reference-<hash>/  keyed by video_reference.py, the pins and the weights' own
@@ -19,15 +20,14 @@
 # (SAM2's tracker in numpy on the four modules, against the reference) is a developer's check, not
 # run here: the Rust tests compare the library itself with the same reference.
 
-export_hash="$(cat "$ROOT/tools/models/export_video.py" "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
+export_hash="$(cat "$TOOLS/export_video.py" "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
 VIDEO_MODELS="$CACHE/video/export-$export_hash"
-setup_begin "video modules of SAM2.1 tiny (tools/models/export_video.py)"
+setup_begin "video modules of SAM2.1 tiny (sam2-export-video)"
 if [ ! -f "$VIDEO_MODELS/.sam2-video-export-done" ]; then
     say "exporting the four video modules into $VIDEO_MODELS (about a minute)"
     rm -rf "$VIDEO_MODELS"
     mkdir -p "$VIDEO_MODELS"
-    logged "$VIDEO_MODELS/export.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/export_video.py" \
-        --out "$VIDEO_MODELS"
+    logged "$VIDEO_MODELS/export.log" "$REAL_VENV/bin/sam2-export-video" --out "$VIDEO_MODELS"
     touch "$VIDEO_MODELS/.sam2-video-export-done"
     setup_end ran
 else
@@ -67,19 +67,19 @@ else
     setup_end cached
 fi
 ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
-# The int8 variant of the export (tools/models/make_variant.py --attention-scores int8: the image
+# The int8 variant of the export (sam2-variant --attention-scores int8: the image
 # encoder's MatMul weights int8; memory attention's and the memory encoder's feed-forward layers
 # int8, memory attention marked for int8 attention scores; the decoder copied; seconds), for
 # tests/video_real.rs and the benchmark.
-variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
+variant_hash="$( (cat "$TOOLS/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 VIDEO_INT8="$CACHE/video/int8-$variant_hash"
-setup_begin "int8 variant of the video modules (tools/models/make_variant.py)"
+setup_begin "int8 variant of the video modules (sam2-variant)"
 if [ ! -f "$VIDEO_INT8/.sam2-video-int8-done" ]; then
     say "making the int8 variant of the video modules into $VIDEO_INT8"
     rm -rf "$VIDEO_INT8"
     mkdir -p "$VIDEO_INT8"
-    logged "$VIDEO_INT8/make.log" "$REAL_VENV/bin/python" "$ROOT/tools/models/make_variant.py" \
-        int8 --attention-scores int8 "$VIDEO_MODELS" --out "$VIDEO_INT8"
+    logged "$VIDEO_INT8/make.log" "$REAL_VENV/bin/sam2-variant" int8 --attention-scores int8 \
+        "$VIDEO_MODELS" --out "$VIDEO_INT8"
     touch "$VIDEO_INT8/.sam2-video-int8-done"
     setup_end ran
 else

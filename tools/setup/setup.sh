@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Idempotent set-up: system packages, the Python venv with the pinned ONNX Runtime wheel, and the
-# generated models. A second run downloads and regenerates nothing.
+# Idempotent set-up: system packages, the Python venv with the pinned ONNX Runtime wheel and the
+# project's model tools, and the generated models. A second run downloads and regenerates nothing.
 # Source it (`. tools/setup/setup.sh`) to get SAM2_ONNXRUNTIME_PATH and friends exported.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 VENV="$ROOT/.venv"
 MODELS="$ROOT/models"
+TOOLS="$ROOT/tools/sam2-tools/sam2_tools"  # the model tools' modules, whose content keys the caches
 say() { printf '[setup] %s\n' "$*" >&2; }
 . "$ROOT/tools/setup/setup-times.sh"
 
@@ -52,7 +53,11 @@ fi
 export SAM2_ONNXRUNTIME_PATH="$ORT_LIB"
 export SAM2_PYTHON="$VENV/bin/python"
 
-# 3. Generated models (deterministic; regenerated only when the generator changes).
+# 3. The project's model tools (tools/sam2-tools), editable: sam2-variant for step 5 and
+# scripts/variant.sh, sam2_tools.make_variant for tools/references/variant_check.py.
+install_tools "$VENV" editable
+
+# 4. Generated models (deterministic; regenerated only when the generator changes).
 setup_begin "generated models (models/), the tracking clip, their Python reference and the tracker check"
 gen_hash="$(cat "$ROOT/tools/models/gen_models.py" "$ROOT/tools/models/gen_track_models.py" "$ROOT/tools/references/reference_check.py" \
     "$ROOT/tools/models/track_clip.py" "$ROOT/tools/references/track_check.py" "$ROOT/tools/setup/requirements.txt" | sha256sum | cut -c1-16)"
@@ -75,25 +80,25 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
 else
     setup_end cached
 fi
-# 4. The int8 and fp16 precision variants of a generated pair and of the generated tracker
-# (tools/models/make_variant.py, ONNX Runtime's quantiser and float16 converter; seconds), for the
+# 5. The int8 and fp16 precision variants of a generated pair and of the generated tracker
+# (sam2-variant, ONNX Runtime's quantiser and float16 converter; seconds), for the
 # tests of variants (tests/precision.rs, tests/webgpu.rs, tests/video.rs), redone when the tool or
 # the models change.
-setup_begin "int8 and fp16 variants of the generated tiny_a pair and tracker (tools/models/make_variant.py)"
-variant_hash="$( (cat "$ROOT/tools/models/make_variant.py"; echo "$gen_hash tiny_a int8 fp16, track int8 fp16") | sha256sum | cut -c1-16)"
+setup_begin "int8 and fp16 variants of the generated tiny_a pair and tracker (sam2-variant)"
+variant_hash="$( (cat "$TOOLS/make_variant.py"; echo "$gen_hash tiny_a int8 fp16, track int8 fp16") | sha256sum | cut -c1-16)"
 if [ ! -f "$MODELS/variants/.sam2-variants-$variant_hash" ]; then
     rm -rf "$MODELS/variants"
     mkdir -p "$MODELS/variants/tiny_a_int8"
-    ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" int8 --conv \
+    ORT_DISABLE_TELEMETRY=1 "$VENV/bin/sam2-variant" int8 --conv \
         "$MODELS/tiny_a_encoder.onnx" --out "$MODELS/variants/tiny_a_int8" >/dev/null 2>"$MODELS/variants/make.log" ||
         { cat "$MODELS/variants/make.log" >&2; exit 1; }
-    ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" fp16 \
+    ORT_DISABLE_TELEMETRY=1 "$VENV/bin/sam2-variant" fp16 \
         "$MODELS/tiny_a_encoder.onnx" --out "$MODELS/variants/tiny_a_fp16" >/dev/null 2>>"$MODELS/variants/make.log" ||
         { cat "$MODELS/variants/make.log" >&2; exit 1; }
     # The generated tracker's four modules, its image encoder int8 or fp16 (tests/video.rs; the
     # C and .NET tracker tests read the int8 one).
     for precision in int8 fp16; do
-        ORT_DISABLE_TELEMETRY=1 "$VENV/bin/python" "$ROOT/tools/models/make_variant.py" "$precision" \
+        ORT_DISABLE_TELEMETRY=1 "$VENV/bin/sam2-variant" "$precision" \
             "$MODELS/track" --out "$MODELS/variants/track_$precision" >/dev/null 2>>"$MODELS/variants/make.log" ||
             { cat "$MODELS/variants/make.log" >&2; exit 1; }
     done

@@ -1,12 +1,11 @@
-#!/usr/bin/env python3
 """Precision variants of a SAM2 export: int8 weights for CPUs, float16 for GPUs.
 
-Run once by a user on the export they have (`scripts/variant.sh` runs it in the project's venv,
-tools/setup/requirements.txt: ONNX Runtime's own quantisation tool, nothing hand-written does the
-arithmetic):
+Run once by a user on the export they have, as `sam2-variant` (`scripts/variant.sh` runs it in the
+project's venv, tools/setup/requirements.txt: ONNX Runtime's own quantisation tool, nothing
+hand-written does the arithmetic):
 
-    python tools/models/make_variant.py int8 MODEL_DIR_OR_ENCODER --out OUT_DIR
-    python tools/models/make_variant.py fp16 MODEL_DIR_OR_ENCODER --out OUT_DIR [--sample IMAGE]
+    sam2-variant int8 MODEL_DIR_OR_ENCODER --out OUT_DIR
+    sam2-variant fp16 MODEL_DIR_OR_ENCODER --out OUT_DIR [--sample IMAGE]
 
 The variant is written into OUT_DIR under the source's file names, so the library finds the pair
 there as it finds the original (`--model OUT_DIR`). Only the image encoder changes (it is nearly

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Our ONNX export of EdgeTAM (issue 31): an image encoder/decoder pair the image API reads, and
 the four video modules the tracker reads.
 
@@ -6,19 +5,19 @@ EdgeTAM (Meta, CVPR 2025; PyPI `edgetam-dimos` 1.0.1, a fork of Meta's `sam2` pa
 SAM2's design, prompt encoder and mask decoder, with a RepViT-M1 image encoder, a spatial
 perceiver that compresses each memory frame's 64x64 map to 512 tokens, and two memory-attention
 layers. The network is built as EdgeTAM's `build_sam2_video_predictor` builds it from
-configs/edgetam.yaml (tools/models/edgetam_model.py: seeded random weights with the memory attention's
+configs/edgetam.yaml (edgetam_model.py: seeded random weights with the memory attention's
 cross attention scaled, so that the memory matters, and larger mask logits; or `--checkpoint PATH`, trained weights
 on a machine that can download them) and saved as an ordinary checkpoint (`edgetam.pt`), so that
 tools/references/edgetam_reference.py runs EdgeTAM's own predictors on exactly these weights.
 
 * The image pair: ONNX Runtime 1.31.1's SAM2 tools (inside the onnxruntime wheel, as
-  tools/models/export_real.py runs them for SAM2) on the EdgeTAM model object, unmodified: their
+  export_real.py runs them for SAM2) on the EdgeTAM model object, unmodified: their
   wrappers call only the modules EdgeTAM shares with SAM2 (image_encoder, conv_s0/s1, no_mem_embed,
   the prompt encoder and the mask decoder), so the files have the contract of ONNX Runtime's SAM2
   exports, tensor for tensor (`edgetam_image_encoder.onnx`, `edgetam_image_decoder.onnx`,
   `edgetam_image_decoder_multi.onnx`).
 * The video modules: SAM2's four-module contract (docs/video.md), with
-  tools/models/export_video.py's wrappers for the image encoder and the decoder (the same SAM2
+  export_video.py's wrappers for the image encoder and the decoder (the same SAM2
   code paths), and EdgeTAM's own
   memory attention and memory encoder below. The perceiver is folded into the memory encoder,
   so a memory frame is 512 tokens of 64 channels (`maskmem_features` [1,512,64], its position
@@ -28,14 +27,13 @@ tools/references/edgetam_reference.py runs EdgeTAM's own predictors on exactly t
   attention has no `obj_ptr_tpos` input; it has no no-object spatial embedding either, so the
   memory encoder's `object_score_logits` input changes nothing.
 
-Runs in EdgeTAM's venv (tools/setup/setup-edgetam.sh); deterministic (same seed, same files).
+Runs where EdgeTAM's `sam2` package is installed (tools/setup/setup-edgetam.sh keeps such a venv);
+deterministic (same seed, same files).
 
-    python tools/models/export_edgetam.py --out DIR [--checkpoint edgetam.pt]
+    sam2-export-edgetam --out DIR [--checkpoint edgetam.pt]
 """
 
 import argparse
-import contextlib
-import functools
 import json
 import os
 import sys
@@ -45,9 +43,9 @@ import types
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import edgetam_model  # noqa: E402
-from export_video import (  # noqa: E402  (SAM2's wrappers, for the modules EdgeTAM shares)
+from sam2_tools import edgetam_model
+from sam2_tools.export_real import classic_onnx_exporter, onnxruntime_sam2_tools
+from sam2_tools.export_video import (  # SAM2's wrappers, for the modules EdgeTAM shares
     ImageDecoder,
     ImageEncoder,
     export,
@@ -212,24 +210,8 @@ class MemoryEncoder(torch.nn.Module):
 # the image pair, by ONNX Runtime's SAM2 tools
 
 
-@contextlib.contextmanager
-def classic_onnx_exporter():
-    original = torch.onnx.export
-    torch.onnx.export = functools.partial(original, dynamo=False)
-    try:
-        yield
-    finally:
-        torch.onnx.export = original
-
-
 def export_image_pair(model, out_dir):
-    import onnxruntime
-
-    tools = os.path.join(os.path.dirname(onnxruntime.__file__), "transformers", "models", "sam2")
-    if tools not in sys.path:
-        sys.path.insert(0, tools)
-    from image_decoder import export_decoder_onnx
-    from image_encoder import export_image_encoder_onnx
+    export_image_encoder_onnx, export_decoder_onnx = onnxruntime_sam2_tools()
 
     encoder = os.path.join(out_dir, f"{edgetam_model.NAME}_image_encoder.onnx")
     decoders = {False: os.path.join(out_dir, f"{edgetam_model.NAME}_image_decoder.onnx"),
@@ -350,7 +332,7 @@ def main():
         "config": edgetam_model.CONFIG,
         "builder": "sam2.build_sam.build_sam2_video_predictor (edgetam-dimos 1.0.1)",
         "seed": None if args.checkpoint else edgetam_model.SEED,
-        # the changes to the seeded weights (tools/models/edgetam_model.py)
+        # the changes to the seeded weights (edgetam_model.py)
         "weight_scales": None if args.checkpoint else {
             "cross_attention_qk": edgetam_model.CROSS_ATTENTION_QK_SCALE,
             "cross_attention_v": edgetam_model.CROSS_ATTENTION_V_SCALE,
@@ -360,7 +342,7 @@ def main():
         "opset": OPSET,
         "checkpoint": os.path.relpath(checkpoint, args.out),
         "weights_sha256": weights,
-        # the image pair, in tools/models/export_real.py's manifest format
+        # the image pair, in export_real.py's manifest format
         # (tools/references/real_reference.py)
         "pairs": pairs,
         # the four video modules

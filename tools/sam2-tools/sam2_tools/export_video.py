@@ -1,15 +1,14 @@
-#!/usr/bin/env python3
 """Our four-module ONNX export of SAM2 for video tracking (issue 19), on the real SAM2.1
 hiera-tiny architecture with seeded random weights.
 
 The network is built as `sam2.build_sam.build_sam2_video_predictor` builds it (its hydra
 overrides: dynamic multimask via stability, binarize_mask_from_pts_for_mem_enc, fill_hole_area),
-the weights are drawn as tools/models/export_real.py draws them (the module's own initialisation under a
+the weights are drawn as export_real.py draws them (the module's own initialisation under a
 fixed seed, then small noise on every all-zero parameter) and saved as an ordinary checkpoint
 (`sam2.1_hiera_tiny_video.pt`) so that tools/references/video_reference.py runs Meta's SAM2VideoPredictor on
 exactly these weights.
 
-The four graphs and their names are the contract of /work/video-spec.md (the Aimol-l/SAM2Export
+The four graphs and their names are the contract of docs/video.md (the Aimol-l/SAM2Export
 lineage) plus our optional inputs/outputs; the wrappers below are written here from Meta's
 modules (sam2/modeling), calling the modules' own layers:
 
@@ -22,9 +21,10 @@ The only part rewritten rather than called is the rotary position encoding of th
 attention: Meta's uses complex tensors (which ONNX has not), ours the same rotation in real
 arithmetic ((a + ib)(c + is) = (ac - bs) + i(as + bc)) with the module's own cos/sin tables.
 
-Runs in the exporters' venv (tools/setup/setup-real.sh); deterministic (same seed, same files).
+Runs where torch and Meta's `sam2` package are installed (tools/setup/setup-real.sh keeps such a
+venv); deterministic (same seed, same files).
 
-    python tools/models/export_video.py --out DIR
+    sam2-export-video --out DIR
 """
 
 import argparse

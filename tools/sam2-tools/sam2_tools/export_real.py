@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Real-architecture SAM2 models, exported by the real exporters (issue 16).
 
 No SAM2 checkpoint can be downloaded where this project is built, so this script builds the real
@@ -14,15 +13,15 @@ exporters users run:
   name no exporter, and torch 2.9+ defaults to dynamo, which their decoder does not support)
   (`<name>_image_encoder.onnx`, `<name>_image_decoder.onnx`, `<name>_image_decoder_multi.onnx`).
 
-Runs in the exporters' own venv (scripts/setup-real.sh). Deterministic: the same seed gives the
+Runs where the exporters are installed (tools/setup/setup-real.sh keeps such a venv). Deterministic: the same seed gives the
 same checkpoint and byte-identical exports. Writes `manifest.json` listing every pair.
 
-    python tools/models/export_real.py --out DIR [--only sam2.1_hiera_tiny ...]
+    sam2-export-image --out DIR [--only sam2.1_hiera_tiny ...]
 
 With real weights (a checkpoint from Meta's SAM2 release, on a machine that can download it), the
 same exporters make the models a user runs:
 
-    python tools/models/export_real.py --out DIR --only sam2.1_hiera_tiny --checkpoint sam2.1_hiera_tiny.pt
+    sam2-export-image --out DIR --only sam2.1_hiera_tiny --checkpoint sam2.1_hiera_tiny.pt
 """
 
 import argparse
@@ -120,18 +119,24 @@ def classic_onnx_exporter():
         torch.onnx.export = original
 
 
-def ort_tools_dir():
+def onnxruntime_sam2_tools():
+    """ONNX Runtime's SAM2 tools, (export_image_encoder_onnx, export_decoder_onnx). The onnxruntime
+    wheel ships them as scripts in `onnxruntime/transformers/models/sam2` that import one another
+    by bare name (`from sam2_utils import ...`), not as a package, so their folder goes on
+    sys.path to import them."""
     import onnxruntime
 
-    return os.path.join(os.path.dirname(onnxruntime.__file__), "transformers", "models", "sam2")
-
-
-def export_onnxruntime(name, checkpoint, out_dir):
-    tools = ort_tools_dir()
+    tools = os.path.join(os.path.dirname(onnxruntime.__file__), "transformers", "models", "sam2")
     if tools not in sys.path:
         sys.path.insert(0, tools)
     from image_decoder import export_decoder_onnx
     from image_encoder import export_image_encoder_onnx
+
+    return export_image_encoder_onnx, export_decoder_onnx
+
+
+def export_onnxruntime(name, checkpoint, out_dir):
+    export_image_encoder_onnx, export_decoder_onnx = onnxruntime_sam2_tools()
     from sam2.build_sam import build_sam2
 
     config = MODELS[name][0]

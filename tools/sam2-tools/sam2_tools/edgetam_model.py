@@ -1,5 +1,5 @@
-"""EdgeTAM built as its own code builds it, for tools/models/export_edgetam.py and
-tools/references/edgetam_reference.py (run in EdgeTAM's venv, tools/setup/setup-edgetam.sh).
+"""EdgeTAM built as its own code builds it, for export_edgetam.py and the project's references
+(tools/references/edgetam_reference.py; run in EdgeTAM's venv, tools/setup/setup-edgetam.sh).
 
 EdgeTAM's code is PyPI `edgetam-dimos` 1.0.1, a fork of Meta's `sam2` package (its top-level
 package is `sam2` too) with `configs/edgetam.yaml`: a RepViT-M1 image encoder from timm, SAM2's
@@ -94,7 +94,7 @@ def check_edgetam_package():
 
 
 def seed_weights(model, seed):
-    """tools/models/export_real.py's recipe (the module's own initialisation under a fixed seed, then
+    """export_real.py's recipe (the module's own initialisation under a fixed seed, then
     N(0, 0.02) noise on every all-zero floating parameter, so that biases and embeddings are not
     degenerate), then the cross-attention scales, the mask-logit scale and the object-score bias
     above."""
