@@ -192,7 +192,13 @@ def split_joint_projections(model):
     (docs/weights.md, split projections). quantize_dynamic then quantises three MatMuls, and ONNX
     Runtime's Split over that inner axis, which copies the tensor a row of `d` floats at a time
     (about 60 ms of SAM2.1 tiny's int8 encode on 2 cores), is gone. Per output channel, the int8
-    weights are the same numbers column for column. Returns how many."""
+    weights are the same numbers column for column. Returns how many.
+
+    The library's split (src/rewrite/qkv_split.rs) cannot do this for a variant: it runs when a
+    model is loaded, on float32 projections, and a variant's projections are already quantised
+    (`MatMulInteger` -> `Cast` -> `Mul` -> `Add`). So the split of an int8 variant is made here,
+    on the float32 graph before quantize_dynamic, and the library's applies to float32 models
+    (docs/performance.md, "The int8 variant's projections split by the tool")."""
     graph = model.graph
     inits = {i.name: i for i in graph.initializer}
     producer = {o: n for n in graph.node for o in n.output}
