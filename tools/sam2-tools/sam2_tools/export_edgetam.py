@@ -1,5 +1,5 @@
-"""Our ONNX export of EdgeTAM (issue 31): an image encoder/decoder pair the image API reads, and
-the four video modules the tracker reads.
+"""EdgeTAM exported to ONNX (issue 31): an image encoder/decoder pair the image API reads, and the
+four video modules the tracker reads, from EdgeTAM's checkpoint or from seeded random weights.
 
 EdgeTAM (Meta, CVPR 2025; PyPI `edgetam-dimos` 1.0.1, a fork of Meta's `sam2` package) keeps
 SAM2's design, prompt encoder and mask decoder, with a RepViT-M1 image encoder, a spatial
@@ -296,7 +296,8 @@ def export_video_modules(model, out_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", required=True, help="the folder to write the files, the "
+                        "checkpoint (random weights) and manifest.json into (created)")
     parser.add_argument("--checkpoint", help="export these weights (EdgeTAM's edgetam.pt) instead of "
                         "seeded random ones")
     args = parser.parse_args()

@@ -1,4 +1,5 @@
-"""Real-architecture SAM2 models, exported by the real exporters (issue 16).
+"""SAM2's image encoder/decoder pairs, exported by samexporter and by ONNX Runtime's SAM2 tools from
+a checkpoint, or from seeded random weights for the tests (issue 16).
 
 No SAM2 checkpoint can be downloaded where this project is built, so this script builds the real
 networks from Meta's SAM2 code (PyPI `sam-2-uni`, a repackage of facebookresearch/sam2) with
@@ -166,8 +167,10 @@ def export_onnxruntime(name, checkpoint, out_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--only", nargs="*", choices=sorted(MODELS))
+    parser.add_argument("--out", required=True, help="the folder to write the pairs, the "
+                        "checkpoints and manifest.json into (created)")
+    parser.add_argument("--only", nargs="*", choices=sorted(MODELS),
+                        help="the models to export (default: all)")
     parser.add_argument("--checkpoint", help="export these weights instead of seeded random ones "
                         "(one model: give --only NAME)")
     args = parser.parse_args()

@@ -1,12 +1,13 @@
-"""Our four-module ONNX export of SAM2 for video tracking (issue 19), on the real SAM2.1
-hiera-tiny architecture with seeded random weights.
+"""SAM2.1 hiera-tiny exported to ONNX as the four modules the library's tracker reads (issue 19),
+from a checkpoint or from seeded random weights.
 
 The network is built as `sam2.build_sam.build_sam2_video_predictor` builds it (its hydra
 overrides: dynamic multimask via stability, binarize_mask_from_pts_for_mem_enc, fill_hole_area),
-the weights are drawn as export_real.py draws them (the module's own initialisation under a
-fixed seed, then small noise on every all-zero parameter) and saved as an ordinary checkpoint
-(`sam2.1_hiera_tiny_video.pt`) so that tools/references/video_reference.py runs Meta's SAM2VideoPredictor on
-exactly these weights.
+with the weights of `--checkpoint` (Meta's sam2.1_hiera_tiny.pt) or, without it, weights drawn as
+export_real.py draws them (the module's own initialisation under a fixed seed, then small noise
+on every all-zero parameter) and saved as an ordinary checkpoint (`sam2.1_hiera_tiny_video.pt`)
+so that tools/references/video_reference.py runs Meta's SAM2VideoPredictor on exactly these
+weights.
 
 The four graphs and their names are the contract of docs/video.md (the Aimol-l/SAM2Export
 lineage) plus our optional inputs/outputs; the wrappers below are written here from Meta's
@@ -24,7 +25,7 @@ arithmetic ((a + ib)(c + is) = (ac - bs) + i(as + bc)) with the module's own cos
 Runs where torch and Meta's `sam2` package are installed (tools/setup/setup-real.sh keeps such a
 venv); deterministic (same seed, same files).
 
-    sam2-export-video --out DIR
+    sam2-export-video --out DIR [--checkpoint sam2.1_hiera_tiny.pt]
 """
 
 import argparse
@@ -351,17 +352,28 @@ def weights_sha256(model):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", required=True, help="the folder to write the four modules, the "
+                        "checkpoint (random weights) and manifest.json into (created)")
+    parser.add_argument("--checkpoint", help="export these weights (a SAM2.1 hiera-tiny checkpoint, "
+                        "Meta's sam2.1_hiera_tiny.pt) instead of seeded random ones")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     torch.set_num_threads(os.cpu_count() or 1)
 
     t0 = time.time()
-    model = build_random_video_predictor(SEED)
-    checkpoint = os.path.join(args.out, f"{NAME}_video.pt")
-    torch.save({"model": model.state_dict()}, checkpoint + ".tmp")
-    os.replace(checkpoint + ".tmp", checkpoint)
-    say(f"random-weight SAM2VideoPredictor checkpoint written ({time.time() - t0:.0f} s)")
+    if args.checkpoint:
+        from sam2.build_sam import build_sam2_video_predictor
+
+        checkpoint = os.path.abspath(args.checkpoint)
+        torch.manual_seed(SEED)  # as for random weights, so that the files are the same either way
+        model = build_sam2_video_predictor(CONFIG, ckpt_path=checkpoint, device="cpu").eval()
+        say(f"SAM2VideoPredictor built with {checkpoint} ({time.time() - t0:.0f} s)")
+    else:
+        model = build_random_video_predictor(SEED)
+        checkpoint = os.path.join(args.out, f"{NAME}_video.pt")
+        torch.save({"model": model.state_dict()}, checkpoint + ".tmp")
+        os.replace(checkpoint + ".tmp", checkpoint)
+        say(f"random-weight SAM2VideoPredictor checkpoint written ({time.time() - t0:.0f} s)")
 
     files = {}
     g = torch.Generator().manual_seed(0)
@@ -419,10 +431,10 @@ def main():
         "model": NAME,
         "config": CONFIG,
         "builder": "sam2.build_sam.build_sam2_video_predictor",
-        "seed": SEED,
+        "seed": None if args.checkpoint else SEED,
         "torch": torch.__version__,
         "opset": OPSET,
-        "checkpoint": os.path.basename(checkpoint),
+        "checkpoint": os.path.relpath(checkpoint, args.out),
         "weights_sha256": weights_sha256(model),
         "files": {k: os.path.basename(v) for k, v in files.items()},
         "sha256": {k: sha256(v) for k, v in files.items()},
