@@ -25,7 +25,7 @@ namespace Sam2
     }
 
     /// <summary>The precision an encoder runs in (SAM2_PRECISION_*): as exported, or a precision
-    /// variant (tools/models/make_variant.py).</summary>
+    /// variant (sam2-variant, docs/models.md).</summary>
     public enum Precision : uint
     {
         /// <summary>As exported: float32 weights and arithmetic.</summary>

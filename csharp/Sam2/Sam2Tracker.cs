@@ -323,7 +323,7 @@ namespace Sam2
             get { return (TrackerHandle)OpenHandle; }
         }
 
-        /// <summary>The precision the tracker runs in (<c>sam2_tracker_precision</c>): as exported, or a variant's (make_variant on a video export converts its image encoder where it has MatMul weights and, for int8, marks memory attention for int8 attention scores).</summary>
+        /// <summary>The precision the tracker runs in (<c>sam2_tracker_precision</c>): as exported, or a variant's (sam2-variant on a video export converts its image encoder where it has MatMul weights and, for int8, marks memory attention for int8 attention scores).</summary>
         public Precision Precision
         {
             get

@@ -174,7 +174,7 @@ namespace Sam2.Tests
             }
         }
 
-        /// <summary>The int8 variant of the generated tracker (made by the set-up with tools/models/make_variant.py) says so and follows the disc as the original does.</summary>
+        /// <summary>The int8 variant of the generated tracker (made by the set-up with sam2-variant) says so and follows the disc as the original does.</summary>
         [Test]
         private static void TheInt8VariantSaysSoAndFollowsTheDisc()
         {
