@@ -111,7 +111,7 @@ impl Encoder {
     }
 
     /// Which attention subgraphs were fused when the model was loaded.
-    pub fn attention_fusion(&self) -> &crate::rewrite::AttentionFusion {
+    pub fn attention_fusion(&self) -> &crate::rewrite::RewriteReport {
         &self.running.weights.attention
     }
 

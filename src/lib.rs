@@ -76,7 +76,9 @@ pub mod models {
     pub use crate::export::{DecoderExport, DecoderSpec, EncoderFamily, EncoderSpec};
     pub use crate::model_pair::{find_model_pair, ModelNaming, ModelPair};
     pub use crate::precision::{Precision, Variant};
-    pub use crate::rewrite::{int8_scores_available, AttentionFusion, Rewrite, Rewrites};
+    pub use crate::rewrite::{
+        int8_scores_available, Rewrite, RewriteOutcome, RewriteReport, Rewrites,
+    };
 }
 
 /// The largest requests the core accepts; a larger one is `Error::InvalidArgument` naming the

@@ -69,7 +69,7 @@ pub struct Variant {
     /// `sam2.attention_scores = int8`: the model asks for its attention scores in int8
     /// (`make_variant.py int8 --attention-scores int8` marks a video export's memory attention so).
     /// The library honours it on the CPU where the CPU multiplies int8 without saturating
-    /// ([`crate::models::AttentionFusion`] says whether it did).
+    /// ([`crate::models::RewriteReport`] says whether it did).
     pub int8_scores: bool,
 }
 

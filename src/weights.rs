@@ -38,7 +38,7 @@ use crate::fingerprint::Fingerprint;
 use crate::onnx_split;
 use crate::platform;
 use crate::precision::{self, Variant};
-use crate::rewrite::{self, AttentionFusion, Rewrite, Rewrites};
+use crate::rewrite::{self, Rewrite, RewriteReport, Rewrites};
 
 /// How far ONNX Runtime optimises the graph. The graph is optimised once per process and model
 /// (see [`get`]), so every level keeps the weights shared, fused ones included.
@@ -202,7 +202,7 @@ pub(crate) struct ModelWeights {
     /// ([`Plan`]'s `readable_weights`); removed with the weights.
     pub weights_file: Option<WeightsFile>,
     /// Which attention subgraphs were fused when the model was loaded.
-    pub attention: AttentionFusion,
+    pub attention: RewriteReport,
     /// The precision the model file says or shows it runs in ([`crate::precision`]).
     pub variant: Variant,
 }
@@ -360,8 +360,10 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
                 crate::log::LogLevel::Warning,
                 &format!("{}: attention runs as exported: {e}", path.display()),
             );
-            attention =
-                AttentionFusion::not_tried(format!("ONNX Runtime refused the fused graph: {e}"));
+            attention = RewriteReport::not_tried(
+                format!("ONNX Runtime refused the fused graph: {e}"),
+                plan.rewrites,
+            );
             optimize(path, plan, None)
         }
         None => optimize(path, plan, None),
@@ -437,14 +439,14 @@ fn fuse_attention(
     bytes: &[u8],
     plan: &Plan,
     variant: &Variant,
-) -> (Option<Vec<u8>>, AttentionFusion) {
+) -> (Option<Vec<u8>>, RewriteReport) {
     if !plan.fuse_attention {
         let why = if plan.level == Optimization::None {
             "optimisation off"
         } else {
             "not done for this provider"
         };
-        return (None, AttentionFusion::not_tried(why));
+        return (None, RewriteReport::not_tried(why, plan.rewrites));
     }
     // A model that asks for int8 attention scores gets them where their kernel runs (ONNX
     // Runtime's int8 matrix kernels are CPU ones) and sums exactly.
@@ -479,7 +481,7 @@ fn fuse_attention(
                 crate::log::LogLevel::Debug,
                 &format!("{}: attention runs as exported: {e}", path.display()),
             );
-            (None, AttentionFusion::not_tried(e))
+            (None, RewriteReport::not_tried(e, plan.rewrites))
         }
     }
 }

@@ -770,7 +770,7 @@ fn tracker_on_the_device_as_on_the_cpu(
     paths: &VideoModelPaths,
     frames: u32,
     what: &str,
-) -> Vec<(&'static str, sam2::models::AttentionFusion)> {
+) -> Vec<(&'static str, sam2::models::RewriteReport)> {
     tracker_on_the_device_as_the_cpus(paths, paths, frames, what)
 }
 
@@ -782,7 +782,7 @@ fn tracker_on_the_device_as_the_cpus(
     device_paths: &VideoModelPaths,
     frames: u32,
     what: &str,
-) -> Vec<(&'static str, sam2::models::AttentionFusion)> {
+) -> Vec<(&'static str, sam2::models::RewriteReport)> {
     let options = |device: DeviceOptions| {
         let mut options = TrackerOptions {
             num_frames: Some(frames),

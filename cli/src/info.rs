@@ -135,13 +135,18 @@ fn print_device(device: &sam2::device::EffectiveDevice) {
     );
 }
 
-/// Which of the library's load-time rewrites ran, how often, and which were switched off
-/// (`--no-rewrite`).
-fn print_rewrites(report: &sam2::models::AttentionFusion) {
+/// Which of the library's load-time rewrites ran, how often, how many of their finds each left
+/// as exported, and which were switched off (`--no-rewrite`).
+fn print_rewrites(report: &sam2::models::RewriteReport) {
     let ran: Vec<String> = report
         .counts()
         .iter()
-        .map(|(r, n)| format!("{r} {n}"))
+        .map(
+            |&(r, n)| match report.outcome(r).map_or(0, |o| o.left_count()) {
+                0 => format!("{r} {n}"),
+                left => format!("{r} {n} ({left} left as exported)"),
+            },
+        )
         .collect();
     let mut line = match &report.not_tried {
         Some(why) => format!("none ({why})"),

@@ -240,7 +240,7 @@ impl Predictor {
     }
 
     /// Which attention subgraphs were fused when the model was loaded.
-    pub fn attention_fusion(&self) -> &crate::rewrite::AttentionFusion {
+    pub fn attention_fusion(&self) -> &crate::rewrite::RewriteReport {
         &self.weights.attention
     }
 

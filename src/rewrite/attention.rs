@@ -457,3 +457,115 @@ impl Verified {
             .try_fold(1i64, |n, d| d.value().and_then(|v| n.checked_mul(v)))
     }
 }
+
+/// The attention rewrite as the driver runs it ([`super::Pass`]): finds the cores, verifies
+/// each (the verified ones are kept for the split projections, fused or not), and fuses those
+/// that are on and large enough; the values projected after the kernel and the int8 scores are
+/// parts of a fused core, counted in their own entries.
+pub(super) struct AttentionPass {
+    min_scores: i64,
+    scores: Scores,
+    on: Rewrites,
+    candidates: Vec<Candidate>,
+}
+
+impl AttentionPass {
+    pub(super) fn new(min_scores: i64, scores: Scores, on: Rewrites) -> Self {
+        AttentionPass {
+            min_scores,
+            scores,
+            on,
+            candidates: Vec::new(),
+        }
+    }
+}
+
+impl Pass for AttentionPass {
+    fn rewrite(&self) -> Rewrite {
+        Rewrite::Attention
+    }
+
+    fn find(&mut self, finder: &Finder, report: &mut RewriteReport) {
+        let values_after = self.on.contains(Rewrite::ValuesAfterAttention);
+        for s in 0..finder.g.nodes.len() {
+            match finder.at_softmax(s) {
+                None => {}
+                Some(Err(why)) => report.left_as_exported(Rewrite::Attention, why),
+                Some(Ok(mut c)) => {
+                    if !values_after {
+                        c.projection = None;
+                    }
+                    self.candidates.push(c);
+                }
+            }
+        }
+    }
+
+    fn found(&self) -> bool {
+        !self.candidates.is_empty()
+    }
+
+    fn wanted(&self) -> Vec<&str> {
+        let mut wanted = Vec::new();
+        for c in &self.candidates {
+            wanted.extend([c.q.as_str(), c.kt.as_str(), c.v.as_str()]);
+            wanted.extend(c.shape_reads.iter().map(String::as_str));
+            wanted.extend(c.factors.iter().map(|(f, _)| f.as_str()));
+            if let Some(p) = &c.projection {
+                wanted.extend(p.wanted());
+            }
+        }
+        wanted
+    }
+
+    fn apply(&mut self, edit: &mut Edit, report: &mut RewriteReport) {
+        for c in &self.candidates {
+            let v = match verify(edit.g, c, edit.types) {
+                Ok(v) => v,
+                Err(why) => {
+                    report.left_as_exported(Rewrite::Attention, why);
+                    continue;
+                }
+            };
+            // A candidate that failed verification (a per-key factor on its scores, a softmax
+            // over another axis) is not here: its projections keep both biases.
+            edit.verified.push(c.clone());
+            if !self.on.contains(Rewrite::Attention) {
+                report.left_as_exported(Rewrite::Attention, "attention switched off");
+                continue;
+            }
+            if let (Some(s), Some(l)) = (v.s.value(), v.l.value()) {
+                if s.saturating_mul(l) < self.min_scores {
+                    report.left_as_exported(
+                        Rewrite::Attention,
+                        format!("{s} × {l} scores per head (small)"),
+                    );
+                    continue;
+                }
+            }
+            let mut e = Emitter {
+                g: &mut *edit.g,
+                scores: self.scores,
+                nodes: Vec::new(),
+                tensors: &mut edit.tensors,
+            };
+            let result = e.attention(c, &v);
+            let nodes = std::mem::take(&mut e.nodes);
+            match result {
+                Ok(()) => {
+                    edit.removed.extend(c.removed.iter().copied());
+                    edit.added.entry(c.anchor).or_default().extend(nodes);
+                    let kind = v.kind(self.scores);
+                    if v.projected.is_some() {
+                        report.done(Rewrite::ValuesAfterAttention, kind.clone());
+                    }
+                    if v.int8(self.scores) {
+                        report.done(Rewrite::Int8Scores, kind.clone());
+                    }
+                    report.done(Rewrite::Attention, kind);
+                }
+                Err(why) => report.left_as_exported(Rewrite::Attention, why),
+            }
+        }
+    }
+}

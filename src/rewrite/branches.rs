@@ -39,7 +39,7 @@
 use std::collections::HashSet;
 
 use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
-use super::Finder;
+use super::{Edit, Finder, Pass, Rewrite, RewriteReport};
 
 /// Most `Add`s in one tree: RepViT's has 2; a long chain is not this pattern.
 const MAX_ADDS: usize = 8;
@@ -267,5 +267,49 @@ impl Branches {
             ],
         });
         Some((nodes, tensors))
+    }
+}
+
+/// The depthwise branches' rewrite as the driver runs it ([`super::Pass`]); it needs no
+/// inferred type.
+#[derive(Default)]
+pub(super) struct BranchesPass {
+    found: Vec<Branches>,
+}
+
+impl Pass for BranchesPass {
+    fn rewrite(&self) -> Rewrite {
+        Rewrite::DepthwiseBranches
+    }
+
+    fn find(&mut self, finder: &Finder, _: &mut RewriteReport) {
+        self.found = find(finder);
+    }
+
+    fn found(&self) -> bool {
+        !self.found.is_empty()
+    }
+
+    fn wanted(&self) -> Vec<&str> {
+        Vec::new()
+    }
+
+    fn apply(&mut self, edit: &mut Edit, report: &mut RewriteReport) {
+        for b in &self.found {
+            if edit.taken(&b.nodes) {
+                report.left_as_exported(Rewrite::DepthwiseBranches, "taken by an earlier rewrite");
+                continue;
+            }
+            match b.rewrite(edit.g) {
+                Some((nodes, constants)) => {
+                    edit.replace(&b.nodes, b.anchor, nodes, constants);
+                    report.done(
+                        Rewrite::DepthwiseBranches,
+                        format!("{} depthwise convolutions", b.convs.len()),
+                    );
+                }
+                None => report.left_as_exported(Rewrite::DepthwiseBranches, "no branch to merge"),
+            }
+        }
     }
 }

@@ -17,7 +17,7 @@ use super::build::{
     data, float_init, joint_projection, model_with_value_info, node, perm, try_run, D,
 };
 use super::graph::Attr;
-use super::{fuse_with, ort_probe, AttentionFusion, Rewrites, Scores};
+use super::{fuse_with, ort_probe, RewriteReport, Rewrites, Scores};
 
 /// A factor on the scores, multiplied in after the product of queries and keys
 /// (`[batch, heads, queries, keys]` = `[2, 2, 4, 4]`).
@@ -296,7 +296,7 @@ impl NearMiss {
 #[derive(Debug)]
 #[cfg_attr(not(test), allow(dead_code))]
 pub struct Checked {
-    pub report: AttentionFusion,
+    pub report: RewriteReport,
     pub worst: Option<f32>,
 }
 
@@ -325,7 +325,7 @@ pub fn check(near: &NearMiss, min_scores: i64) -> Result<Option<Checked>, String
         Ok(done) => done,
         Err(e) => {
             return Ok(Some(Checked {
-                report: AttentionFusion::not_tried(e),
+                report: RewriteReport::not_tried(e, Rewrites::ALL),
                 worst: None,
             }))
         }

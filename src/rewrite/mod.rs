@@ -13,7 +13,8 @@
 //!
 //! Around them: the graph as the rewrites read and write it ([`graph`], on the wire format of
 //! [`crate::onnx_split`]), what ONNX Runtime infers of its tensors ([`probe`], [`types`]), values
-//! computed from shapes ([`eval`]), the report ([`report`]) and the driver ([`fuse_with`]).
+//! computed from shapes ([`eval`]), the report ([`report`]), and the driver ([`fuse_with`]) that
+//! runs each rewrite's [`Pass`] in order.
 //!
 //! Every rewrite finds its pattern by structure, never by node names, verifies it against the
 //! types ONNX Runtime infers, and only then writes: a rewrite mutates nothing it has not
@@ -79,14 +80,90 @@ pub(crate) use emit::Scores;
 use emit::*;
 use graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
 pub(crate) use probe::ort_probe;
-pub use report::AttentionFusion;
+pub use report::{RewriteOutcome, RewriteReport};
 pub use switches::{Rewrite, Rewrites};
 pub(crate) use types::{Dim, Elem, TensorType};
 use values::{Projected, Projection};
 
-/// Rewrites `model`'s attention cores into `MultiHeadAttention` and, where `cpu`, its channel
-/// means into matrix products ([`channel_means`]), its split joint projections into three
-/// ([`qkv_split`]) and its sums of depthwise convolution branches into one ([`branches`]).
+/// One load-time rewrite as the driver runs it: it finds its pattern by structure in the graph
+/// as exported, names the tensors whose types ONNX Runtime must infer to verify what it found,
+/// then verifies each find against those types and writes only what passed. What it finds and
+/// leaves goes into its entry of the report with the reason. Adding a rewrite is one more
+/// implementation and one more entry in [`passes`].
+trait Pass {
+    /// Its switch, and its entry in the report.
+    fn rewrite(&self) -> Rewrite;
+    /// Finds the pattern; what it cannot use goes into `report` with the reason.
+    fn find(&mut self, finder: &Finder, report: &mut RewriteReport);
+    /// Whether it found anything to verify.
+    fn found(&self) -> bool;
+    /// The tensors whose inferred types decide what it found.
+    fn wanted(&self) -> Vec<&str>;
+    /// Verifies what it found and writes what passed into `edit`.
+    fn apply(&mut self, edit: &mut Edit, report: &mut RewriteReport);
+}
+
+/// The rewrites' shared work on a graph: what the probe inferred, the nodes removed and those
+/// written in their place, the new constants, and what the attention pass verified (the split
+/// projections may drop a bias only for a verified core).
+struct Edit<'a> {
+    g: &'a mut Graph,
+    types: &'a HashMap<String, TensorType>,
+    removed: HashSet<usize>,
+    added: HashMap<usize, Vec<NewNode>>,
+    tensors: Vec<NewTensor>,
+    /// The attention cores whose structure and types were verified, fused or not (small ones
+    /// stay as exported, correctly).
+    verified: Vec<Candidate>,
+}
+
+impl Edit<'_> {
+    /// Whether another rewrite already took one of `nodes`.
+    fn taken(&self, nodes: &[usize]) -> bool {
+        nodes.iter().any(|n| self.removed.contains(n))
+    }
+
+    /// Replaces `nodes` by `new` written at `anchor`, with the constants `tensors`.
+    fn replace(
+        &mut self,
+        nodes: &[usize],
+        anchor: usize,
+        new: Vec<NewNode>,
+        tensors: Vec<NewTensor>,
+    ) {
+        self.removed.extend(nodes.iter().copied());
+        self.added.entry(anchor).or_default().extend(new);
+        self.tensors.extend(tensors);
+    }
+}
+
+/// The rewrites in the order they run, for the switches `on`: attention first (the split
+/// projections read what it verified), then the CPU's rewrites where `cpu`. Attention's pass is
+/// there even when it is off, to verify the cores the splits meet.
+fn passes(min_scores: i64, scores: Scores, cpu: bool, on: Rewrites) -> Vec<Box<dyn Pass>> {
+    let mut passes: Vec<Box<dyn Pass>> = vec![Box::new(attention::AttentionPass::new(
+        min_scores,
+        if on.contains(Rewrite::Int8Scores) {
+            scores
+        } else {
+            Scores::Float
+        },
+        on,
+    ))];
+    if cpu {
+        let cpu_passes: [Box<dyn Pass>; 3] = [
+            Box::new(channel_means::ChannelMeansPass::default()),
+            Box::new(qkv_split::QkvSplitPass::default()),
+            Box::new(branches::BranchesPass::default()),
+        ];
+        passes.extend(cpu_passes.into_iter().filter(|p| on.contains(p.rewrite())));
+    }
+    passes
+}
+
+/// Runs the rewrites of [`passes`] on `model`: attention cores into `MultiHeadAttention` and,
+/// where `cpu`, channel means into matrix products ([`channel_means`]), split joint projections
+/// into three ([`qkv_split`]) and sums of depthwise convolution branches into one ([`branches`]).
 /// `probe` gets a copy of the model with extra outputs and returns the types ONNX Runtime infers
 /// for its outputs. Returns the rewritten model (`None` when nothing changed) and the report.
 pub(crate) fn fuse_with(
@@ -96,165 +173,55 @@ pub(crate) fn fuse_with(
     cpu: bool,
     on: Rewrites,
     probe: impl FnOnce(&[u8]) -> Result<HashMap<String, TensorType>, String>,
-) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
-    let off = on.complement().list();
+) -> Result<(Option<Vec<u8>>, RewriteReport), String> {
     let mut g = Graph::parse(model)?;
     if g.external_data {
-        let mut report = AttentionFusion::not_tried("weights in external files");
-        report.off = off;
+        return Ok((
+            None,
+            RewriteReport::not_tried("weights in external files", on),
+        ));
+    }
+    let mut report = RewriteReport::new(on);
+    let mut passes = passes(min_scores, scores, cpu, on);
+    {
+        let finder = Finder::new(&g);
+        for p in &mut passes {
+            p.find(&finder, &mut report);
+        }
+    }
+    if !passes.iter().any(|p| p.found()) {
         return Ok((None, report));
     }
-    let scores = if on.contains(Rewrite::Int8Scores) {
-        scores
-    } else {
-        Scores::Float
-    };
-    let mut report = Tally {
-        off,
-        ..Tally::default()
-    };
-    let (candidates, mut splits, branches) = {
-        let finder = Finder::new(&g);
-        let mut candidates: Vec<Candidate> = (0..g.nodes.len())
-            .filter_map(|s| finder.at_softmax(s))
-            .filter_map(|found| found.map_err(|why| report.left(why)).ok())
-            .collect();
-        if !on.contains(Rewrite::ValuesAfterAttention) {
-            for c in &mut candidates {
-                c.projection = None;
-            }
-        }
-        let splits = if cpu && on.contains(Rewrite::QkvSplit) {
-            qkv_split::find(&finder)
-        } else {
-            Vec::new()
-        };
-        let branches = if cpu && on.contains(Rewrite::DepthwiseBranches) {
-            branches::find(&finder)
-        } else {
-            Vec::new()
-        };
-        (candidates, splits, branches)
-    };
-    let means = if cpu && on.contains(Rewrite::ChannelMeans) {
-        channel_means::find(&g)
-    } else {
-        Vec::new()
-    };
-    if candidates.is_empty() && means.is_empty() && splits.is_empty() && branches.is_empty() {
-        return Ok((None, report.finish()));
-    }
-    let mut wanted: Vec<&str> = Vec::new();
-    for c in &candidates {
-        wanted.extend([c.q.as_str(), c.kt.as_str(), c.v.as_str()]);
-        wanted.extend(c.shape_reads.iter().map(String::as_str));
-        wanted.extend(c.factors.iter().map(|(f, _)| f.as_str()));
-        if let Some(p) = &c.projection {
-            wanted.extend(p.wanted());
-        }
-    }
-    wanted.extend(means.iter().map(|m| m.wanted()));
-    wanted.extend(splits.iter().flat_map(|s| s.wanted()));
+    let wanted: Vec<&str> = passes.iter().flat_map(|p| p.wanted()).collect();
     // The branches' rewrite needs no inferred type: no probe session when it is all there is.
     let types = if wanted.is_empty() {
         HashMap::new()
     } else {
         probe(&g.with_outputs(model, &wanted)?)?
     };
-
-    let mut removed = HashSet::new();
-    let mut added: HashMap<usize, Vec<NewNode>> = HashMap::new();
-    let mut tensors = Vec::new();
-    // The cores whose structure and types were verified, fused or not (small ones stay as
-    // exported, correctly): the only ones whose arithmetic lets a split drop the keys' bias or
-    // move the values'. A candidate that failed verification (a per-key factor on its scores, a
-    // softmax over another axis) keeps both biases where they were.
-    let mut verified = Vec::new();
-    for c in &candidates {
-        let v = match verify(&g, c, &types) {
-            Ok(v) => v,
-            Err(why) => {
-                report.left(why);
-                continue;
-            }
-        };
-        verified.push(c.clone());
-        if !on.contains(Rewrite::Attention) {
-            report.left("attention switched off".into());
-            continue;
-        }
-        if let (Some(s), Some(l)) = (v.s.value(), v.l.value()) {
-            if s.saturating_mul(l) < min_scores {
-                report.left(format!("{s} × {l} scores per head (small)"));
-                continue;
-            }
-        }
-        let mut e = Emitter {
-            g: &mut g,
-            scores,
-            nodes: Vec::new(),
-            tensors: &mut tensors,
-        };
-        let result = e.attention(c, &v);
-        let nodes = std::mem::take(&mut e.nodes);
-        match result {
-            Ok(()) => {
-                removed.extend(c.removed.iter().copied());
-                added.entry(c.anchor).or_default().extend(nodes);
-                report.fused(v.kind(scores));
-            }
-            Err(why) => report.left(why),
-        }
+    let mut edit = Edit {
+        g: &mut g,
+        types: &types,
+        removed: HashSet::new(),
+        added: HashMap::new(),
+        tensors: Vec::new(),
+        verified: Vec::new(),
+    };
+    for p in &mut passes {
+        p.apply(&mut edit, &mut report);
     }
-    for m in &means {
-        if let Some((nodes, constants)) = m.rewrite(&mut g, &types) {
-            removed.insert(m.node);
-            added.entry(m.node).or_default().extend(nodes);
-            tensors.extend(constants);
-            report.channel_means += 1;
-        }
-    }
-    {
-        // The rewrites above add names to the graph, never nodes: the structure is the same.
-        let finder = Finder::new(&g);
-        for s in &mut splits {
-            s.meet(&finder, &verified);
-        }
-    }
-    for s in &splits {
-        if s.nodes.iter().any(|n| removed.contains(n)) {
-            continue;
-        }
-        if let Some(r) = s.rewrite(&mut g, &types, &removed) {
-            removed.extend(s.nodes.iter().copied());
-            added.entry(s.anchor).or_default().extend(r.nodes);
-            for (i, node) in r.replaced {
-                removed.insert(i);
-                added.entry(i).or_default().push(node);
-            }
-            tensors.extend(r.tensors);
-            report.qkv_splits += 1;
-            report.keys_unbiased += usize::from(r.keys_unbiased);
-            report.values_biases_moved += usize::from(r.values_bias_moved);
-        }
-    }
-    for b in &branches {
-        if b.nodes.iter().any(|n| removed.contains(n)) {
-            continue;
-        }
-        if let Some((nodes, constants)) = b.rewrite(&mut g) {
-            removed.extend(b.nodes.iter().copied());
-            added.entry(b.anchor).or_default().extend(nodes);
-            tensors.extend(constants);
-            report.branches_merged += 1;
-        }
-    }
+    let Edit {
+        mut removed,
+        added,
+        tensors,
+        ..
+    } = edit;
     if removed.is_empty() {
-        return Ok((None, report.finish()));
+        return Ok((None, report));
     }
     remove_dead(&g, &mut removed, added.values().flatten());
     let rewritten = g.write(model, &removed, &added, &tensors)?;
-    Ok((Some(rewritten), report.finish()))
+    Ok((Some(rewritten), report))
 }
 
 /// Adds to `removed` the nodes whose outputs only removed nodes read (the scale computations of
@@ -306,51 +273,6 @@ fn remove_dead<'a>(
     }
 }
 
-/// Counts per kind and per reason, in the order first seen.
-#[derive(Default)]
-struct Tally {
-    fused: Vec<(String, usize)>,
-    left: Vec<(String, usize)>,
-    channel_means: usize,
-    qkv_splits: usize,
-    keys_unbiased: usize,
-    values_biases_moved: usize,
-    branches_merged: usize,
-    off: Vec<Rewrite>,
-}
-
-impl Tally {
-    fn bump(list: &mut Vec<(String, usize)>, what: String) {
-        match list.iter_mut().find(|(w, _)| *w == what) {
-            Some((_, n)) => *n += 1,
-            None => list.push((what, 1)),
-        }
-    }
-
-    fn fused(&mut self, kind: String) {
-        Self::bump(&mut self.fused, kind);
-    }
-
-    fn left(&mut self, why: String) {
-        Self::bump(&mut self.left, why);
-    }
-
-    fn finish(self) -> AttentionFusion {
-        AttentionFusion {
-            fused: self.fused,
-            left: self.left,
-            not_tried: None,
-            note: None,
-            channel_means: self.channel_means,
-            qkv_splits: self.qkv_splits,
-            keys_unbiased: self.keys_unbiased,
-            values_biases_moved: self.values_biases_moved,
-            branches_merged: self.branches_merged,
-            off: self.off,
-        }
-    }
-}
-
 /// Fewest scores per head (queries × keys, when both are known at load time) for which the
 /// fused kernel is used. Below, the score matrix is small enough to stay in cache and the batched
 /// MatMuls ONNX Runtime runs as exported are as fast (Hiera's windowed attention: 1024 windows of
@@ -370,6 +292,6 @@ pub(crate) fn fuse(
     scores: Scores,
     cpu: bool,
     on: Rewrites,
-) -> Result<(Option<Vec<u8>>, AttentionFusion), String> {
+) -> Result<(Option<Vec<u8>>, RewriteReport), String> {
     fuse_with(model, MIN_SCORES, scores, cpu, on, ort_probe)
 }

@@ -49,7 +49,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
-use super::{Candidate, Dim, Elem, Finder, Keys, TensorType};
+use super::{Candidate, Dim, Edit, Elem, Finder, Keys, Pass, RewriteReport, TensorType};
 
 /// A joint projection split into queries, keys and values, found before the types are known.
 #[derive(Debug, Clone)]
@@ -400,4 +400,69 @@ fn output_projection(f: &Finder, c: &Candidate, values: &str) -> Option<OutputPr
         weight: weight.clone(),
         bias: bias.clone(),
     })
+}
+
+/// In a split's kind in the report: its keys' product left without their bias.
+pub(super) const KEYS_UNBIASED: &str = "keys without their bias";
+/// In a split's kind in the report: its values' bias moved into the output projection's.
+pub(super) const VALUES_BIAS_MOVED: &str = "values' bias in the output projection";
+
+/// The split projections' rewrite as the driver runs it ([`super::Pass`]): after attention's,
+/// whose verified cores decide which biases may go.
+#[derive(Default)]
+pub(super) struct QkvSplitPass {
+    splits: Vec<QkvSplit>,
+}
+
+impl Pass for QkvSplitPass {
+    fn rewrite(&self) -> super::Rewrite {
+        super::Rewrite::QkvSplit
+    }
+
+    fn find(&mut self, finder: &Finder, _: &mut RewriteReport) {
+        self.splits = find(finder);
+    }
+
+    fn found(&self) -> bool {
+        !self.splits.is_empty()
+    }
+
+    fn wanted(&self) -> Vec<&str> {
+        self.splits.iter().flat_map(QkvSplit::wanted).collect()
+    }
+
+    fn apply(&mut self, edit: &mut Edit, report: &mut RewriteReport) {
+        let this = super::Rewrite::QkvSplit;
+        {
+            // The rewrites before add names to the graph, never nodes: the structure is the same.
+            let finder = Finder::new(edit.g);
+            for s in &mut self.splits {
+                s.meet(&finder, &edit.verified);
+            }
+        }
+        for s in &self.splits {
+            if edit.taken(&s.nodes) {
+                report.left_as_exported(this, "taken by an earlier rewrite");
+                continue;
+            }
+            let Some(r) = s.rewrite(edit.g, edit.types, &edit.removed) else {
+                report.left_as_exported(
+                    this,
+                    "its weights or the inferred type of its projection do not fit",
+                );
+                continue;
+            };
+            edit.replace(&s.nodes, s.anchor, r.nodes, r.tensors);
+            for (i, node) in r.replaced {
+                edit.replace(&[i], i, vec![node], Vec::new());
+            }
+            let kind = match (r.keys_unbiased, r.values_bias_moved) {
+                (true, true) => format!("{KEYS_UNBIASED}, {VALUES_BIAS_MOVED}"),
+                (true, false) => KEYS_UNBIASED.to_string(),
+                (false, true) => VALUES_BIAS_MOVED.to_string(),
+                (false, false) => "biases where they were".to_string(),
+            };
+            report.done(this, kind);
+        }
+    }
 }

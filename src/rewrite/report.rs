@@ -1,87 +1,172 @@
-//! The report of what the load-time rewrites did to a model: `sam2 info` prints it, and
-//! `Encoder::attention_fusion` and its kind return it.
+//! The report of what the load-time rewrites did to a model: a list with an entry per rewrite
+//! that is on (what it rewrote, by kind, and what it found and left as exported, by reason), the
+//! rewrites switched off, and why nothing was tried where nothing was. `sam2 info` prints it,
+//! and `Encoder::attention_fusion` and its kind return it. A new rewrite adds no field: it is one
+//! more entry.
 
 use super::*;
 
-/// What the library did to a model's attention when it loaded it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AttentionFusion {
-    /// Subgraphs rewritten into fused attention: (kind, count). A kind is the shape of the
-    /// attention, `[batch dims] S queries × L keys, head dim H`.
-    pub fused: Vec<(String, usize)>,
-    /// Attention-like subgraphs (a softmax of a MatMul) left as exported: (reason, count).
+/// What one rewrite did to a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RewriteOutcome {
+    pub rewrite: Rewrite,
+    /// What it rewrote, by kind, in the order first seen: (kind, count). For attention the kind
+    /// is the shape of the core, `[batch dims] S queries × L keys, head dim H`.
+    pub done: Vec<(String, usize)>,
+    /// What it found and left as exported, by reason: (reason, count).
     pub left: Vec<(String, usize)>,
+}
+
+impl RewriteOutcome {
+    /// How many times it rewrote the graph.
+    pub fn count(&self) -> usize {
+        self.done.iter().map(|(_, n)| n).sum()
+    }
+
+    /// How many of its finds it left as exported.
+    pub fn left_count(&self) -> usize {
+        self.left.iter().map(|(_, n)| n).sum()
+    }
+}
+
+/// What the library did to a model's graph when it loaded it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RewriteReport {
+    /// Each rewrite that was on, in the order they run, with what it did (nothing too); and
+    /// attention's, switched off, when the cores it verified served the split projections.
+    pub rewrites: Vec<RewriteOutcome>,
+    /// The rewrites switched off for this model ([`crate::SessionOptions::rewrites`]).
+    pub off: Vec<Rewrite>,
     /// Why nothing was tried at all (optimisation off, a provider without the fused kernel,
     /// weights in external files), if so.
     pub not_tried: Option<String>,
     /// A remark on how the cores were fused (int8 scores asked for and not used, and why).
     pub note: Option<String>,
-    /// Means over the channels of an NCHW tensor (the two of each channels-first layer norm)
-    /// computed as matrix products, on the CPU (`src/rewrite/channel_means.rs`).
-    pub channel_means: usize,
-    /// Joint query, key and value projections split by their weights instead of their output,
-    /// on the CPU (`src/rewrite/qkv_split.rs`).
-    pub qkv_splits: usize,
-    /// Of those, the keys' products left without their bias (an attention core's softmax
-    /// cancels it).
-    pub keys_unbiased: usize,
-    /// Of those, the values' bias moved into the bias of the core's output projection.
-    pub values_biases_moved: usize,
-    /// Sums of parallel depthwise convolutions of one input and of the input itself (RepViT's
-    /// token mixers, in EdgeTAM's image encoder) merged into one convolution each, on the CPU
-    /// (`src/rewrite/branches.rs`).
-    pub branches_merged: usize,
-    /// The rewrites switched off for this model ([`crate::SessionOptions::rewrites`]).
-    pub off: Vec<Rewrite>,
 }
 
-impl AttentionFusion {
-    /// Number of subgraphs fused.
+impl RewriteReport {
+    /// An empty report for the rewrites `on`: each has its entry, nothing done yet.
+    pub(crate) fn new(on: Rewrites) -> Self {
+        RewriteReport {
+            rewrites: Rewrite::ALL
+                .into_iter()
+                .filter(|r| on.contains(*r))
+                .map(|rewrite| RewriteOutcome {
+                    rewrite,
+                    done: Vec::new(),
+                    left: Vec::new(),
+                })
+                .collect(),
+            off: on.complement().list(),
+            not_tried: None,
+            note: None,
+        }
+    }
+
+    /// Nothing tried, for the reason `why`; the rewrites `on` are those that were switched on.
+    pub(crate) fn not_tried(why: impl Into<String>, on: Rewrites) -> Self {
+        RewriteReport {
+            rewrites: Vec::new(),
+            off: on.complement().list(),
+            not_tried: Some(why.into()),
+            note: None,
+        }
+    }
+
+    /// What `rewrite` did, when it was on and tried.
+    pub fn outcome(&self, rewrite: Rewrite) -> Option<&RewriteOutcome> {
+        self.rewrites.iter().find(|o| o.rewrite == rewrite)
+    }
+
+    /// How many times `rewrite` rewrote the graph (0 when it was off or not tried).
+    pub fn count(&self, rewrite: Rewrite) -> usize {
+        self.outcome(rewrite).map_or(0, RewriteOutcome::count)
+    }
+
+    /// Of those, how many were of a kind that mentions `part` (the split projections' kinds say
+    /// which biases moved: "keys without their bias", "values' bias in the output projection").
+    pub fn count_of(&self, rewrite: Rewrite, part: &str) -> usize {
+        self.outcome(rewrite).map_or(0, |o| {
+            o.done
+                .iter()
+                .filter(|(kind, _)| kind.contains(part))
+                .map(|(_, n)| n)
+                .sum()
+        })
+    }
+
+    /// The attention cores fused, by kind.
+    pub fn fused(&self) -> &[(String, usize)] {
+        self.outcome(Rewrite::Attention)
+            .map_or(&[], |o| o.done.as_slice())
+    }
+
+    /// The attention-like subgraphs (a softmax of a MatMul) left as exported, by reason.
+    pub fn left(&self) -> &[(String, usize)] {
+        self.outcome(Rewrite::Attention)
+            .map_or(&[], |o| o.left.as_slice())
+    }
+
+    /// Number of attention cores fused.
     pub fn fused_count(&self) -> usize {
-        self.fused.iter().map(|(_, n)| n).sum()
+        self.count(Rewrite::Attention)
     }
 
     /// How many times each rewrite that is on ran, in the order they run (0: found nothing to
-    /// rewrite); the rewrites switched off are in [`AttentionFusion::off`].
+    /// rewrite); the rewrites switched off are in [`RewriteReport::off`].
     pub fn counts(&self) -> Vec<(Rewrite, usize)> {
-        let values_after = self
-            .fused
-            .iter()
-            .filter(|(kind, _)| kind.contains("values projected after"))
-            .map(|(_, n)| n)
-            .sum();
-        let int8 = self
-            .fused
-            .iter()
-            .filter(|(kind, _)| kind.contains("int8 scores"))
-            .map(|(_, n)| n)
-            .sum();
+        let tried = self.not_tried.is_none();
         Rewrite::ALL
             .into_iter()
             .filter(|r| !self.off.contains(r))
-            .map(|r| {
-                let n = match r {
-                    Rewrite::Attention => self.fused_count(),
-                    Rewrite::ValuesAfterAttention => values_after,
-                    Rewrite::Int8Scores => int8,
-                    Rewrite::ChannelMeans => self.channel_means,
-                    Rewrite::QkvSplit => self.qkv_splits,
-                    Rewrite::DepthwiseBranches => self.branches_merged,
-                };
-                (r, n)
-            })
+            .map(|r| (r, if tried { self.count(r) } else { 0 }))
             .collect()
     }
 
-    pub(crate) fn not_tried(why: impl Into<String>) -> Self {
-        AttentionFusion {
-            not_tried: Some(why.into()),
-            ..AttentionFusion::default()
+    fn entry(&mut self, rewrite: Rewrite) -> &mut RewriteOutcome {
+        let i = match self.rewrites.iter().position(|o| o.rewrite == rewrite) {
+            Some(i) => i,
+            None => {
+                // In the order the rewrites run, as the entries of those that are on.
+                let order = |r: Rewrite| Rewrite::ALL.iter().position(|&a| a == r);
+                let i = self
+                    .rewrites
+                    .iter()
+                    .position(|o| order(o.rewrite) > order(rewrite))
+                    .unwrap_or(self.rewrites.len());
+                self.rewrites.insert(
+                    i,
+                    RewriteOutcome {
+                        rewrite,
+                        done: Vec::new(),
+                        left: Vec::new(),
+                    },
+                );
+                i
+            }
+        };
+        &mut self.rewrites[i]
+    }
+
+    fn bump(list: &mut Vec<(String, usize)>, what: String) {
+        match list.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, n)) => *n += 1,
+            None => list.push((what, 1)),
         }
+    }
+
+    /// `rewrite` rewrote one thing of this kind.
+    pub(crate) fn done(&mut self, rewrite: Rewrite, kind: impl Into<String>) {
+        Self::bump(&mut self.entry(rewrite).done, kind.into());
+    }
+
+    /// `rewrite` found one thing and left it as exported, for this reason.
+    pub(crate) fn left_as_exported(&mut self, rewrite: Rewrite, why: impl Into<String>) {
+        Self::bump(&mut self.entry(rewrite).left, why.into());
     }
 }
 
-impl fmt::Display for AttentionFusion {
+impl fmt::Display for RewriteReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let off = if self.off.is_empty() {
             String::new()
@@ -93,25 +178,27 @@ impl fmt::Display for AttentionFusion {
             return write!(f, "as exported ({why}){off}");
         }
         // The CPU's other rewrites, after what was fused.
-        let mut others = match self.channel_means {
+        let mut others = match self.count(Rewrite::ChannelMeans) {
             0 => String::new(),
             1 => "; 1 channel mean as a matrix product".to_string(),
             n => format!("; {n} channel means as matrix products"),
         };
-        match self.qkv_splits {
+        match self.count(Rewrite::QkvSplit) {
             0 => {}
             1 => others.push_str("; 1 query-key-value projection split by its weights"),
             n => others.push_str(&format!(
                 "; {n} query-key-value projections split by their weights"
             )),
         }
-        if self.keys_unbiased > 0 || self.values_biases_moved > 0 {
+        let keys = self.count_of(Rewrite::QkvSplit, qkv_split::KEYS_UNBIASED);
+        let values = self.count_of(Rewrite::QkvSplit, qkv_split::VALUES_BIAS_MOVED);
+        if keys > 0 || values > 0 {
             others.push_str(&format!(
-                " ({} without the keys' bias, {} with the values' bias in the output projection)",
-                self.keys_unbiased, self.values_biases_moved
+                " ({keys} without the keys' bias, {values} with the values' bias in the output \
+                 projection)"
             ));
         }
-        match self.branches_merged {
+        match self.count(Rewrite::DepthwiseBranches) {
             0 => {}
             1 => others.push_str("; 1 sum of depthwise convolution branches merged into one"),
             n => others.push_str(&format!(
@@ -119,7 +206,8 @@ impl fmt::Display for AttentionFusion {
             )),
         }
         others.push_str(&off);
-        if self.fused.is_empty() && self.left.is_empty() {
+        let (fused, left) = (self.fused(), self.left());
+        if fused.is_empty() && left.is_empty() {
             return write!(f, "no attention found{others}");
         }
         let list = |items: &[(String, usize)]| {
@@ -130,12 +218,12 @@ impl fmt::Display for AttentionFusion {
                 .join("; ")
         };
         write!(f, "{} fused", self.fused_count())?;
-        if !self.fused.is_empty() {
-            write!(f, " ({})", list(&self.fused))?;
+        if !fused.is_empty() {
+            write!(f, " ({})", list(fused))?;
         }
-        if !self.left.is_empty() {
-            let n: usize = self.left.iter().map(|(_, n)| n).sum();
-            write!(f, ", {n} left as exported ({})", list(&self.left))?;
+        if !left.is_empty() {
+            let n: usize = left.iter().map(|(_, n)| n).sum();
+            write!(f, ", {n} left as exported ({})", list(left))?;
         }
         if let Some(note) = &self.note {
             write!(f, "; {note}")?;

@@ -12,7 +12,7 @@ fn op_count(model: &[u8], op: &str) -> usize {
 }
 
 /// Fuses `model`, checks one fusion and the same outputs for each set of feeds.
-fn assert_fused(model: &[u8], feed_sets: &[Vec<(&str, Vec<i64>)>]) -> AttentionFusion {
+fn assert_fused(model: &[u8], feed_sets: &[Vec<(&str, Vec<i64>)>]) -> RewriteReport {
     assert_fused_within(model, feed_sets, 1e-5)
 }
 
@@ -21,12 +21,12 @@ fn assert_fused_within(
     model: &[u8],
     feed_sets: &[Vec<(&str, Vec<i64>)>],
     tolerance: f32,
-) -> AttentionFusion {
+) -> RewriteReport {
     let (fused, report) = fuse_with(model, 0, Scores::Float, false, Rewrites::ALL, ort_probe)
         .expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
-    assert!(report.left.is_empty(), "{report}");
+    assert!(report.left().is_empty(), "{report}");
     assert_eq!(op_count(&fused, "MultiHeadAttention"), 1);
     assert_eq!(op_count(&fused, "Softmax"), 0);
     for feeds in feed_sets {
@@ -49,10 +49,10 @@ fn assert_left(model: &[u8], why: Option<&str>) {
     assert_eq!(report.fused_count(), 0);
     match why {
         Some(why) => assert!(
-            report.left.iter().any(|(w, _)| w.contains(why)),
+            report.left().iter().any(|(w, _)| w.contains(why)),
             "expected `{why}` in {report}"
         ),
-        None => assert!(report.left.is_empty(), "{report}"),
+        None => assert!(report.left().is_empty(), "{report}"),
     }
 }
 
@@ -151,7 +151,7 @@ fn sdpa_between_head_split_and_merge_is_fused_and_computes_the_same() {
     for op in ["Shape", "Sqrt", "Slice", "Cast"] {
         assert_eq!(op_count(&fused, op), 0, "a dead {op} left behind");
     }
-    assert_eq!(report.fused[0].0, "[1×2] 6 queries × ? keys, head dim 4");
+    assert_eq!(report.fused()[0].0, "[1×2] 6 queries × ? keys, head dim 4");
 }
 
 #[test]
@@ -396,7 +396,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
     let m = projected_values(4, Split::Sam2);
     let report = assert_fused(&m, &[feeds(4, 10), feeds(4, 3)]);
     assert_eq!(
-        report.fused[0].0,
+        report.fused()[0].0,
         "[1×1] 6 queries × L keys, head dim 8, values projected after (4 → 8)"
     );
     // The kernel reads the inputs: the projection before it is gone, one after it is left.
@@ -419,7 +419,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
     // The head made by an Unsqueeze.
     let report = assert_fused(&projected_values(4, Split::Unsqueeze), &[feeds(4, 6)]);
     assert!(
-        report.fused[0]
+        report.fused()[0]
             .0
             .ends_with("values projected after (4 → 8)"),
         "{report}"
@@ -427,7 +427,7 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
     // The split's shape computed from the projection's, the queries' shapes unknown at load time.
     let report = assert_fused(&projected_values_torch_split(), &[feeds(4, 9), feeds(4, 1)]);
     assert!(
-        report.fused[0]
+        report.fused()[0]
             .0
             .ends_with("values projected after (4 → 8)"),
         "{report}"
@@ -435,14 +435,14 @@ fn values_projected_from_narrower_inputs_are_projected_after_the_kernel() {
 
     // Inputs as wide as the values: nothing to save, the projection stays before the kernel.
     let report = assert_fused(&projected_values(8, Split::Sam2), &[feeds(8, 5)]);
-    assert!(!report.fused[0].0.contains("projected"), "{report}");
+    assert!(!report.fused()[0].0.contains("projected"), "{report}");
     // Values whose elements a Transpose reordered: fused, the projection left where it is (were
     // it moved, the outputs would differ).
     let report = assert_fused(
         &projected_values(4, Split::Scrambled),
         &[feeds(4, 5), feeds(4, 2)],
     );
-    assert!(!report.fused[0].0.contains("projected"), "{report}");
+    assert!(!report.fused()[0].0.contains("projected"), "{report}");
 }
 
 #[test]
@@ -507,7 +507,7 @@ fn small_score_matrices_are_left_as_exported_by_default() {
     assert!(fused.is_none());
     assert!(
         report
-            .left
+            .left()
             .iter()
             .any(|(w, _)| w.contains("5 × 7 scores per head")),
         "{report}"
@@ -516,48 +516,80 @@ fn small_score_matrices_are_left_as_exported_by_default() {
 
 #[test]
 fn the_report_says_what_was_fused_and_what_was_left() {
-    let report = AttentionFusion {
-        fused: vec![("[1×1] 4096 queries × 4096 keys, head dim 256".into(), 4)],
-        left: vec![("the scores have another reader".into(), 1)],
-        not_tried: None,
-        ..AttentionFusion::default()
-    };
+    let mut report = RewriteReport::new(Rewrites::ALL);
+    for _ in 0..4 {
+        report.done(
+            Rewrite::Attention,
+            "[1×1] 4096 queries × 4096 keys, head dim 256",
+        );
+    }
+    report.left_as_exported(Rewrite::Attention, "the scores have another reader");
     assert_eq!(
         report.to_string(),
         "4 fused (4 × [1×1] 4096 queries × 4096 keys, head dim 256), 1 left as exported \
          (1 × the scores have another reader)"
     );
-    let noted = AttentionFusion {
-        note: Some("int8 scores asked for, not used: this CPU has no VNNI".into()),
-        left: Vec::new(),
-        ..report.clone()
-    };
+    let mut noted = RewriteReport::new(Rewrites::ALL);
+    for _ in 0..4 {
+        noted.done(
+            Rewrite::Attention,
+            "[1×1] 4096 queries × 4096 keys, head dim 256",
+        );
+    }
+    noted.note = Some("int8 scores asked for, not used: this CPU has no VNNI".into());
     assert_eq!(
         noted.to_string(),
         "4 fused (4 × [1×1] 4096 queries × 4096 keys, head dim 256); int8 scores asked for, not \
          used: this CPU has no VNNI"
     );
-    assert_eq!(AttentionFusion::default().to_string(), "no attention found");
-    let means = AttentionFusion {
-        channel_means: 12,
-        ..AttentionFusion::default()
-    };
+    assert_eq!(
+        RewriteReport::new(Rewrites::ALL).to_string(),
+        "no attention found"
+    );
+    let mut means = RewriteReport::new(Rewrites::ALL);
+    for _ in 0..12 {
+        means.done(Rewrite::ChannelMeans, "mean over the channels");
+    }
     assert_eq!(
         means.to_string(),
         "no attention found; 12 channel means as matrix products"
     );
-    let both = AttentionFusion {
-        channel_means: 1,
-        ..noted
-    };
+    let mut both = noted.clone();
+    both.done(Rewrite::ChannelMeans, "mean over the channels");
     assert!(
         both.to_string()
             .ends_with("no VNNI; 1 channel mean as a matrix product"),
         "{both}"
     );
     assert_eq!(
-        AttentionFusion::not_tried("optimisation off").to_string(),
+        RewriteReport::not_tried("optimisation off", Rewrites::ALL).to_string(),
         "as exported (optimisation off)"
+    );
+    // The report is a list: an entry per rewrite that is on, in the order they run, whatever
+    // each did; those switched off are named instead.
+    let on = Rewrites::ALL.without(Rewrite::ChannelMeans);
+    let mut listed = RewriteReport::new(on);
+    listed.done(Rewrite::DepthwiseBranches, "2 depthwise convolutions");
+    listed.left_as_exported(Rewrite::QkvSplit, "taken by an earlier rewrite");
+    let order: Vec<Rewrite> = listed.rewrites.iter().map(|o| o.rewrite).collect();
+    assert_eq!(
+        order,
+        [
+            Rewrite::Attention,
+            Rewrite::ValuesAfterAttention,
+            Rewrite::Int8Scores,
+            Rewrite::QkvSplit,
+            Rewrite::DepthwiseBranches
+        ]
+    );
+    assert_eq!(listed.off, [Rewrite::ChannelMeans]);
+    assert_eq!(listed.count(Rewrite::DepthwiseBranches), 1);
+    assert_eq!(listed.outcome(Rewrite::QkvSplit).unwrap().left_count(), 1);
+    assert!(
+        listed
+            .to_string()
+            .ends_with("; switched off: channel-means"),
+        "{listed}"
     );
 }
 
@@ -602,7 +634,7 @@ fn sizes_shape_inference_made_up_are_reported_as_unknown() {
             ort_probe,
         )
         .expect("the rewriter runs");
-        report.fused[0].0.clone()
+        report.fused()[0].0.clone()
     };
     assert_eq!(
         report("unk__98", "unk__7"),
@@ -624,7 +656,7 @@ fn fuse_int8(model: &[u8], block_scores: i64, blocks: usize) -> Vec<u8> {
         fuse_with(model, 0, scores, false, Rewrites::ALL, ort_probe).expect("the rewriter runs");
     let fused = fused.unwrap_or_else(|| panic!("nothing fused: {report}"));
     assert_eq!(report.fused_count(), 1, "{report}");
-    assert!(report.fused[0].0.ends_with(", int8 scores"), "{report}");
+    assert!(report.fused()[0].0.ends_with(", int8 scores"), "{report}");
     assert_eq!(op_count(&fused, "MultiHeadAttention"), 0);
     assert_eq!(op_count(&fused, "DynamicQuantizeLinear"), 1);
     assert_eq!(op_count(&fused, "MatMulIntegerToFloat"), blocks);
@@ -811,7 +843,7 @@ fn channel_means_become_matrix_products_computing_the_same_norm() {
                 let (fused, report) =
                     fuse_with(&m, 0, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
                 let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
-                assert_eq!(report.channel_means, 2, "{case}: {report}");
+                assert_eq!(report.count(Rewrite::ChannelMeans), 2, "{case}: {report}");
                 assert_eq!(report.fused_count(), 0);
                 assert_eq!(op_count(&fused, "ReduceMean"), 0, "{case}");
                 assert_eq!(op_count(&fused, "MatMul"), 2, "{case}");
@@ -841,7 +873,7 @@ fn other_means_are_left_as_exported() {
         )
         .unwrap();
         assert!(fused.is_none(), "{why}: rewritten ({report})");
-        assert_eq!(report.channel_means, 0, "{why}");
+        assert_eq!(report.count(Rewrite::ChannelMeans), 0, "{why}");
     };
     let cases: [(Vec<u8>, bool, &str); 7] = [
         (
@@ -999,7 +1031,7 @@ fn a_split_joint_projection_becomes_three_giving_the_same_bits() {
         let (fused, report) =
             fuse_with(&m, 0, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
         let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
-        assert_eq!(report.qkv_splits, 1, "{case}: {report}");
+        assert_eq!(report.count(Rewrite::QkvSplit), 1, "{case}: {report}");
         assert!(report
             .to_string()
             .ends_with("; 1 query-key-value projection split by its weights"));
@@ -1053,7 +1085,7 @@ fn other_splits_are_left_as_exported() {
         let (fused, report) = fuse_with(&m, 0, Scores::Float, cpu, Rewrites::ALL, ort_probe)
             .unwrap_or_else(|e| panic!("{why}: {e}"));
         assert!(fused.is_none(), "{why}: rewritten ({report})");
-        assert_eq!(report.qkv_splits, 0, "{why}");
+        assert_eq!(report.count(Rewrite::QkvSplit), 0, "{why}");
     }
 }
 
@@ -1123,11 +1155,11 @@ fn block_model(o: Block) -> Vec<u8> {
 
 /// Rewrites `m` for the CPU (its attention fused or not), checks the split and the outputs
 /// against the graph as written, and returns the report and the number of `Add`s left.
-fn split_block(m: &[u8], min_scores: i64, case: &str) -> (AttentionFusion, usize) {
+fn split_block(m: &[u8], min_scores: i64, case: &str) -> (RewriteReport, usize) {
     let (fused, report) =
         fuse_with(m, min_scores, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
     let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
-    assert_eq!(report.qkv_splits, 1, "{case}: {report}");
+    assert_eq!(report.count(Rewrite::QkvSplit), 1, "{case}: {report}");
     let feeds = [("x", vec![2, 2, 2, 8])];
     let (want, got) = (run(m, &feeds, "out"), run(&fused, &feeds, "out"));
     assert_eq!(want.len(), 2 * 4 * 5, "{case}");
@@ -1143,8 +1175,16 @@ fn keys_lose_their_bias_and_values_move_theirs_into_the_output_projection() {
         let case = format!("{fused} fused");
         let (report, adds) = split_block(&block_model(HIERA), min_scores, &case);
         assert_eq!(report.fused_count(), fused, "{case}: {report}");
-        assert_eq!(report.keys_unbiased, 1, "{case}: {report}");
-        assert_eq!(report.values_biases_moved, 1, "{case}: {report}");
+        assert_eq!(
+            report.count_of(Rewrite::QkvSplit, "keys without their bias"),
+            1,
+            "{case}: {report}"
+        );
+        assert_eq!(
+            report.count_of(Rewrite::QkvSplit, "values\' bias in the output projection"),
+            1,
+            "{case}: {report}"
+        );
         assert!(report.to_string().ends_with(
             "; 1 query-key-value projection split by its weights (1 without the keys' bias, 1 \
              with the values' bias in the output projection)"
@@ -1185,8 +1225,16 @@ fn biases_stay_where_the_core_does_not_cancel_or_carry_them() {
     ];
     for (o, (keys, values), why) in cases {
         let (report, adds) = split_block(&block_model(o), i64::MAX, why);
-        assert_eq!(report.keys_unbiased, keys, "{why}: {report}");
-        assert_eq!(report.values_biases_moved, values, "{why}: {report}");
+        assert_eq!(
+            report.count_of(Rewrite::QkvSplit, "keys without their bias"),
+            keys,
+            "{why}: {report}"
+        );
+        assert_eq!(
+            report.count_of(Rewrite::QkvSplit, "values\' bias in the output projection"),
+            values,
+            "{why}: {report}"
+        );
         // Moving the values' bias trades their Add for b_o + b_v · W_o.
         assert_eq!(adds, 4 - keys, "{why}");
     }
@@ -1340,7 +1388,11 @@ fn depthwise_branches_of_one_input_become_one_convolution_computing_the_same() {
         let (fused, report) =
             fuse_with(&m, 0, Scores::Float, true, Rewrites::ALL, ort_probe).unwrap();
         let fused = fused.unwrap_or_else(|| panic!("{case}: nothing rewritten: {report}"));
-        assert_eq!(report.branches_merged, 1, "{case}: {report}");
+        assert_eq!(
+            report.count(Rewrite::DepthwiseBranches),
+            1,
+            "{case}: {report}"
+        );
         assert!(
             report
                 .to_string()
@@ -1460,7 +1512,7 @@ fn other_convolution_sums_are_left_as_exported() {
         let (fused, report) =
             fuse_with(&m, 0, Scores::Float, cpu, Rewrites::ALL, ort_probe).unwrap();
         assert!(fused.is_none(), "{why}: rewritten ({report})");
-        assert_eq!(report.branches_merged, 0, "{why}");
+        assert_eq!(report.count(Rewrite::DepthwiseBranches), 0, "{why}");
     }
 }
 
@@ -1479,8 +1531,12 @@ fn a_per_key_factor_on_the_scores_keeps_the_keys_bias() {
             .expect("ONNX Runtime runs the block");
         let report = checked.report;
         assert_eq!(report.fused_count(), 0, "{report}");
-        assert_eq!(report.qkv_splits, 1, "{report}");
-        assert_eq!(report.keys_unbiased, 0, "{report}");
+        assert_eq!(report.count(Rewrite::QkvSplit), 1, "{report}");
+        assert_eq!(
+            report.count_of(Rewrite::QkvSplit, "keys without their bias"),
+            0,
+            "{report}"
+        );
         assert!(checked.worst.is_some(), "{report}");
     }
 }
@@ -1506,7 +1562,9 @@ fn no_rewrite_changes_what_a_near_miss_computes() {
                 compared += 1;
             }
             fused += checked.report.fused_count();
-            unbiased += checked.report.keys_unbiased;
+            unbiased += checked
+                .report
+                .count_of(Rewrite::QkvSplit, "keys without their bias");
         }
     }
     // Every member that runs is rewritten somehow (the split at least), and the family reaches

@@ -120,7 +120,7 @@ impl Embedding {
 /// against ONNX Runtime alone on the same file.
 pub struct LibrarySession {
     pub session: ort::session::Session,
-    pub attention: crate::rewrite::AttentionFusion,
+    pub attention: crate::rewrite::RewriteReport,
     /// The shared weights the session reads in place (declared after it, so dropped after it).
     _weights: Arc<crate::weights::ModelWeights>,
 }

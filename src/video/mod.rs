@@ -194,7 +194,7 @@ impl Tracker {
     }
 
     /// Which attention subgraphs of each module were fused when it was loaded, by role.
-    pub fn attention_fusion(&self) -> Vec<(&'static str, crate::rewrite::AttentionFusion)> {
+    pub fn attention_fusion(&self) -> Vec<(&'static str, crate::rewrite::RewriteReport)> {
         self.modules.attention_fusion()
     }
 
@@ -203,7 +203,7 @@ impl Tracker {
     /// (`tools/models/make_variant.py`) has its image encoder's weights int8 where it has MatMuls
     /// (SAM2's Hiera; EdgeTAM's RepViT has none and stays float32), the feed-forward layers of
     /// its memory attention and memory encoder int8, and its memory attention's scores int8 when
-    /// loaded on the CPU ([`crate::models::AttentionFusion`]). Each module's is in
+    /// loaded on the CPU ([`crate::models::RewriteReport`]). Each module's is in
     /// [`Tracker::variants`].
     pub fn variant(&self) -> &crate::precision::Variant {
         self.modules.variant()

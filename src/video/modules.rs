@@ -288,7 +288,7 @@ impl Module {
     }
 
     /// Which attention subgraphs of the module were fused when it was loaded.
-    pub(crate) fn attention_fusion(&self) -> &crate::rewrite::AttentionFusion {
+    pub(crate) fn attention_fusion(&self) -> &crate::rewrite::RewriteReport {
         &self.weights.attention
     }
 
@@ -414,7 +414,7 @@ pub struct VideoModuleInfo {
     /// [`VideoFamily`]; the image encoder and the decoder are the same contract for both).
     pub family: Option<VideoFamily>,
     /// Which of its attention subgraphs the library fuses when it loads it.
-    pub attention: crate::rewrite::AttentionFusion,
+    pub attention: crate::rewrite::RewriteReport,
     /// The precision it runs in: as exported, or a variant's (`tools/models/make_variant.py`).
     pub variant: Variant,
 }
@@ -463,7 +463,7 @@ pub fn describe_video_module(path: &Path, options: &SessionOptions) -> Result<Vi
 
 impl Modules {
     /// Which attention subgraphs of each module were fused, by role.
-    pub(crate) fn attention_fusion(&self) -> Vec<(&'static str, crate::rewrite::AttentionFusion)> {
+    pub(crate) fn attention_fusion(&self) -> Vec<(&'static str, crate::rewrite::RewriteReport)> {
         self.each()
             .iter()
             .map(|m| (m.role, m.attention_fusion().clone()))

@@ -226,9 +226,12 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
         let blocks = if pair.model.contains("small") { 16 } else { 12 };
         assert_eq!(
             [
-                fusion.qkv_splits,
-                fusion.keys_unbiased,
-                fusion.values_biases_moved
+                fusion.count(sam2::models::Rewrite::QkvSplit),
+                fusion.count_of(sam2::models::Rewrite::QkvSplit, "keys without their bias"),
+                fusion.count_of(
+                    sam2::models::Rewrite::QkvSplit,
+                    "values\' bias in the output projection"
+                )
             ],
             [blocks; 3],
             "{}: {fusion}",
@@ -298,7 +301,7 @@ fn edgetam_image_pairs_match_edgetam_s_image_predictor() {
         // merged.
         let fusion = open_encoded(&pair).0.encoder.attention_fusion().clone();
         assert_eq!(
-            fusion.branches_merged,
+            fusion.count(sam2::models::Rewrite::DepthwiseBranches),
             23,
             "{}: {fusion}",
             pair.encoder.display()
@@ -394,7 +397,7 @@ fn a_batch_of_eight_equals_eight_single_calls() {
         // matrix products on the CPU, whatever the batch: this test runs them at 8 and at 1.
         let fusion = predictor.attention_fusion();
         assert_eq!(
-            fusion.channel_means,
+            fusion.count(sam2::models::Rewrite::ChannelMeans),
             4,
             "{}: {fusion}",
             pair.decoder.display()

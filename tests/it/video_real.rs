@@ -788,13 +788,21 @@ fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
                 "image decoder" => 4,
                 _ => 0,
             };
-            assert_eq!(report.channel_means, means, "{role}: {report}");
+            assert_eq!(
+                report.count(sam2::models::Rewrite::ChannelMeans),
+                means,
+                "{role}: {report}"
+            );
             // EdgeTAM's RepViT token mixers load as one convolution each; SAM2 has none.
             let merged = match *role {
                 "image encoder" if layers == 2 => 23,
                 _ => 0,
             };
-            assert_eq!(report.branches_merged, merged, "{role}: {report}");
+            assert_eq!(
+                report.count(sam2::models::Rewrite::DepthwiseBranches),
+                merged,
+                "{role}: {report}"
+            );
         }
         let fusion = reports
             .into_iter()
@@ -803,9 +811,9 @@ fn memory_attention_attends_over_the_narrow_memories_in_both_families() {
             .1;
         println!("{}: {fusion}", paths.memory_attention.display());
         assert_eq!(fusion.fused_count(), 2 * layers, "{fusion}");
-        assert!(fusion.left.is_empty(), "{fusion}");
+        assert!(fusion.left().is_empty(), "{fusion}");
         let projected: usize = fusion
-            .fused
+            .fused()
             .iter()
             .filter(|(kind, _)| kind.ends_with("values projected after (64 → 256)"))
             .map(|(_, n)| n)

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use sam2::models::{AttentionFusion, Rewrite, Rewrites};
+use sam2::models::{Rewrite, RewriteReport, Rewrites};
 use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{Encoder, EncoderOptions, ImageView, PixelFormat, Point, Prompt};
 use sam2_bench::stats::{interleaved, timed, Stat, SETTLE_ORT};
@@ -41,7 +41,7 @@ fn configurations(counts: &[(Rewrite, usize)]) -> Vec<(String, Rewrites)> {
 }
 
 /// Each rewrite's count summed over `reports` (a video export's four modules).
-fn summed(reports: &[AttentionFusion]) -> Vec<(Rewrite, usize)> {
+fn summed(reports: &[RewriteReport]) -> Vec<(Rewrite, usize)> {
     Rewrite::ALL
         .iter()
         .map(|r| {
@@ -176,7 +176,7 @@ fn trackers(runs: usize) -> Res<Vec<Value>> {
     let mut out = Vec::new();
     for (family, paths) in families {
         let on = Tracker::new(&paths, &TrackerOptions::default())?;
-        let reports: Vec<AttentionFusion> =
+        let reports: Vec<RewriteReport> =
             on.attention_fusion().into_iter().map(|(_, r)| r).collect();
         drop(on);
         let configs = configurations(&summed(&reports));
