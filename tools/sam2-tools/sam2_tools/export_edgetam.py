@@ -50,6 +50,7 @@ from sam2_tools.export_video import (  # SAM2's wrappers, for the modules EdgeTA
     ImageEncoder,
     export,
     name_outputs,
+    rope_attention,
     rotate,
     sha256,
 )
@@ -134,8 +135,6 @@ class MemoryAttention(torch.nn.Module):
 
     def forward(self, current_vision_feat, current_vision_pos_embed, memory_0, memory_1,
                 memory_pos_embed):
-        from export_video import rope_attention
-
         model = self.model
         C = model.hidden_dim  # 256
         mem_dim = model.mem_dim  # 64
