@@ -32,7 +32,7 @@ use ort::value::{DynValue, Tensor};
 use ort::session::builder::GraphOptimizationLevel;
 use ort::session::Session;
 
-use crate::device::{DeviceOptions, Provider};
+use crate::device::{DeviceOptions, Optimise, Provider};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
 use crate::onnx_split;
@@ -122,50 +122,28 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// The plan for sessions with these options. CPU sessions and CUDA ones are optimised at the
+    /// The plan for sessions with these options: the first requested provider's
+    /// ([`crate::device::ProviderInfo::graph`]). CPU sessions and CUDA ones are optimised at the
     /// requested level with their providers. Providers that compile the graph themselves
     /// (TensorRT, DirectML, CoreML) cannot have a pre-optimised graph saved with their nodes, nor
     /// WebGPU (it picks its kernels and re-lays some weights out when the session is built), so
-    /// their graph gets the provider-independent basic rewrites and they do the rest. WebGPU's
-    /// graph has its attention fused too: run as exported, a score matrix past the device's limit
-    /// on one storage binding (128 MiB on llvmpipe; Hiera's global attention holds 256 MiB) came
-    /// out wrong from ONNX Runtime 1.30's WebGPU `Softmax` without an error; fused, the same
-    /// encoder gives the CPU's embedding there.
+    /// their graph gets the provider-independent basic rewrites and they do the rest.
     pub(crate) fn new(level: Optimization, device: &DeviceOptions, rewrites: Rewrites) -> Self {
-        let first = device.providers.first().map(|r| r.provider);
-        match first {
-            None | Some(Provider::Cpu) => Plan {
-                level,
-                providers: None,
-                readable_weights: false,
-                fuse_attention: level != Optimization::None,
-                cpu: true,
-                rewrites,
+        let first = device
+            .providers
+            .first()
+            .map_or(Provider::Cpu, |r| r.provider);
+        let graph = first.info().graph;
+        Plan {
+            level: match graph.optimise {
+                Optimise::Basic if level == Optimization::All => Optimization::Basic,
+                _ => level,
             },
-            Some(Provider::Cuda) => Plan {
-                level,
-                providers: Some(device.clone()),
-                readable_weights: false,
-                fuse_attention: level != Optimization::None,
-                cpu: false,
-                rewrites,
-            },
-            Some(Provider::TensorRt | Provider::DirectMl | Provider::CoreMl | Provider::WebGpu) => {
-                Plan {
-                    level: if level == Optimization::None {
-                        level
-                    } else {
-                        Optimization::Basic
-                    },
-                    providers: None,
-                    readable_weights: first == Some(Provider::WebGpu),
-                    // Verified on WebGPU (tests/webgpu.rs); on the others the graph stays as
-                    // exported.
-                    fuse_attention: first == Some(Provider::WebGpu) && level != Optimization::None,
-                    cpu: false,
-                    rewrites,
-                }
-            }
+            providers: (graph.optimise == Optimise::WithProviders).then(|| device.clone()),
+            readable_weights: graph.readable_weights,
+            fuse_attention: graph.fused_attention && level != Optimization::None,
+            cpu: graph.cpu_rewrites,
+            rewrites,
         }
     }
 

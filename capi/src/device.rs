@@ -212,6 +212,49 @@ mod tests {
     use super::*;
     use sam2::models::{Rewrite, Rewrites};
 
+    /// `(NAME, value)` of every `PREFIX*` constant in `text`, in order: the header's
+    /// `#define PREFIXNAME value` or the wrapper's `const uint PREFIXNAME = value;`.
+    fn constants(text: &str, prefix: &str) -> Vec<(String, u32)> {
+        text.lines()
+            .filter_map(|l| {
+                let rest = l.trim().split_once(prefix)?.1;
+                let (name, value) = rest.split_once([' ', '='])?;
+                let value = value.trim_start_matches([' ', '=']).trim_end_matches(';');
+                Some((name.to_string(), value.trim().parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// The C constants, the .NET wrapper's and its enum are the core's table of providers: one
+    /// `SAM2_PROVIDER_<SHORT NAME>` per provider with its code, and a code means that provider.
+    #[test]
+    fn the_provider_constants_are_the_cores_table() {
+        let expected: Vec<(String, u32)> = Provider::ALL
+            .iter()
+            .map(|p| (p.info().short.to_uppercase(), p.info().code))
+            .collect();
+        let header = include_str!("../../include/sam2.h");
+        assert_eq!(constants(header, "#define SAM2_PROVIDER_"), expected);
+        let native = include_str!("../../csharp/Sam2/NativeMethods.cs");
+        assert_eq!(constants(native, "const uint SAM2_PROVIDER_"), expected);
+        let devices = include_str!("../../csharp/Sam2/Devices.cs");
+        let start = devices
+            .find("public enum ExecutionProvider")
+            .expect("the wrapper's enum");
+        let members = devices[start..].split_once('}').expect("its end").0;
+        let named: Vec<&str> = members
+            .lines()
+            .filter_map(|l| l.split_once("= NativeMethods.SAM2_PROVIDER_"))
+            .map(|(_, c)| c.trim_end_matches(','))
+            .collect();
+        let shorts: Vec<String> = expected.iter().map(|(n, _)| n.clone()).collect();
+        assert_eq!(named, shorts, "one member per provider, in order");
+        for p in Provider::ALL {
+            assert_eq!(ProviderCodes::code(p), p.info().code);
+            assert_eq!(ProviderCodes::parse(p.info().code, "provider").unwrap(), p);
+        }
+    }
+
     /// The header's `SAM2_REWRITE_*` constants are the core's rewrites, by name and bit, and
     /// `disabled_rewrites` turns off exactly the bits it names.
     #[test]

@@ -239,19 +239,15 @@ fn option_shape(option: &str) -> &'static str {
 }
 
 fn provider(text: &str) -> Result<Provider, Usage> {
-    Ok(match text {
-        "cpu" => Provider::Cpu,
-        "cuda" => Provider::Cuda,
-        "tensorrt" => Provider::TensorRt,
-        "directml" => Provider::DirectMl,
-        "coreml" => Provider::CoreMl,
-        "webgpu" => Provider::WebGpu,
-        _ => {
-            return usage(format!(
-                "--device {text}: expected cpu, cuda, tensorrt, directml, coreml or webgpu"
+    Provider::parse(text).map_or_else(
+        || {
+            usage(format!(
+                "--device {text}: expected {}",
+                Provider::short_names(", ")
             ))
-        }
-    })
+        },
+        Ok,
+    )
 }
 
 fn policy(text: &str) -> Result<MismatchPolicy, Usage> {

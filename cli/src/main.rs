@@ -18,6 +18,35 @@ use std::process::ExitCode;
 use args::Command;
 use failure::{exit, Failure};
 
+/// The help, with the lists the core keeps (providers, rewrites) filled in.
+fn help() -> String {
+    let rewrites: Vec<&str> = sam2::models::Rewrite::ALL
+        .iter()
+        .map(|r| r.name())
+        .collect();
+    HELP.replace("{providers}", &sam2::device::Provider::short_names("|"))
+        .replace("{rewrites}", &wrap(&rewrites.join(", "), 64, 24))
+}
+
+/// `text` in lines of at most `width` characters, each after the first indented by `indent`.
+fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split(' ') {
+        if line > 0 && line + 1 + word.len() > width {
+            out.push('\n');
+            out.push_str(&" ".repeat(indent));
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out
+}
+
 const HELP: &str = "\
 sam2: segment your own images with Segment Anything 2 (ONNX Runtime)
 
@@ -69,11 +98,10 @@ Generator (everything; SAM2's defaults in brackets):
   --min-mask-region-area N   fill holes and remove specks up to N low-res pixels [0]
   --tolerance PX        as for segment
 Options:
-  --device cpu|cuda|tensorrt|directml|coreml|webgpu   where to run (default cpu)
+  --device {providers}   where to run (default cpu)
   --on-mismatch fallback|fail   a GPU that cannot be had: warn and use the CPU, or fail
   --no-rewrite NAME[,NAME]   load without these of the library's graph rewrites (all,
-                        attention, values-after-attention, int8-scores, channel-means,
-                        qkv-split, depthwise-branches); `sam2 info` says which ran
+                        {rewrites}); `sam2 info` says which ran
   --onnxruntime LIB     the ONNX Runtime library (default: SAM2_ONNXRUNTIME_PATH, then the
                         system's)
   --max-pixels N        refuse an image whose header declares more than N pixels, before
@@ -162,7 +190,7 @@ fn main() -> ExitCode {
 fn run(command: Command) -> Result<(), Failure> {
     match command {
         Command::Help => {
-            print!("{HELP}");
+            print!("{}", help());
             Ok(())
         }
         Command::Version => {
