@@ -23,7 +23,7 @@ mod encoder;
 mod error;
 pub mod everything;
 mod export;
-pub mod files;
+mod files;
 mod fingerprint;
 mod image;
 pub mod log;
@@ -31,7 +31,7 @@ mod mask_formats;
 mod model_pair;
 mod onnx_split;
 mod ort_raw;
-pub mod panics;
+mod panics;
 mod platform;
 mod polygon;
 mod postprocess;
@@ -89,6 +89,19 @@ pub mod limits {
         check_batch_size, check_prompt_sizes, MAX_OBJECTS, MAX_POINTS, MAX_POOL,
     };
     pub use crate::video::MAX_TRACKED_OBJECTS;
+}
+
+/// Not part of the API: the plumbing this workspace's C ABI and command share with the core (the
+/// panic guard of the C boundary, regular-file reads, all-or-nothing writes of several files).
+/// Hidden from the documentation and free to change in any release; a host uses the types above.
+#[doc(hidden)]
+pub mod __private {
+    pub mod files {
+        pub use crate::files::{open_regular, StagedFiles};
+    }
+    pub mod panics {
+        pub use crate::panics::{catch, describe, install_hook};
+    }
 }
 
 /// Version of this library.

@@ -1,7 +1,8 @@
 //! Panics the library contains: where they are caught (the C ABI's guards, in sam2-capi, and the
 //! cache's worker), and the panic hook that routes their message to the log instead of the host's
-//! stderr. Public for the boundary crates over the core: a caller that must not unwind (the C
-//! ABI) runs each call inside [`catch`] after [`install_hook`], and reports [`describe`].
+//! stderr. Reached by the boundary crates over the core through `sam2::__private` (not part of
+//! the API): a caller that must not unwind (the C ABI) runs each call inside [`catch`] after
+//! [`install_hook`], and reports [`describe`].
 //!
 //! Rust's default hook prints "thread '…' panicked at …" (and, with `RUST_BACKTRACE`, a whole
 //! backtrace) on stderr before the panic is caught, so every `SAM2_ERR_PANIC` used to write on a

@@ -176,8 +176,8 @@ pub(crate) fn free_handle<T: Handle>(ptr: *mut T, name: &'static str) {
     if ptr.is_null() {
         return;
     }
-    sam2::panics::install_hook();
-    let _ = sam2::panics::catch(|| {
+    sam2::__private::panics::install_hook();
+    let _ = sam2::__private::panics::catch(|| {
         if let Some(problem) = handle_problem(ptr as *const T) {
             let error = Error::invalid(name, problem);
             sam2::log::emit(

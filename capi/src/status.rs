@@ -94,14 +94,14 @@ c_enum! {
 
 /// Runs an export's body: a `Result<(), Error>` becomes a status (recording the message), and a
 /// panic becomes `SAM2_ERR_PANIC` instead of unwinding into C. The first call installs the panic
-/// hook (`sam2::panics`), so the panic's message reaches the last error and the log callback,
+/// hook (`sam2::__private::panics`), so the panic's message reaches the last error and the log callback,
 /// not the host's stderr.
 pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
-    sam2::panics::install_hook();
-    match sam2::panics::catch(body) {
+    sam2::__private::panics::install_hook();
+    match sam2::__private::panics::catch(body) {
         Ok(Ok(())) => sam2_status::SAM2_OK,
         Ok(Err(e)) => fail(e),
-        Err(payload) => fail(Error::Panic(sam2::panics::describe(payload.as_ref()))),
+        Err(payload) => fail(Error::Panic(sam2::__private::panics::describe(payload.as_ref()))),
     }
 }
 
@@ -109,11 +109,11 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
 /// gives `fallback`, its message recorded as the thread's last error and sent to the log callback
 /// as [`guard`] does.
 pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
-    sam2::panics::install_hook();
-    match sam2::panics::catch(body) {
+    sam2::__private::panics::install_hook();
+    match sam2::__private::panics::catch(body) {
         Ok(value) => value,
         Err(payload) => {
-            fail(Error::Panic(sam2::panics::describe(payload.as_ref())));
+            fail(Error::Panic(sam2::__private::panics::describe(payload.as_ref())));
             fallback
         }
     }

@@ -140,7 +140,7 @@ pub(crate) fn polygons_json(
 }
 
 pub(crate) fn add_json(
-    outputs: &mut sam2::files::StagedFiles,
+    outputs: &mut sam2::__private::files::StagedFiles,
     path: &Path,
     document: &serde_json::Value,
 ) -> Result<(), Failure> {

@@ -104,7 +104,7 @@ pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
             "crop_box": [c[0], c[1], c[2] - c[0], c[3] - c[1]],
         }));
     }
-    let mut outputs = sam2::files::StagedFiles::new();
+    let mut outputs = sam2::__private::files::StagedFiles::new();
     let overlay_path = with_suffix(&out, ".overlay.png");
     outputs
         .add(&overlay_path, |f| {

@@ -24,7 +24,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
             // The encoder's identity is the hash of its file: no need to load it. Only a regular
             // file is read (a FIFO would block, /dev/zero never end), as the library reads models.
             let mut bytes = Vec::new();
-            sam2::files::open_regular(&encoder_path, "an ONNX encoder file")
+            sam2::__private::files::open_regular(&encoder_path, "an ONNX encoder file")
                 .map_err(|err| Failure::of(err, exit::MODEL))?
                 .read_to_end(&mut bytes)
                 .map_err(|err| {
@@ -82,7 +82,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
     let out = output_prefix(&s.out, &s.image);
     create_parent(&out)?;
     // Every file to a temporary beside it, then all renamed into place: all or nothing.
-    let mut outputs = sam2::files::StagedFiles::new();
+    let mut outputs = sam2::__private::files::StagedFiles::new();
     let count = prediction.objects * prediction.candidates;
     let mut best = 0;
     let mut annotations = Vec::new();
