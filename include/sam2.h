@@ -6,6 +6,50 @@
  *
  * Conventions (statuses, NULL, ownership, threads): docs/c-api.md in the sam2 sources. Each
  * function below says what NULL does, who owns each output and which _free releases it.
+ *
+ * Below come the constants, then the types, then the functions (cbindgen's order). By concept:
+ *
+ * Runtime, errors and the log
+ *   sam2_runtime_init sam2_runtime_version sam2_version sam2_status_str
+ *   sam2_last_error_message sam2_set_log_callback; sam2_status, sam2_log_callback;
+ *   SAM2_OK, SAM2_ERR_*, SAM2_VERSION_*, SAM2_LOG_*
+ * Devices (in every options struct below)
+ *   sam2_provider; SAM2_PROVIDER_*, SAM2_ON_MISMATCH_*, SAM2_ARENA_*, SAM2_WEIGHTS_*,
+ *   SAM2_OPTIMIZATION_*, SAM2_REWRITE_*
+ * sam2_encoder: an image encoder
+ *   sam2_encoder_options_init sam2_encoder_new sam2_encode sam2_encoder_fingerprint
+ *   sam2_encoder_precision sam2_encoder_device sam2_encoder_providers sam2_encoder_free;
+ *   sam2_encoder_options, sam2_progress_fn; SAM2_PIXEL_*, SAM2_OUTPUT_*, SAM2_PRECISION_*
+ * sam2_embedding: an encoded image, where the encoder wrote it
+ *   sam2_embedding_is_serializable sam2_embedding_allocator_name sam2_embedding_device_id
+ *   sam2_embedding_image_size sam2_embedding_fingerprint sam2_embedding_precision
+ *   sam2_embedding_save sam2_embedding_load sam2_embedding_to_host sam2_embedding_free;
+ *   SAM2_PLACE_*
+ * sam2_predictor: masks from clicks and boxes on an embedding
+ *   sam2_predictor_options_init sam2_predict_options_init sam2_predictor_new sam2_predict
+ *   sam2_predictor_device sam2_predictor_providers sam2_predictor_free sam2_find_model_pair;
+ *   sam2_predictor_options, sam2_predict_options, sam2_point, sam2_prompt; SAM2_POINT_*
+ * sam2_masks: a prediction's masks, and their other forms
+ *   sam2_masks_count sam2_masks_size sam2_masks_mask sam2_masks_score sam2_masks_box
+ *   sam2_masks_low_res sam2_masks_copy_mask sam2_masks_crop sam2_masks_rle
+ *   sam2_masks_rle_string sam2_masks_polygons sam2_masks_free; sam2_ring
+ * sam2_cache, sam2_encode_job: embeddings kept by image, encodes in the background
+ *   sam2_cache_options_init sam2_cache_new sam2_cache_encode sam2_cache_encode_async
+ *   sam2_cache_put sam2_cache_clear sam2_cache_cancel_all sam2_cache_get_stats
+ *   sam2_cache_free sam2_encode_job_wait sam2_encode_job_state sam2_encode_job_cancel
+ *   sam2_encode_job_free; sam2_cache_options, sam2_cache_stats; SAM2_CACHE_*,
+ *   SAM2_PRIORITY_*, SAM2_JOB_*, SAM2_WAIT_*
+ * sam2_everything: segment everything
+ *   sam2_everything_options_init sam2_segment_everything sam2_segment_everything_embedding
+ *   sam2_everything_count sam2_everything_mask_info sam2_everything_mask
+ *   sam2_everything_rle sam2_everything_free; sam2_everything_options, sam2_everything_info
+ * sam2_tracker, sam2_track_result: objects through a video
+ *   sam2_tracker_options_init sam2_tracker_new sam2_tracker_add_prompt sam2_tracker_track
+ *   sam2_tracker_remove_object sam2_tracker_reset sam2_tracker_memory_frames
+ *   sam2_tracker_memory_bytes sam2_tracker_device sam2_tracker_precision sam2_tracker_free
+ *   sam2_track_result_count sam2_track_result_object sam2_track_result_mask
+ *   sam2_track_result_low_res sam2_track_result_free; sam2_tracker_options,
+ *   sam2_tracked_object; SAM2_TRACK_*
  */
 
 #ifndef SAM2_H

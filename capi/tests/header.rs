@@ -295,3 +295,74 @@ fn the_header_states_ownership_threads_and_failure_for_every_hand_out() {
         problems.join("\n  ")
     );
 }
+
+/// Every name the header declares: its functions, types and callbacks, and its constants by
+/// family (`SAM2_PIXEL_*`), with the declarations' comments left out.
+fn declared(header: &str) -> Vec<String> {
+    let mut code = String::new();
+    let mut rest = header;
+    while let Some(start) = rest.find("/*") {
+        code.push_str(&rest[..start]);
+        rest = rest[start..].split_once("*/").map_or("", |(_, after)| after);
+    }
+    code.push_str(rest);
+    let mut names = Vec::new();
+    for word in code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        let name = if let Some(constant) = word.strip_prefix("SAM2_") {
+            if word == "SAM2_H" {
+                continue;
+            }
+            // The family: the constant's first word (`SAM2_ON_MISMATCH_*` its first two), or
+            // the constant itself (`SAM2_OK`).
+            match constant.split_once('_') {
+                None => word.to_string(),
+                Some(("ON", _)) => "SAM2_ON_MISMATCH_*".to_string(),
+                Some((family, _)) => format!("SAM2_{family}_*"),
+            }
+        } else if word.starts_with("sam2_") {
+            word.to_string()
+        } else {
+            continue;
+        };
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// The header's contents block (in cbindgen.toml's `header`) names every function, type and
+/// constant family the header declares, under its concept, once each, and nothing else: a new
+/// entry point that is not placed in it fails here.
+#[test]
+fn the_contents_block_lists_every_declaration_once() {
+    let header = std::fs::read_to_string(root().join("include/sam2.h")).unwrap();
+    let block = header
+        .split_once("By concept:")
+        .and_then(|(_, after)| after.split_once("*/"))
+        .expect("the header opens with a contents block")
+        .0;
+    let mut listed: Vec<&str> = block
+        .split(|c: char| c.is_whitespace() || c == ',' || c == ';' || c == ':')
+        .filter(|w| w.starts_with("sam2_") || w.starts_with("SAM2_"))
+        .collect();
+    let before = listed.len();
+    listed.sort_unstable();
+    listed.dedup();
+    assert_eq!(listed.len(), before, "a name is listed twice");
+    let mut names = declared(&header);
+    names.sort_unstable();
+    let missing: Vec<&String> = names
+        .iter()
+        .filter(|n| !listed.contains(&n.as_str()))
+        .collect();
+    let extra: Vec<&&str> = listed
+        .iter()
+        .filter(|l| !names.iter().any(|n| n == *l))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "the contents block (capi/cbindgen.toml) misses {missing:?} and names {extra:?}, which \
+         the header does not declare"
+    );
+}
