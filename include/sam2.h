@@ -1302,7 +1302,7 @@ sam2_status sam2_encoder_fingerprint(const struct sam2_encoder *encoder,
 
 /**
  * Writes the precision the encoder runs in (`SAM2_PRECISION_*`): as exported, or a precision
- * variant made by `tools/models/make_variant.py` (which the model's metadata declares; a variant
+ * variant made by `sam2-variant` (which the model's metadata declares; a variant
  * made by another tool is read from its graph). A variant is another model: its embeddings carry
  * its own fingerprint and precision. Out-parameters are untouched on failure.
  */
@@ -1844,7 +1844,7 @@ sam2_status sam2_tracker_device(const struct sam2_tracker *tracker,
 
 /**
  * Writes the precision the tracker runs in (`SAM2_PRECISION_*`): as exported, or a precision
- * variant's (`tools/models/make_variant.py` on a video export: its image encoder converted where it
+ * variant's (`sam2-variant` on a video export: its image encoder converted where it
  * has MatMul weights and, for int8, memory attention marked for int8 attention scores; see
  * `sam2_encoder_precision`). The image encoder's when it is a variant, else memory attention's
  * (EdgeTAM's int8 variant). Out-parameters are untouched on failure.

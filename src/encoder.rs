@@ -116,7 +116,7 @@ impl Encoder {
     }
 
     /// The precision the encoder runs in: as exported, or a variant
-    /// (`tools/models/make_variant.py`).
+    /// (`sam2-variant`).
     pub fn variant(&self) -> &Variant {
         &self.running.weights.variant
     }

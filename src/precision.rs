@@ -1,5 +1,5 @@
 //! Precision variants: an export's encoder as exported (float32), or a variant of it with int8
-//! weights (for CPUs) or float16 arithmetic (for GPUs), as `tools/models/make_variant.py` makes
+//! weights (for CPUs) or float16 arithmetic (for GPUs), as `sam2-variant` makes
 //! them.
 //!
 //! A variant says what it is in the model's metadata (`metadata_props`): `sam2.precision`

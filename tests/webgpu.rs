@@ -438,7 +438,7 @@ fn a_device_embedding_outlives_its_encoder() {
     );
 }
 
-/// The fp16 variant (tools/models/make_variant.py, for GPUs) runs on the device, its embedding
+/// The fp16 variant (sam2-variant, for GPUs) runs on the device, its embedding
 /// left there, and segments the shapes as the float32 original does on the CPU.
 #[test]
 fn the_fp16_variant_runs_on_the_device() {
@@ -482,7 +482,7 @@ fn the_fp16_variant_runs_on_the_device() {
 }
 
 /// The real SAM2.1 tiny encoder's fp16 variant (samexporter's export through
-/// tools/models/make_variant.py, for GPUs) runs on the device in float16, its global attention
+/// sam2-variant, for GPUs) runs on the device in float16, its global attention
 /// fused in float16, and gives the float32 encoder's embedding on the CPU (correlation ≥ 0.999 on
 /// each tensor) and, with the real decoder on the device reading that embedding in place, the
 /// CPU's masks. The float32 encoder on the device is held to the CPU by the tracker test below,
@@ -842,7 +842,7 @@ fn tracker_on_the_device_as_the_cpus(
     device.attention_fusion()
 }
 
-/// The real SAM2.1 tiny tracker (tools/models/export_video.py's four modules, `$SAM2_VIDEO_MODELS`)
+/// The real SAM2.1 tiny tracker (sam2-export-video's four modules, `$SAM2_VIDEO_MODELS`)
 /// on the device: the clicked frame and one tracked frame, against the CPU tracker. Its image
 /// encoder is Hiera in float32: as exported, its three global attention blocks hold 4 × 4096 ×
 /// 4096 scores (256 MiB) in one tensor, past the 128 MiB llvmpipe allows one storage binding, and

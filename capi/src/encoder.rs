@@ -263,7 +263,7 @@ c_enum! {
 }
 
 /// Writes the precision the encoder runs in (`SAM2_PRECISION_*`): as exported, or a precision
-/// variant made by `tools/models/make_variant.py` (which the model's metadata declares; a variant
+/// variant made by `sam2-variant` (which the model's metadata declares; a variant
 /// made by another tool is read from its graph). A variant is another model: its embeddings carry
 /// its own fingerprint and precision. Out-parameters are untouched on failure.
 #[no_mangle]

@@ -364,7 +364,7 @@ pub extern "C" fn sam2_tracker_device(
 }
 
 /// Writes the precision the tracker runs in (`SAM2_PRECISION_*`): as exported, or a precision
-/// variant's (`tools/models/make_variant.py` on a video export: its image encoder converted where it
+/// variant's (`sam2-variant` on a video export: its image encoder converted where it
 /// has MatMul weights and, for int8, memory attention marked for int8 attention scores; see
 /// `sam2_encoder_precision`). The image encoder's when it is a variant, else memory attention's
 /// (EdgeTAM's int8 variant). Out-parameters are untouched on failure.

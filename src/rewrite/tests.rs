@@ -63,7 +63,7 @@ fn sdpa_heads() -> Vec<u8> {
     sdpa_heads_in(false)
 }
 
-/// [`sdpa_heads`], in float16 when `half` as `tools/models/make_variant.py fp16` leaves it:
+/// [`sdpa_heads`], in float16 when `half` as `sam2-variant fp16` leaves it:
 /// float32 inputs and output cast at the edges, the attention in float16, its scale computed in
 /// float32 from the shapes and cast to float16 where it meets the queries and keys.
 fn sdpa_heads_in(half: bool) -> Vec<u8> {

@@ -11,7 +11,7 @@ pub(crate) struct TensorType {
 }
 
 /// Element types, as far as the rewrite cares: the fused op takes float32 and float16 (an fp16
-/// variant's graph, `tools/models/make_variant.py`).
+/// variant's graph, `sam2-variant`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Elem {
     Float32,

@@ -200,7 +200,7 @@ impl Tracker {
 
     /// The precision the tracker runs in: the image encoder's when it is a variant, else the
     /// first other module's that is one, else float32 as exported. An int8 variant
-    /// (`tools/models/make_variant.py`) has its image encoder's weights int8 where it has MatMuls
+    /// (`sam2-variant`) has its image encoder's weights int8 where it has MatMuls
     /// (SAM2's Hiera; EdgeTAM's RepViT has none and stays float32), the feed-forward layers of
     /// its memory attention and memory encoder int8, and its memory attention's scores int8 when
     /// loaded on the CPU ([`crate::models::RewriteReport`]). Each module's is in

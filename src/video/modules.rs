@@ -2,7 +2,7 @@
 //!
 //! Names follow the most used four-module export (Aimol-l/SAM2Export and its descendants, such
 //! as pagarcia/sam2-onnx-cpp): `image_encoder`, `memory_attention`, `image_decoder`,
-//! `memory_encoder`. The project's own exports (tools/models/export_video.py) add optional inputs
+//! `memory_encoder`. The project's own exports (sam2-export-video) add optional inputs
 //! and outputs that make tracking follow SAM2's video predictor exactly; a module without them is
 //! run as its lineage runs it (docs/video.md).
 
@@ -415,7 +415,7 @@ pub struct VideoModuleInfo {
     pub family: Option<VideoFamily>,
     /// Which of its attention subgraphs the library fuses when it loads it.
     pub attention: crate::rewrite::RewriteReport,
-    /// The precision it runs in: as exported, or a variant's (`tools/models/make_variant.py`).
+    /// The precision it runs in: as exported, or a variant's (`sam2-variant`).
     pub variant: Variant,
 }
 
@@ -783,7 +783,7 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// tools/models/export_edgetam.py's folder: the four modules under the contract's names beside
+    /// sam2-export-edgetam's folder: the four modules under the contract's names beside
     /// EdgeTAM's image pair (`edgetam_image_encoder.onnx`, two decoders), which is no video model.
     #[test]
     fn edgetam_s_export_is_found_beside_its_image_pair() {

@@ -166,7 +166,7 @@ static void overwrite_and_refusal(void) {
     sam2_encoder_free(ea);
 }
 
-/* An int8 variant (tools/models/make_variant.py, made by the set-up) says so, its embeddings and their
+/* An int8 variant (sam2-variant, made by the set-up) says so, its embeddings and their
  * files carry it, and the original's predictor refuses them, naming the precision. */
 static void precision_variant(void) {
     char path[TEST_PATH_MAX], file[TEST_PATH_MAX];

@@ -2,7 +2,7 @@
  * The real SAM2 architecture through the C ABI: SAM2.1 hiera-tiny exported by
  * samexporter 0.5.0 and by ONNX Runtime 1.31.1's SAM2 tools (single- and multi-mask decoders),
  * from $SAM2_REAL_MODELS (tools/setup/setup-real.sh), and EdgeTAM's image pairs
- * (tools/models/export_edgetam.py, ONNX Runtime's SAM2 tools run on EdgeTAM) from
+ * (sam2-export-edgetam, ONNX Runtime's SAM2 tools run on EdgeTAM) from
  * $SAM2_EDGETAM_MODELS (tools/setup/setup-edgetam.sh), through the same entry points. Default
  * options throughout, as a new user would call the library: encode, click, a batch mixing clicks, a
  * box and a refinement (each object as a single call gives it), multimask, and a save/load round

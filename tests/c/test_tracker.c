@@ -350,7 +350,7 @@ static void errors(void) {
     printf("errors: each refused with its status and message, nothing written, no object made\n");
 }
 
-/* The int8 variant of the generated tracker (tools/models/make_variant.py, made by the set-up in
+/* The int8 variant of the generated tracker (sam2-variant, made by the set-up in
  * variants/track_int8: its image encoder int8, the three other modules copied) says so, and
  * follows the disc from a click as the original does. */
 static void int8_variant(void) {

@@ -2,7 +2,7 @@
 //! samexporter export of SAM2.1 hiera-tiny (seeded random weights) against Meta's
 //! `SAM2AutomaticMaskGenerator` on the checkpoint the export was made from
 //! (tools/references/everything_reference.py, cached by content in `$SAM2_REAL_MODELS`); and the
-//! same on EdgeTAM's image pair (tools/models/export_edgetam.py, `$SAM2_EDGETAM_MODELS`) against
+//! same on EdgeTAM's image pair (sam2-export-edgetam, `$SAM2_EDGETAM_MODELS`) against
 //! EdgeTAM's own generator on the weights of that export.
 //!
 //! Parameters (both sides, read from the reference): `testdata/demo.ppm` (800×600), a 16×16 grid

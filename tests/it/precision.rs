@@ -1,4 +1,4 @@
-//! Precision variants (tools/models/make_variant.py): the library recognises an int8 variant and
+//! Precision variants (sam2-variant): the library recognises an int8 variant and
 //! an fp16 one, reports them, and runs them exactly as the original, as other models (their own
 //! fingerprint and precision, in memory and in embedding files). Agreement with the original: on
 //! the generated tiny_a pair (masks against the ground truth of testdata/shapes.ppm, made by the

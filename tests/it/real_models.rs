@@ -54,7 +54,7 @@ fn pairs() -> Vec<Pair> {
     pairs_in(&real_dir())
 }
 
-/// The pairs of the export in `dir` (its manifest.json, tools/models/export_real.py's format).
+/// The pairs of the export in `dir` (its manifest.json, sam2-export-image's format).
 fn pairs_in(dir: &Path) -> Vec<Pair> {
     json(&dir.join("manifest.json"))["pairs"]
         .as_array()
@@ -78,7 +78,7 @@ fn tiny_pairs() -> Vec<Pair> {
         .collect()
 }
 
-/// EdgeTAM's image pairs (tools/models/export_edgetam.py, `common::edgetam_dir`).
+/// EdgeTAM's image pairs (sam2-export-edgetam, `common::edgetam_dir`).
 fn edgetam_pairs() -> Vec<Pair> {
     pairs_in(&common::edgetam_dir())
 }
@@ -263,7 +263,7 @@ fn masks_match_the_python_pipeline_and_are_reported_against_pytorch() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-/// EdgeTAM's image pairs (issue 31: tools/models/export_edgetam.py, ONNX Runtime's SAM2 tools run
+/// EdgeTAM's image pairs (issue 31: sam2-export-edgetam, ONNX Runtime's SAM2 tools run
 /// on EdgeTAM's model) against EdgeTAM's own `SAM2ImagePredictor` on the same weights
 /// (tools/references/edgetam_reference.py's `image_reference.json`, the cases above): every case's
 /// mask IoU ≥ 0.99 and its score within 1e-3. Needs `$SAM2_EDGETAM_MODELS`

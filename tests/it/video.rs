@@ -39,7 +39,7 @@ fn both_objects_are_followed_and_the_disc_is_absent_behind_the_bar() {
     follow_both(&VideoModelPaths::in_dir(model("track"), ""));
 }
 
-/// The int8 and fp16 variants of the generated tracker (tools/models/make_variant.py on
+/// The int8 and fp16 variants of the generated tracker (sam2-variant on
 /// models/track: its image encoder converted, the three other modules copied; made by
 /// tools/setup/setup.sh) say so, module by module, and follow both objects through the clip as the
 /// original does.

@@ -1,5 +1,5 @@
 //! Parity of the tracker with Meta's PyTorch `SAM2VideoPredictor` on the real SAM2.1 tiny
-//! architecture (random weights) exported as four modules by tools/models/export_video.py, over the
+//! architecture (random weights) exported as four modules by sam2-export-video, over the
 //! generated 11-frame clip of tools/references/video_reference.py: two objects prompted on frame 0
 //! (clicks for one, a box for the other), tracked to frame 8 (the memory bank full from frame 7), a
 //! correction click on frame 8 where the shapes cross (kept as a conditioning frame, the library's
@@ -14,7 +14,7 @@
 //! Needs `$SAM2_VIDEO_MODELS` (tools/setup/setup-real.sh runs tools/setup/setup-video.sh;
 //! scripts/test.sh does).
 //!
-//! EdgeTAM (issue 31): the same session on tools/models/export_edgetam.py's four modules against
+//! EdgeTAM (issue 31): the same session on sam2-export-edgetam's four modules against
 //! EdgeTAM's own `SAM2VideoPredictor` (tools/references/edgetam_reference.py,
 //! `$SAM2_EDGETAM_MODELS` from tools/setup/setup-edgetam.sh), in both of its scenarios (the
 //! correction kept as a conditioning frame, and as a tracked one: EdgeTAM's rules E2 and E3), with
@@ -525,7 +525,7 @@ const INT8: Bounds = Bounds {
     ..PARITY
 };
 
-/// The int8 variant of the export at `original` (tools/models/make_variant.py on the export's
+/// The int8 variant of the export at `original` (sam2-variant on the export's
 /// directory; `$var`, made by the set-up), checked to be what the tool makes of that export: the
 /// image decoder copied as it is; memory attention and the memory encoder int8 variants of the
 /// export's files (their feed-forward layers), memory attention marked for int8 scores; the image
