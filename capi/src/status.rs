@@ -101,7 +101,9 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<(), Error>) -> sam2_status {
     match sam2::__private::panics::catch(body) {
         Ok(Ok(())) => sam2_status::SAM2_OK,
         Ok(Err(e)) => fail(e),
-        Err(payload) => fail(Error::Panic(sam2::__private::panics::describe(payload.as_ref()))),
+        Err(payload) => fail(Error::Panic(sam2::__private::panics::describe(
+            payload.as_ref(),
+        ))),
     }
 }
 
@@ -113,7 +115,9 @@ pub(crate) fn guard_value<T>(fallback: T, body: impl FnOnce() -> T) -> T {
     match sam2::__private::panics::catch(body) {
         Ok(value) => value,
         Err(payload) => {
-            fail(Error::Panic(sam2::__private::panics::describe(payload.as_ref())));
+            fail(Error::Panic(sam2::__private::panics::describe(
+                payload.as_ref(),
+            )));
             fallback
         }
     }

@@ -303,7 +303,9 @@ fn declared(header: &str) -> Vec<String> {
     let mut rest = header;
     while let Some(start) = rest.find("/*") {
         code.push_str(&rest[..start]);
-        rest = rest[start..].split_once("*/").map_or("", |(_, after)| after);
+        rest = rest[start..]
+            .split_once("*/")
+            .map_or("", |(_, after)| after);
     }
     code.push_str(rest);
     let mut names = Vec::new();

@@ -27,7 +27,8 @@ pub struct Picture {
 /// an image whose header declares more than `max_pixels` pixels before anything of its size is
 /// allocated; the decoder's own allocations are held to [`DECODER_MAX_ALLOC`].
 pub fn load(path: &Path, max_pixels: u64) -> Result<Picture, String> {
-    let file = sam2::__private::files::open_regular(path, "a PNG or JPEG image").map_err(|e| e.to_string())?;
+    let file = sam2::__private::files::open_regular(path, "a PNG or JPEG image")
+        .map_err(|e| e.to_string())?;
     let mut reader = ImageReader::new(BufReader::new(file))
         .with_guessed_format()
         .map_err(|e| format!("cannot read image {}: {e}", path.display()))?;

@@ -5,7 +5,7 @@
 
 tools/setup/setup-real.sh runs it into $SAM2_REAL_MODELS/hostile-<hash>/ (the hash of this file, of the
 export and of the generated tiny_a encoder) and exports that folder as SAM2_REAL_HOSTILE; the Rust
-test tests/hostile_models.rs and the C sweep tests/c/test_bad_input.c load what it lists. The files
+test tests/it/hostile_models.rs and the C sweep tests/c/test_bad_input.c load what it lists. The files
 are copies of the real SAM2.1 hiera-tiny exports (samexporter's pair, and ONNX Runtime's
 single-mask pair) and of the generated tiny_a encoder:
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Faulty and foreign variants of the generated tracking modules, for tests/video.rs.
+"""Faulty and foreign variants of the generated tracking modules, for tests/it/video.rs.
 
     python tools/models/track_module_variants.py --track models/track --out DIR
 

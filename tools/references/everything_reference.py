@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Reference masks for segment everything (issue 20): Meta's `SAM2AutomaticMaskGenerator` on the
 checkpoint the real exports were made from (seeded random weights, sam2-export-image), with
-the parameters tests/everything_real.rs gives the library; or, for EdgeTAM's export
+the parameters tests/it/everything_real.rs gives the library; or, for EdgeTAM's export
 (sam2-export-edgetam, whose manifest says `"family": "edgetam"`), EdgeTAM's own
 `SAM2AutomaticMaskGenerator` (its fork of the same code) on the weights of that export, run in
 EdgeTAM's venv (tools/setup/setup-edgetam.sh), with the same parameters.

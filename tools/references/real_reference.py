@@ -14,7 +14,7 @@ compare the library against:
 Runs in the exporters' venv (scripts/setup-real.sh); reads `manifest.json` in the models
 directory and writes `reference.json` there: the prompts of every case and, per pair and case,
 each pipeline's mask (run-length encoded, row-major, starting with a run of zeros) and score.
-The Rust test tests/real_models.rs replays the cases through the library and compares.
+The Rust test tests/it/real_models.rs replays the cases through the library and compares.
 
     python tools/references/real_reference.py --models DIR --image testdata/demo.ppm
 """

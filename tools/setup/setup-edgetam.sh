@@ -107,7 +107,7 @@ ln -sfn "$EDGETAM_REFERENCE" "$EDGETAM_MODELS/reference"
 # (tests/webgpu.rs), and int8 with --attention-scores int8 (memory attention's and the memory
 # encoder's feed-forward layers over the image's positions int8, memory attention marked for int8
 # attention scores; the RepViT encoder, without MatMuls, and the decoder copied) for
-# tests/video_real.rs and the bench.
+# tests/it/video_real.rs and the bench.
 variant_hash="$( (cat "$TOOLS/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 for precision in fp16 int8; do
     extra=()

@@ -117,7 +117,7 @@ else
 fi
 # int8 and fp16 precision variants of the SAM2.1 tiny pairs of both exporters
 # (sam2-variant, ONNX Runtime's quantiser and float16 converter; about half a
-# minute each), for tests/precision.rs and the benchmark.
+# minute each), for tests/it/precision.rs and the benchmark.
 setup_begin "int8 and fp16 variants of the real SAM2.1 tiny pairs (sam2-variant)"
 variants_hash="$( (cat "$TOOLS/make_variant.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
 REAL_VARIANTS="$REAL_MODELS/variants-$variants_hash"
@@ -143,7 +143,7 @@ fi
 prune_unused_named "$REAL_MODELS" variants- "variants-$variants_hash"
 # Hostile copies of the real SAM2.1 tiny pairs and of the generated tiny_a encoder (truncated,
 # bit-flipped, external data outside the directory, huge declared dimensions;
-# tools/models/hostile_models.py, 1.6 GB in 15 s), listed in cases.tsv, for tests/hostile_models.rs
+# tools/models/hostile_models.py, 1.6 GB in 15 s), listed in cases.tsv, for tests/it/hostile_models.rs
 # and test_bad_input.c.
 setup_begin "hostile copies of the real SAM2.1 tiny pairs (tools/models/hostile_models.py)"
 GENERATED_MODELS="${SAM2_MODELS:-$ROOT/models}"

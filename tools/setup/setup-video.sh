@@ -70,7 +70,7 @@ ln -sfn "$VIDEO_RESIZE" "$VIDEO_MODELS/resize"
 # The int8 variant of the export (sam2-variant --attention-scores int8: the image
 # encoder's MatMul weights int8; memory attention's and the memory encoder's feed-forward layers
 # int8, memory attention marked for int8 attention scores; the decoder copied; seconds), for
-# tests/video_real.rs and the benchmark.
+# tests/it/video_real.rs and the benchmark.
 variant_hash="$( (cat "$TOOLS/make_variant.py"; echo "$export_hash --attention-scores int8") | sha256sum | cut -c1-16)"
 VIDEO_INT8="$CACHE/video/int8-$variant_hash"
 setup_begin "int8 variant of the video modules (sam2-variant)"

@@ -82,7 +82,7 @@ else
 fi
 # 5. The int8 and fp16 precision variants of a generated pair and of the generated tracker
 # (sam2-variant, ONNX Runtime's quantiser and float16 converter; seconds), for the
-# tests of variants (tests/precision.rs, tests/webgpu.rs, tests/video.rs), redone when the tool or
+# tests of variants (tests/it/precision.rs, tests/webgpu.rs, tests/it/video.rs), redone when the tool or
 # the models change.
 setup_begin "int8 and fp16 variants of the generated tiny_a pair and tracker (sam2-variant)"
 variant_hash="$( (cat "$TOOLS/make_variant.py"; echo "$gen_hash tiny_a int8 fp16, track int8 fp16") | sha256sum | cut -c1-16)"
@@ -95,7 +95,7 @@ if [ ! -f "$MODELS/variants/.sam2-variants-$variant_hash" ]; then
     ORT_DISABLE_TELEMETRY=1 "$VENV/bin/sam2-variant" fp16 \
         "$MODELS/tiny_a_encoder.onnx" --out "$MODELS/variants/tiny_a_fp16" >/dev/null 2>>"$MODELS/variants/make.log" ||
         { cat "$MODELS/variants/make.log" >&2; exit 1; }
-    # The generated tracker's four modules, its image encoder int8 or fp16 (tests/video.rs; the
+    # The generated tracker's four modules, its image encoder int8 or fp16 (tests/it/video.rs; the
     # C and .NET tracker tests read the int8 one).
     for precision in int8 fp16; do
         ORT_DISABLE_TELEMETRY=1 "$VENV/bin/sam2-variant" "$precision" \
