@@ -24,6 +24,9 @@ use ort::session::Session;
 use ort::value::{DynTensor, DynTensorValueType, DynValue, Tensor, TensorElementType, ValueType};
 
 use crate::error::{Error, Result};
+use crate::onnx::data_type::tensor_byte_len;
+use crate::onnx::model::{self, GraphParts};
+use crate::onnx::DataType;
 use crate::runtime;
 
 static COPIES: AtomicU64 = AtomicU64::new(0);
@@ -63,10 +66,7 @@ pub(crate) fn copy(
         value.to(target, device_id)?
     };
     COPIES.fetch_add(1, Ordering::Relaxed);
-    COPIED_BYTES.fetch_add(
-        crate::embedding::tensor_byte_len(value) as u64,
-        Ordering::Relaxed,
-    );
+    COPIED_BYTES.fetch_add(tensor_byte_len(value) as u64, Ordering::Relaxed);
     Ok(copied)
 }
 
@@ -170,11 +170,12 @@ pub(crate) fn concat_webgpu(
 }
 
 fn identity_session(device_id: i32, ty: TensorElementType) -> Result<Session> {
-    webgpu_session(
-        device_id,
-        &identity_model(onnx_type(ty)),
-        "sam2:device-copy",
-    )
+    let elem = DataType::of_ort(ty).ok_or_else(|| {
+        Error::OnnxRuntime(format!(
+            "a {ty:?} tensor cannot be copied on a WebGPU device"
+        ))
+    })?;
+    webgpu_session(device_id, &identity_model(elem), "sam2:device-copy")
 }
 
 /// A session of `model` on WebGPU device `device_id`, unoptimised (one node or a handful).
@@ -197,109 +198,46 @@ fn webgpu_session(device_id: i32, model: &[u8], log_id: &str) -> Result<Session>
     Ok(builder.commit_from_memory(model)?)
 }
 
-/// ONNX's `TensorProto.DataType` number of an element type.
-fn onnx_type(ty: TensorElementType) -> u64 {
-    match ty {
-        TensorElementType::Float32 => 1,
-        TensorElementType::Uint8 => 2,
-        TensorElementType::Int8 => 3,
-        TensorElementType::Uint16 => 4,
-        TensorElementType::Int16 => 5,
-        TensorElementType::Int32 => 6,
-        TensorElementType::Int64 => 7,
-        TensorElementType::String => 8,
-        TensorElementType::Bool => 9,
-        TensorElementType::Float16 => 10,
-        TensorElementType::Float64 => 11,
-        TensorElementType::Uint32 => 12,
-        TensorElementType::Uint64 => 13,
-        TensorElementType::Bfloat16 => 16,
-        _ => 0,
-    }
-}
-
-/// A graph input or output: its name and element type, any shape (ONNX's `ValueInfoProto`).
-fn value_info(name: &str, elem_type: u64) -> Vec<u8> {
-    use crate::onnx_split::{put_len_field, put_varint_field};
-    let mut tensor_type = Vec::new();
-    put_varint_field(&mut tensor_type, 1, elem_type);
-    let mut type_proto = Vec::new();
-    put_len_field(&mut type_proto, 1, &tensor_type);
-    let mut info = Vec::new();
-    put_len_field(&mut info, 1, name.as_bytes());
-    put_len_field(&mut info, 2, &type_proto);
-    info
-}
-
-/// A node (ONNX's `NodeProto`): its inputs, outputs, operator and encoded attributes.
-fn node(inputs: &[&str], outputs: &[&str], op: &str, attributes: &[Vec<u8>]) -> Vec<u8> {
-    use crate::onnx_split::put_len_field;
-    let mut node = Vec::new();
-    for i in inputs {
-        put_len_field(&mut node, 1, i.as_bytes());
-    }
-    for o in outputs {
-        put_len_field(&mut node, 2, o.as_bytes());
-    }
-    put_len_field(&mut node, 4, op.as_bytes());
-    for a in attributes {
-        put_len_field(&mut node, 5, a);
-    }
-    node
-}
-
-/// A model of opset 13 around `graph` (encoded nodes, inputs and outputs already in it).
-fn model_of(graph: &[u8]) -> Vec<u8> {
-    use crate::onnx_split::{put_len_field, put_varint_field};
-    let mut opset = Vec::new();
-    put_varint_field(&mut opset, 2, 13);
-    let mut model = Vec::new();
-    put_varint_field(&mut model, 1, 8);
-    put_len_field(&mut model, 7, graph);
-    put_len_field(&mut model, 8, &opset);
-    model
-}
-
-/// The ONNX model `y = Identity(x)` for tensors of element type `elem_type` and any shape.
-fn identity_model(elem_type: u64) -> Vec<u8> {
-    use crate::onnx_split::put_len_field;
-    let mut graph = Vec::new();
-    put_len_field(&mut graph, 1, &node(&["x"], &["y"], "Identity", &[]));
-    put_len_field(&mut graph, 2, b"sam2-device-copy");
-    put_len_field(&mut graph, 11, &value_info("x", elem_type));
-    put_len_field(&mut graph, 12, &value_info("y", elem_type));
-    model_of(&graph)
+/// The ONNX model `y = Identity(x)` for tensors of element type `elem` and any shape.
+fn identity_model(elem: DataType) -> Vec<u8> {
+    let graph = GraphParts {
+        name: "sam2-device-copy",
+        nodes: vec![model::node(&["x"], &["y"], "Identity", &[])],
+        initializers: Vec::new(),
+        inputs: vec![model::value_info("x", Some((elem, None)))],
+        outputs: vec![model::value_info("y", Some((elem, None)))],
+        value_infos: Vec::new(),
+    };
+    model::model(13, &graph.encode())
 }
 
 /// The ONNX model `y = Reshape(Concat(Reshape(x0, flat), …, Reshape(x{n-1}, flat)), shape)` for
 /// `n` float tensors of any shape (`flat` = [-1], `shape` the result's, both int64 inputs).
 fn concat_model(n: usize) -> Vec<u8> {
-    use crate::onnx_split::{put_len_field, put_varint_field};
-    const FLOAT: u64 = 1;
-    const INT64: u64 = 7;
-    let mut graph = Vec::new();
     let names: Vec<(String, String)> = (0..n).map(|i| (format!("x{i}"), format!("r{i}"))).collect();
-    for (x, r) in &names {
-        put_len_field(&mut graph, 1, &node(&[x, "flat"], &[r], "Reshape", &[]));
-    }
-    // AttributeProto: name (1), i (3), type (20) = INT (2).
-    let mut axis = Vec::new();
-    put_len_field(&mut axis, 1, b"axis");
-    put_varint_field(&mut axis, 3, 0);
-    put_varint_field(&mut axis, 20, 2);
+    let mut nodes: Vec<Vec<u8>> = names
+        .iter()
+        .map(|(x, r)| model::node(&[x, "flat"], &[r], "Reshape", &[]))
+        .collect();
     let flat: Vec<&str> = names.iter().map(|(_, r)| r.as_str()).collect();
-    put_len_field(&mut graph, 1, &node(&flat, &["c"], "Concat", &[axis]));
-    put_len_field(
-        &mut graph,
-        1,
-        &node(&["c", "shape"], &["y"], "Reshape", &[]),
-    );
-    put_len_field(&mut graph, 2, b"sam2-device-concat");
-    for (x, _) in &names {
-        put_len_field(&mut graph, 11, &value_info(x, FLOAT));
-    }
-    put_len_field(&mut graph, 11, &value_info("flat", INT64));
-    put_len_field(&mut graph, 11, &value_info("shape", INT64));
-    put_len_field(&mut graph, 12, &value_info("y", FLOAT));
-    model_of(&graph)
+    nodes.push(model::node(
+        &flat,
+        &["c"],
+        "Concat",
+        &[model::int_attribute("axis", 0)],
+    ));
+    nodes.push(model::node(&["c", "shape"], &["y"], "Reshape", &[]));
+    let float = |name: &str| model::value_info(name, Some((DataType::Float, None)));
+    let int64 = |name: &str| model::value_info(name, Some((DataType::Int64, None)));
+    let mut inputs: Vec<Vec<u8>> = names.iter().map(|(x, _)| float(x)).collect();
+    inputs.extend([int64("flat"), int64("shape")]);
+    let graph = GraphParts {
+        name: "sam2-device-concat",
+        nodes,
+        initializers: Vec::new(),
+        inputs,
+        outputs: vec![float("y")],
+        value_infos: Vec::new(),
+    };
+    model::model(13, &graph.encode())
 }

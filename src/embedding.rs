@@ -174,26 +174,7 @@ impl EmbeddingTensor {
     }
 }
 
-/// Bytes of a dense tensor's data (0 for a value that is not a tensor).
-pub(crate) fn tensor_byte_len(value: &DynTensor) -> usize {
-    match value.dtype() {
-        ort::value::ValueType::Tensor { ty, shape, .. } => {
-            let elems: i64 = shape.iter().product();
-            elems.max(0) as usize * element_size(*ty)
-        }
-        _ => 0,
-    }
-}
-
-pub(crate) fn element_size(dtype: TensorElementType) -> usize {
-    match dtype {
-        TensorElementType::Float16 | TensorElementType::Bfloat16 => 2,
-        TensorElementType::Float64 | TensorElementType::Int64 | TensorElementType::Uint64 => 8,
-        TensorElementType::Int8 | TensorElementType::Uint8 | TensorElementType::Bool => 1,
-        TensorElementType::Int16 | TensorElementType::Uint16 => 2,
-        _ => 4,
-    }
-}
+use crate::onnx::data_type::ort_element_size as element_size;
 
 /// An image embedding. Immutable once made; share it between threads behind an `Arc`.
 #[derive(Debug)]

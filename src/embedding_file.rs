@@ -24,12 +24,13 @@ use std::path::Path;
 use ort::memory::Allocator;
 use ort::value::{DynTensor, TensorElementType};
 
-use crate::embedding::{element_size, Embedding, EmbeddingTensor};
+use crate::embedding::{Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
 use crate::export::{EncoderFamily, EMBEDDING_SHAPES};
 use crate::files::{self, directory_of, sync_directory};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
+use crate::onnx::data_type::ort_element_size as element_size;
 use crate::precision::Precision;
 
 /// Value of `__metadata__.format`.

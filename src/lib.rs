@@ -29,7 +29,7 @@ mod image;
 pub mod log;
 mod mask_formats;
 mod model_pair;
-mod onnx_split;
+mod onnx;
 mod ort_raw;
 mod panics;
 mod platform;

@@ -121,7 +121,7 @@ pub(crate) fn borrowed_view(owner: &ort::value::DynTensor) -> Result<ort::value:
         return Err("not a tensor".into());
     };
     let dims: Vec<i64> = shape.iter().copied().collect();
-    let bytes = crate::embedding::tensor_byte_len(owner);
+    let bytes = crate::onnx::data_type::tensor_byte_len(owner);
     let api = ort::api();
     let mut out: *mut ort::sys::OrtValue = std::ptr::null_mut();
     // SAFETY: the memory info and data pointer are `owner`'s, which holds `bytes` bytes of this

@@ -14,7 +14,9 @@ use std::fmt;
 
 use crate::text::printable;
 
-use crate::onnx_split::{element_size, Fields, Value};
+use crate::onnx::split::element_size;
+use crate::onnx::wire::{Fields, Value};
+use crate::onnx::DataType;
 
 /// The arithmetic an encoder runs in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -126,8 +128,8 @@ const GRAPH_INITIALIZER: u32 = 5;
 const NODE_OP_TYPE: u32 = 4;
 const TENSOR_DIMS: u32 = 1;
 const TENSOR_DATA_TYPE: u32 = 2;
-const FLOAT: u64 = 1;
-const FLOAT16: u64 = 10;
+const FLOAT: u64 = DataType::Float as u64;
+const FLOAT16: u64 = DataType::Float16 as u64;
 
 fn text(model: &[u8], value: Value) -> Option<&str> {
     match value {
@@ -308,7 +310,7 @@ fn from_graph(model: &[u8], start: usize, end: usize) -> GraphWeights {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::onnx_split::{put_len_field, put_varint_field};
+    use crate::onnx::wire::{put_len_field, put_varint_field};
 
     fn entry(key: &str, value: &str) -> Vec<u8> {
         let mut e = Vec::new();

@@ -35,7 +35,8 @@ use ort::session::Session;
 use crate::device::{DeviceOptions, Optimise, Provider};
 use crate::error::{Error, Result};
 use crate::fingerprint::Fingerprint;
-use crate::onnx_split;
+use crate::onnx::split;
+use crate::onnx::DataType;
 use crate::platform;
 use crate::precision::{self, Variant};
 use crate::rewrite::{self, Rewrite, RewriteReport, Rewrites};
@@ -235,22 +236,22 @@ fn owned_value(data_type: i32, dims: &[i64], b: &[u8]) -> Option<Result<DynValue
             |c: &[u8]| <$t>::from_le_bytes(c.try_into().expect("element size"))
         };
     }
-    Some(match data_type {
-        1 => typed::<f32>(dims, b, le!(f32)),
-        2 => typed::<u8>(dims, b, |c| c[0]),
-        3 => typed::<i8>(dims, b, |c| c[0] as i8),
-        4 => typed::<u16>(dims, b, le!(u16)),
-        5 => typed::<i16>(dims, b, le!(i16)),
-        6 => typed::<i32>(dims, b, le!(i32)),
-        7 => typed::<i64>(dims, b, le!(i64)),
-        9 => typed::<bool>(dims, b, |c| c[0] != 0),
-        10 => typed::<half::f16>(dims, b, |c| {
+    Some(match DataType::from_code(data_type.into())? {
+        DataType::Float => typed::<f32>(dims, b, le!(f32)),
+        DataType::Uint8 => typed::<u8>(dims, b, |c| c[0]),
+        DataType::Int8 => typed::<i8>(dims, b, |c| c[0] as i8),
+        DataType::Uint16 => typed::<u16>(dims, b, le!(u16)),
+        DataType::Int16 => typed::<i16>(dims, b, le!(i16)),
+        DataType::Int32 => typed::<i32>(dims, b, le!(i32)),
+        DataType::Int64 => typed::<i64>(dims, b, le!(i64)),
+        DataType::Bool => typed::<bool>(dims, b, |c| c[0] != 0),
+        DataType::Float16 => typed::<half::f16>(dims, b, |c| {
             half::f16::from_bits(u16::from_le_bytes([c[0], c[1]]))
         }),
-        11 => typed::<f64>(dims, b, le!(f64)),
-        12 => typed::<u32>(dims, b, le!(u32)),
-        13 => typed::<u64>(dims, b, le!(u64)),
-        16 => typed::<half::bf16>(dims, b, |c| {
+        DataType::Double => typed::<f64>(dims, b, le!(f64)),
+        DataType::Uint32 => typed::<u32>(dims, b, le!(u32)),
+        DataType::Uint64 => typed::<u64>(dims, b, le!(u64)),
+        DataType::Bfloat16 => typed::<half::bf16>(dims, b, |c| {
             half::bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))
         }),
         _ => return None,
@@ -350,7 +351,7 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         // A file that is not ONNX at all gets the splitter's precise message (field, byte
         // offset) rather than ONNX Runtime's parse error; the walk (a copy of the model) is
         // made only when loading failed.
-        match onnx_split::split(bytes, usize::MAX) {
+        match split::split(bytes, usize::MAX) {
             Err(e) => Error::model(path, format!("is not a readable ONNX model: {e}")),
             Ok(_) => error,
         }
@@ -366,12 +367,12 @@ fn load(path: &Path, bytes: &[u8], plan: &Plan) -> Result<ModelWeights> {
         Some(file) => file.name.as_str(),
         None => empty,
     };
-    let split = onnx_split::split_with_location(&optimized, MIN_SHARED_BYTES, location)
+    let split = split::split_with_location(&optimized, MIN_SHARED_BYTES, location)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?;
     // Weights that are graph outputs as they are (the memory encoder's constant `temporal_code`
     // and `maskmem_pos_enc`) feed no kernel: ONNX Runtime plans them in host memory, and a device
     // copy would be refused with a warning and copied back by every session.
-    let outputs: std::collections::HashSet<String> = onnx_split::graph_output_names(&optimized)
+    let outputs: std::collections::HashSet<String> = split::graph_output_names(&optimized)
         .map_err(|e| Error::model(path, format!("is not a readable ONNX model: {e}")))?
         .into_iter()
         .collect();

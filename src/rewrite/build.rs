@@ -4,15 +4,11 @@
 
 use std::borrow::Cow;
 
-use super::graph::{self, Attr, NewNode, NewTensor, TensorValues};
-use crate::onnx_split::{put_len_field, put_varint_field};
-
+use super::graph::{Attr, NewNode, NewTensor, TensorValues};
 /// A dimension of a graph input: a size, or a named free one.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum D {
-    N(i64),
-    S(&'static str),
-}
+pub(crate) use crate::onnx::model::Dim as D;
+use crate::onnx::model::{self, GraphParts};
+use crate::onnx::DataType;
 
 pub(crate) fn node(
     op: &'static str,
@@ -35,38 +31,12 @@ pub(crate) fn perm(p: &[i64]) -> Vec<(&'static str, Attr)> {
 }
 
 pub(crate) fn float_init(name: &str, dims: &[i64], values: &[f32]) -> Vec<u8> {
-    let mut t = Vec::new();
-    for &d in dims {
-        put_varint_field(&mut t, 1, d as u64);
-    }
-    put_varint_field(&mut t, 2, graph::FLOAT as u64);
-    put_len_field(&mut t, 8, name.as_bytes());
-    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
-    put_len_field(&mut t, 9, &raw);
-    t
+    model::float_initializer(name, dims, values)
 }
 
+/// A float32 tensor's declaration, of these dimensions (`None`: its type left to inference).
 pub(crate) fn value_info(name: &str, dims: Option<&[D]>) -> Vec<u8> {
-    let mut info = Vec::new();
-    put_len_field(&mut info, 1, name.as_bytes());
-    if let Some(dims) = dims {
-        let mut shape = Vec::new();
-        for d in dims {
-            let mut dim = Vec::new();
-            match d {
-                D::N(v) => put_varint_field(&mut dim, 1, *v as u64),
-                D::S(s) => put_len_field(&mut dim, 2, s.as_bytes()),
-            }
-            put_len_field(&mut shape, 1, &dim);
-        }
-        let mut tensor = Vec::new();
-        put_varint_field(&mut tensor, 1, graph::FLOAT as u64);
-        put_len_field(&mut tensor, 2, &shape);
-        let mut ty = Vec::new();
-        put_len_field(&mut ty, 1, &tensor);
-        put_len_field(&mut info, 2, &ty);
-    }
-    info
+    model::value_info(name, dims.map(|d| (DataType::Float, Some(d))))
 }
 
 /// A joint query-key-value projection as PyTorch exports Hiera's: `x` projected by `w` and `b`,
@@ -128,39 +98,30 @@ pub(crate) fn model_with_value_info(
     outputs: &[&str],
     value_infos: &[(&str, &[D])],
 ) -> Vec<u8> {
-    let mut g = Vec::new();
-    for n in nodes {
-        put_len_field(&mut g, 1, &n.encode());
-    }
-    put_len_field(&mut g, 2, b"test");
-    for f in floats {
-        put_len_field(&mut g, 5, f);
-    }
+    let mut initializers = floats.to_vec();
     for (name, values) in shapes {
         let t = NewTensor {
             name: name.to_string(),
             dims: vec![values.len() as i64],
             values: TensorValues::Int64(values.to_vec()),
         };
-        put_len_field(&mut g, 5, &t.encode());
+        initializers.push(t.encode());
     }
-    for (name, dims) in inputs {
-        put_len_field(&mut g, 11, &value_info(name, Some(dims)));
-    }
-    for name in outputs {
-        put_len_field(&mut g, 12, &value_info(name, None));
-    }
-    for (name, dims) in value_infos {
-        put_len_field(&mut g, 13, &value_info(name, Some(dims)));
-    }
-    let mut m = Vec::new();
-    put_varint_field(&mut m, 1, 8);
-    let mut op = Vec::new();
-    put_len_field(&mut op, 1, b"");
-    put_varint_field(&mut op, 2, opset);
-    put_len_field(&mut m, 8, &op);
-    put_len_field(&mut m, 7, &g);
-    m
+    let graph = GraphParts {
+        name: "test",
+        nodes: nodes.iter().map(NewNode::encode).collect(),
+        initializers,
+        inputs: inputs
+            .iter()
+            .map(|(name, dims)| value_info(name, Some(dims)))
+            .collect(),
+        outputs: outputs.iter().map(|name| value_info(name, None)).collect(),
+        value_infos: value_infos
+            .iter()
+            .map(|(name, dims)| value_info(name, Some(dims)))
+            .collect(),
+    };
+    model::model(opset, &graph.encode())
 }
 
 /// Deterministic inputs in [-1, 1).

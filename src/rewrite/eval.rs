@@ -219,11 +219,12 @@ impl<'a> Evaluator<'a> {
             "Cast" => {
                 let mut v = arg(0)?;
                 let to = int_attr("to")? as i32;
-                let round: fn(f64) -> f64 = match to {
-                    1 => |x| x as f32 as f64,
-                    10 => |x| half::f16::from_f64(x).to_f64(),
-                    11 => |x| x,
-                    6 | 7 => f64::trunc,
+                use crate::onnx::DataType as T;
+                let round: fn(f64) -> f64 = match T::from_code(to.into())? {
+                    T::Float => |x| x as f32 as f64,
+                    T::Float16 => |x| half::f16::from_f64(x).to_f64(),
+                    T::Double => |x| x,
+                    T::Int32 | T::Int64 => f64::trunc,
                     _ => return None,
                 };
                 for x in &mut v.data {
@@ -290,9 +291,9 @@ impl<'a> Evaluator<'a> {
     }
 }
 
-/// ONNX's integer element types (`TensorProto.DataType`).
+/// Whether `data_type` (a `TensorProto.DataType` number) is one of ONNX's integer types.
 fn is_integer(data_type: i32) -> bool {
-    matches!(data_type, 2..=7 | 12 | 13)
+    crate::onnx::DataType::from_code(data_type.into()).is_some_and(|t| t.is_integer())
 }
 
 /// One element of `op` (Mul, Div, Add, Sub). A symbol survives a multiplication or division by

@@ -12,7 +12,7 @@
 //! | `depthwise-branches`: parallel depthwise convolutions merged | [`branches`] | CPU |
 //!
 //! Around them: the graph as the rewrites read and write it ([`graph`], on the wire format of
-//! [`crate::onnx_split`]), what ONNX Runtime infers of its tensors ([`probe`], [`types`]), values
+//! [`crate::onnx::wire`]), what ONNX Runtime infers of its tensors ([`probe`], [`types`]), values
 //! computed from shapes ([`eval`]), the report ([`report`]), and the driver ([`fuse_with`]) that
 //! runs each rewrite's [`Pass`] in order.
 //!
@@ -62,7 +62,6 @@ mod channel_means;
 pub(crate) mod corpus;
 mod emit;
 mod eval;
-mod graph;
 mod probe;
 mod qkv_split;
 mod report;
@@ -75,10 +74,10 @@ mod values;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
+use crate::onnx::graph::{self, Attr, Graph, NewNode, NewTensor, TensorValues};
 use attention::*;
 pub(crate) use emit::Scores;
 use emit::*;
-use graph::{Attr, Graph, NewNode, NewTensor, TensorValues};
 pub(crate) use probe::ort_probe;
 pub use report::{RewriteOutcome, RewriteReport};
 pub use switches::{Rewrite, Rewrites};

@@ -47,7 +47,7 @@ pub fn embedding_file(data: &[u8]) {
 /// ONNX models: the initializer splitter gives Ok or Err, and every initializer it reports lies
 /// inside the input.
 pub fn onnx_split(data: &[u8]) {
-    if let Ok(split) = crate::onnx_split::split(data, 1) {
+    if let Ok(split) = crate::onnx::split::split(data, 1) {
         for init in &split.initializers {
             assert!(init.offset + init.len <= data.len());
         }

@@ -16,7 +16,7 @@ pub mod fuzzing;
 
 /// Internals the benchmarks and tests drive directly: the library's own pre- and post-processing
 /// (so ONNX Runtime alone is measured with the same arithmetic), and the ONNX splitter.
-pub use crate::onnx_split::{split, split_with_location};
+pub use crate::onnx::split::{split, split_with_location};
 pub use crate::postprocess::{box_and_area, upsample_threshold};
 pub use crate::preprocess::{
     f32_to_f16_bits, preprocess, preprocess_into, preprocess_video_frame,

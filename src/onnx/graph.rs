@@ -2,18 +2,19 @@
 //! small constants, inputs and outputs, and the opset imports. Everything else of the model is
 //! copied through byte for byte; nodes that are not rewritten keep their original bytes.
 //!
-//! Built on the wire-format walker of [`crate::onnx_split`] (no protobuf dependency); malformed
+//! Built on the wire-format walker of [`super::wire`] (no protobuf dependency); malformed
 //! input is an `Err`, never a panic.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::onnx_split::{put_len_field, put_varint_field, read_varint, Field, Fields, Value};
+use super::wire::{put_len_field, put_varint_field, read_varint, Field, Fields, Value};
+use super::DataType;
 
 /// `onnx.TensorProto.DataType` values the rewriter uses.
-pub(crate) const FLOAT: i32 = 1;
-pub(crate) const FLOAT16: i32 = 10;
-pub(crate) const INT64: i32 = 7;
-pub(crate) const INT8: i32 = 3;
+pub(crate) const FLOAT: i32 = DataType::Float as i32;
+pub(crate) const FLOAT16: i32 = DataType::Float16 as i32;
+pub(crate) const INT64: i32 = DataType::Int64 as i32;
+pub(crate) const INT8: i32 = DataType::Int8 as i32;
 
 /// One attribute of a node, as far as the rewriter needs to know it.
 #[derive(Debug, Clone, PartialEq)]
