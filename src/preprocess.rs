@@ -23,15 +23,15 @@
 //! Output rows are split into bands of [`BAND_ROWS`], which the calling thread and the library's
 //! helper threads ([`helpers`], woken on the other CPUs) take in turn until none is left (see
 //! [`resize_into`]). The inner loops are in [`kernels`] (SIMD, the same bits as plain loops); the
-//! previous implementation stays in the tests (`old.rs`) as the oracle they are held to, bit for
-//! bit.
+//! previous implementation stays in the tests as the oracle they are held to, bit for bit
+//! (`preprocess/oracle.rs`).
 
 use crate::image::ImageView;
 
 pub(crate) mod helpers;
 mod kernels;
 #[cfg(test)]
-mod old;
+mod oracle;
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.
 pub(crate) const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -997,7 +997,7 @@ mod tests {
             let (data, stride) = pattern(w, h, format, pad);
             let image = ImageView::new(&data, w, h, stride, format).unwrap();
             let mut want = vec![f32::NAN; 3 * size * size];
-            old::preprocess_into(&image, size, &mut want);
+            oracle::preprocess_into(&image, size, &mut want);
             let got = preprocess(&image, size);
             assert!(
                 got.iter()
@@ -1006,7 +1006,7 @@ mod tests {
                 "image path {w}×{h} {format:?} → {size} (SSE2 only: {sse2}): max diff {}",
                 max_abs_diff(&got, &want)
             );
-            old::preprocess_video_frame_into(&image, size, &mut want);
+            oracle::preprocess_video_frame_into(&image, size, &mut want);
             let got = preprocess_video_frame(&image, size);
             assert!(
                 got.iter()
