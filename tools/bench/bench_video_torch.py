@@ -4,7 +4,7 @@ On the checkpoint sam2-export-video writes beside its four modules (`--models`:
 sam2.1_hiera_tiny_video.pt, the same weights as the ONNX export), built by
 `build_sam2_video_predictor` on the CPU; or, when `--models` is EdgeTAM's export
 (sam2-export-edgetam, its manifest's `"family": "edgetam"`; run with EdgeTAM's venv,
-tools/setup/setup-edgetam.sh), EdgeTAM's own `SAM2VideoPredictor` on that export's checkpoint. The clip is bench_video.rs's: the disc clip of
+tools/setup/setup-edgetam.sh), EdgeTAM's own `SAM2VideoPredictor` on that export's checkpoint. The clip is bench_video's (bench/src/bin/bench_video/compare.rs): the disc clip of
 tools/models/track_clip.py played back and forth, resampled (nearest) to --width x --height, written as
 the folder of JPEGs `init_state` reads (init_state decodes, resizes to 1024 and normalises every
 frame up front: not timed). One click on the disc on frame 0, then `propagate_in_video`; each
@@ -37,7 +37,7 @@ WARM_FRAMES = 17
 
 
 def clip_frame(t, width, height):
-    """Frame t of bench_video.rs's clip: tools/models/track_clip.py's played back and forth, resampled
+    """Frame t of bench_video's clip (compare.rs): tools/models/track_clip.py's played back and forth, resampled
     (nearest) to width x height."""
     k = t % (2 * (clip.FRAMES - 1))
     img, _ = clip.frame(k if k < clip.FRAMES else 2 * (clip.FRAMES - 1) - k)

@@ -1,5 +1,6 @@
 //! Allocation counting: a counting global allocator (Rust side), a process-wide malloc counter
-//! when tools/bench/bench_alloc_count.c is preloaded, and page faults.
+//! when tools/bench/bench_alloc_count.c is preloaded, and page faults; and the section they
+//! measure, what one predict allocates.
 
 use super::*;
 
@@ -120,5 +121,59 @@ pub(crate) fn count_per_call(
         proc_bytes: med(|c| c.proc_bytes),
         proc_calls: med(|c| c.proc_calls),
         minflt: med(|c| c.minflt),
+    }
+}
+
+/// The counts of one predict in the library, one decoder run of ONNX Runtime alone, and the
+/// control: one copy of the embedding, which the counter must see.
+pub(crate) struct Allocations {
+    pub(crate) per_predict: Counts,
+    pub(crate) per_plain: Counts,
+    pub(crate) per_copy: Counts,
+}
+
+/// Zero copies of the embedding per predict, shown rather than assumed: the heap bytes requested
+/// during a predict, against ONNX Runtime alone's decoder run and the control copy. Drops the plain
+/// decoder session, which no later section runs.
+pub(crate) fn allocations_per_predict(
+    run: &mut Run,
+    predictor: &Predictor,
+    embedding: &Embedding,
+    prompts: &[Prompt],
+    feed: &DecoderFeed,
+    plain: RefCell<Session>,
+    embedding_bytes: usize,
+) -> Allocations {
+    let per_predict = count_per_call(&run.pc, run.plan.counts, || {
+        black_box(
+            predictor
+                .predict(embedding, prompts, PredictOptions::default())
+                .expect("predict"),
+        );
+    });
+    let per_plain = count_per_call(&run.pc, run.plan.counts, || {
+        feed.run(&mut plain.borrow_mut())
+    });
+    let per_copy = count_per_call(&run.pc, 3.min(run.plan.counts), || {
+        black_box(embedding.copy_to_host().expect("copy"));
+    });
+    let counts_json = |c: &Counts| {
+        json!({"rust_bytes": c.rust_bytes, "rust_calls": c.rust_calls,
+               "process_bytes": if run.pc.is_some() { json!(c.proc_bytes) } else { Value::Null },
+               "process_calls": if run.pc.is_some() { json!(c.proc_calls) } else { Value::Null },
+               "minor_page_faults": c.minflt})
+    };
+    run.extra.insert(
+        "allocations".into(),
+        json!({"embedding_bytes": embedding_bytes, "process_wide_counter": run.pc.is_some(),
+               "library_predict": counts_json(&per_predict),
+               "ort_alone_decoder_run": counts_json(&per_plain),
+               "control_copy_to_host": counts_json(&per_copy)}),
+    );
+    drop(plain);
+    Allocations {
+        per_predict,
+        per_plain,
+        per_copy,
     }
 }

@@ -1,5 +1,5 @@
 //! Inputs: the deterministic photo-like image, the bench models, plain ONNX Runtime sessions and
-//! feeds (the floors), and the child process that measures resident memory.
+//! feeds (the floors).
 
 use super::*;
 
@@ -270,53 +270,8 @@ pub(crate) fn click_prompt() -> Vec<Prompt> {
     }]
 }
 
-pub(crate) fn rss_anon_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with("RssAnon:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
 pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_else(|_| "?".into())
-}
-
-/// Child process: resident anonymous memory added by creating `n` encoder sessions.
-pub(crate) fn memory_child(mode: &str, n: usize, model: &str) -> Res<()> {
-    sam2::runtime::init(None)?;
-    let _env = sam2::runtime::environment()?;
-    let base = rss_anon_mib();
-    let t = Instant::now();
-    let mut keep_enc = Vec::new();
-    let mut keep_plain = Vec::new();
-    for _ in 0..n {
-        match mode {
-            "naive" => keep_plain.push(plain_session(Path::new(model), Optimization::All, None)?),
-            _ => {
-                let mut options = EncoderOptions::default();
-                options.session.weights = if mode == "copy" {
-                    WeightSharing::Copy
-                } else {
-                    WeightSharing::Shared
-                };
-                keep_enc.push(Encoder::new(model, &options)?);
-            }
-        }
-    }
-    let secs = t.elapsed().as_secs_f64();
-    // Live memory, not what the C allocator keeps of what was freed (the library's one-off graph
-    // optimisation frees a model's worth of transient buffers): give that back first, on both
-    // sides.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free memory to the system.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-    println!("RESULT {:.1} {:.2}", rss_anon_mib() - base, secs);
-    Ok(())
 }

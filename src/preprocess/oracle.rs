@@ -4,10 +4,8 @@
 
 use rayon::prelude::*;
 
-use super::{
-    image_axis, normalisation, pil_bicubic_axis, worker_threads, Axis, MEAN, PIL_PRECISION_BITS,
-    STD,
-};
+use super::axis::{image_axis, pil_bicubic_axis, Axis, PIL_PRECISION_BITS};
+use super::{normalisation, worker_threads, MEAN, STD};
 use crate::image::{ImageView, PixelFormat};
 
 /// A value of a resampled row: f32 (the image path) or f64 (PIL's fixed point: integer weights
