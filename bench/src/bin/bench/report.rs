@@ -101,7 +101,7 @@ pub(crate) fn rows(run: &Run, f: &Figures) -> Vec<Row> {
         r.goal = "≤0.6× ORT alone on the fp32 file".into();
         r.met = r.lib_over_floor().map(|x| x <= 0.6);
         r.note = format!(
-            "the library on tools/models/make_variant.py's int8 encoder (weights int8 per channel, 7-bit range; activations per run) against the same floor, ONNX Runtime alone on the float32 file; CPU: {}",
+            "the library on sam2-variant's int8 encoder (weights int8 per channel, 7-bit range; activations per run) against the same floor, ONNX Runtime alone on the float32 file; CPU: {}",
             cpu_description()
         );
         rows.push(r);
@@ -113,7 +113,7 @@ pub(crate) fn rows(run: &Run, f: &Figures) -> Vec<Row> {
         r.floor = enc[0].clone();
         r.goal = "≤0.25× SAM2.1 tiny's encode in the library".into();
         r.met = r.lib_over_floor().map(|x| x <= 0.25);
-        r.note = "the library on EdgeTAM's image encoder (tools/models/export_edgetam.py: RepViT-M1, random weights) on the same image; floor = SAM2.1 tiny's encode e2e in the library (the row above), not ONNX Runtime alone".into();
+        r.note = "the library on EdgeTAM's image encoder (sam2-export-edgetam: RepViT-M1, random weights) on the same image; floor = SAM2.1 tiny's encode e2e in the library (the row above), not ONNX Runtime alone".into();
         rows.push(r);
     }
 

@@ -88,13 +88,13 @@ pub(crate) fn encode(run: &mut Run, pre_out: &[f32]) -> Res<Encoded> {
     let mut enc_plain = plain_session(&run.encoder_path, Optimization::All, None)?;
     let enc_plain_create_ms = t.elapsed().as_secs_f64() * 1e3;
     let prepared = Tensor::from_array(([1usize, 3, SIZE, SIZE], pre_out.to_vec()))?.into_dyn();
-    // The int8 variant of the same encoder (tools/models/make_variant.py, made by
+    // The int8 variant of the same encoder (sam2-variant, made by
     // tools/setup/setup-real.sh), against ONNX Runtime alone on the float32 file.
     let int8_encoder = match int8_variant(&run.encoder_path) {
         Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),
         None => None,
     };
-    // EdgeTAM's image encoder (tools/models/export_edgetam.py, made by
+    // EdgeTAM's image encoder (sam2-export-edgetam, made by
     // tools/setup/setup-edgetam.sh) on the same image, against SAM2.1 tiny's in the library.
     let edgetam_encoder = match edgetam_encoder() {
         Some(path) => Some(Encoder::new(&path, &EncoderOptions::default())?),

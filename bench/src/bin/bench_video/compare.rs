@@ -86,7 +86,7 @@ impl Summary {
         );
         if let Some(v) = self.variant {
             println!(
-                "| {model} | library, the int8 variant (`Tracker::track`; tools/models/make_variant.py int8 --attention-scores int8: {variant_what}) | {} | {} | {:.3}× ONNX Runtime alone on the float32 files; {:.3}× the library's float32 frame |",
+                "| {model} | library, the int8 variant (`Tracker::track`; sam2-variant int8 --attention-scores int8: {variant_what}) | {} | {} | {:.3}× ONNX Runtime alone on the float32 files; {:.3}× the library's float32 frame |",
                 ms(v),
                 fps(v),
                 v / self.alone,

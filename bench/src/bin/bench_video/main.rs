@@ -33,9 +33,9 @@
 //! The two are interleaved frame by frame (the machine's other load hits both alike); the
 //! figures are medians. Two model sets: the generated four-module tracker (models/track/, on
 //! 320×240 frames) and, when SAM2_VIDEO_MODELS names them, the real SAM2.1 hiera-tiny export
-//! (tools/models/export_video.py) on 1280×720 frames, with Meta's PyTorch predictor beside it
+//! (sam2-export-video) on 1280×720 frames, with Meta's PyTorch predictor beside it
 //! (tools/bench/bench_video_torch.py, when SAM2_REAL_PYTHON names the torch venv's Python); and,
-//! when SAM2_EDGETAM_MODELS names them, EdgeTAM's four modules (tools/models/export_edgetam.py) on
+//! when SAM2_EDGETAM_MODELS names them, EdgeTAM's four modules (sam2-export-edgetam) on
 //! the same frames, against ONNX Runtime alone and against SAM2.1 tiny's frame in the library.
 //!
 //!     cargo run --release -p sam2-bench --bin bench_video -- [--out DIR] [--frames N]
@@ -180,7 +180,7 @@ fn main() -> Res<()> {
         ),
         None => None,
     };
-    // EdgeTAM: its four modules (tools/models/export_edgetam.py) on the same frames.
+    // EdgeTAM: its four modules (sam2-export-edgetam) on the same frames.
     let edgetam = match std::env::var_os("SAM2_EDGETAM_MODELS").map(PathBuf::from) {
         Some(dir) => {
             // Its int8 variant (tools/setup/setup-edgetam.sh makes it) as a third side.
@@ -225,11 +225,11 @@ fn main() -> Res<()> {
             "frame": [gen_size.0, gen_size.1], "frames": frames,
         })),
         "real": results.real.map(|r| r.json(serde_json::json!({
-            "model": "sam2.1_hiera_tiny (tools/models/export_video.py)",
+            "model": "sam2.1_hiera_tiny (sam2-export-video)",
             "frame": [real_size.0, real_size.1], "frames": real_frames,
         }))),
         "edgetam": results.edgetam.map(|e| e.json(serde_json::json!({
-            "model": "edgetam (tools/models/export_edgetam.py)",
+            "model": "edgetam (sam2-export-edgetam)",
             "frame": [real_size.0, real_size.1], "frames": real_frames,
             "vs_sam2_1_tiny_library": results.real.map(|r| e.library / r.library),
         }))),
