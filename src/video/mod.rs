@@ -19,6 +19,7 @@
 
 mod bank;
 mod modules;
+mod paths;
 mod reuse;
 mod state;
 mod steps;
