@@ -143,7 +143,7 @@ pub extern "C" fn sam2_embedding_precision(
     guard(|| {
         let e = handle_ref(embedding, "embedding")?;
         let out = arg_out(out_precision, "out_precision")?;
-        out.set(super::encoder::PrecisionCodes::code(e.inner.precision()));
+        out.set(super::precision::PrecisionCodes::code(e.inner.precision()));
         Ok(())
     })
 }

@@ -13,7 +13,7 @@ use super::{
     arg_out, arg_slice, arg_str, copy_out_str, guard, handle_ref, impl_options, read_options,
     sam2_status, Handle,
 };
-use sam2::models::Precision;
+
 use sam2::Error;
 use sam2::{Encoder, EncoderOptions, OutputTarget};
 use sam2::{ImageView, PixelFormat};
@@ -246,22 +246,6 @@ pub extern "C" fn sam2_encoder_fingerprint(
     })
 }
 
-/// Precision: the encoder as exported, float32 weights and arithmetic.
-pub const SAM2_PRECISION_FP32: u32 = 0;
-/// Precision: an int8 variant (int8 weights per channel, activations quantised per run), for CPUs.
-pub const SAM2_PRECISION_INT8: u32 = 1;
-/// Precision: a float16 variant (inputs and outputs float32), for GPUs.
-pub const SAM2_PRECISION_FP16: u32 = 2;
-
-c_enum! {
-    /// `SAM2_PRECISION_*` ↔ [`Precision`].
-    pub(crate) PrecisionCodes: u32 => Precision {
-        SAM2_PRECISION_FP32 => Precision::Fp32,
-        SAM2_PRECISION_INT8 => Precision::Int8,
-        SAM2_PRECISION_FP16 => Precision::Fp16,
-    }
-}
-
 /// Writes the precision the encoder runs in (`SAM2_PRECISION_*`): as exported, or a precision
 /// variant made by `sam2-variant` (which the model's metadata declares; a variant
 /// made by another tool is read from its graph). A variant is another model: its embeddings carry
@@ -274,7 +258,9 @@ pub extern "C" fn sam2_encoder_precision(
     guard(|| {
         let e = handle_ref(encoder, "encoder")?;
         let out = arg_out(out_precision, "out_precision")?;
-        out.set(PrecisionCodes::code(e.variant().precision));
+        out.set(super::precision::PrecisionCodes::code(
+            e.variant().precision,
+        ));
         Ok(())
     })
 }

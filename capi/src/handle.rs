@@ -41,7 +41,7 @@ use std::sync::{LazyLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use sam2::Error;
 
-use super::strings::fail;
+use super::status::fail;
 
 /// An opaque C handle type and the Rust value its pointers point at (see the module
 /// documentation). `Inner` is `Send + Sync`: the header lets hosts use every handle from any

@@ -28,6 +28,7 @@ pub mod everything;
 pub mod mask_formats;
 pub mod masks;
 pub mod model_pair;
+pub mod precision;
 pub mod predictor;
 pub mod runtime;
 /// cbindgen:ignore
@@ -41,5 +42,6 @@ pub(crate) use args::{
 };
 pub(crate) use handle::{free_handle, handle_ref, opt_handle_ref, publish, Handle};
 pub use status::sam2_status;
+pub(crate) use status::{fail, last_error};
 pub(crate) use status::{guard, guard_value};
-pub(crate) use strings::{arg_str, copy_out_str, fail, last_error};
+pub(crate) use strings::{arg_str, copy_out_str};

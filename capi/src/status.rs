@@ -1,9 +1,32 @@
-//! `sam2_status`: the result of every fallible export, the one map from core errors onto it, and
-//! the guards that turn an export's body (its `Result`, or a panic) into a status.
+//! `sam2_status`: the result of every fallible export, the one map from core errors onto it, the
+//! calling thread's last error message recorded beside it (as rustls-ffi keeps its error and its
+//! status in one place), and the guards that turn an export's body (its `Result`, or a panic)
+//! into a status.
+
+use std::cell::RefCell;
 
 use super::c_enum::c_enum;
-use super::strings::fail;
 use sam2::Error;
+
+thread_local! {
+    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
+}
+
+/// Records an error as this thread's last error and returns its status. A too-small buffer is
+/// the answer to a size query, not a failure worth a message: it leaves the last error as it was,
+/// so a host can size a buffer for a string without losing the message of a real failure.
+pub(crate) fn fail(error: Error) -> sam2_status {
+    let status = sam2_status::of(&error);
+    if !matches!(error, Error::BufferTooSmall { .. }) {
+        let text = error.to_string();
+        LAST_ERROR.with(|e| *e.borrow_mut() = text);
+    }
+    status
+}
+
+pub(crate) fn last_error() -> String {
+    LAST_ERROR.with(|e| e.borrow().clone())
+}
 
 /// Result of every fallible function. Values are fixed forever; retired values stay reserved.
 #[repr(u32)]

@@ -1,31 +1,8 @@
-//! Strings across the boundary (NUL-terminated UTF-8 in, `(buf, buf_len, needed)` out) and the
-//! calling thread's last error message.
+//! Strings across the boundary: NUL-terminated UTF-8 in, `(buf, buf_len, needed)` out.
 
-use std::cell::RefCell;
 use std::ffi::{c_char, CStr};
 
-use super::status::sam2_status;
 use sam2::Error;
-
-thread_local! {
-    static LAST_ERROR: RefCell<String> = const { RefCell::new(String::new()) };
-}
-
-/// Records an error as this thread's last error and returns its status. A too-small buffer is
-/// the answer to a size query, not a failure worth a message: it leaves the last error as it was,
-/// so a host can size a buffer for a string without losing the message of a real failure.
-pub(crate) fn fail(error: Error) -> sam2_status {
-    let status = sam2_status::of(&error);
-    if !matches!(error, Error::BufferTooSmall { .. }) {
-        let text = error.to_string();
-        LAST_ERROR.with(|e| *e.borrow_mut() = text);
-    }
-    status
-}
-
-pub(crate) fn last_error() -> String {
-    LAST_ERROR.with(|e| e.borrow().clone())
-}
 
 /// NUL-terminated UTF-8 string argument.
 pub(crate) fn arg_str<'a>(ptr: *const c_char, name: &'static str) -> Result<&'a str, Error> {

@@ -7,7 +7,8 @@ use super::device::{
     device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
     SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
 };
-use super::encoder::{image_arg, PrecisionCodes};
+use super::encoder::image_arg;
+use super::precision::PrecisionCodes;
 use super::predictor::{convert_prompt, sam2_prompt};
 use super::{
     arg_out, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status, Handle,

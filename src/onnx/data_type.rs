@@ -2,7 +2,7 @@
 //! ONNX Runtime's names for them. Every other module says `DataType::Float` rather than `1`, and
 //! asks a tensor's size here (a leaf: it depends on nothing of the library).
 
-use ort::value::{DynTensor, TensorElementType, ValueType};
+use ort::value::{TensorElementType, Value, ValueType, ValueTypeMarker};
 
 /// An element type of an ONNX tensor, by its `TensorProto.DataType` number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -130,7 +130,7 @@ pub(crate) fn ort_element_size(ty: TensorElementType) -> usize {
 }
 
 /// Bytes of a dense tensor's data (0 for a value that is not a tensor).
-pub(crate) fn tensor_byte_len(value: &DynTensor) -> usize {
+pub(crate) fn tensor_byte_len<T: ValueTypeMarker + ?Sized>(value: &Value<T>) -> usize {
     match value.dtype() {
         ValueType::Tensor { ty, shape, .. } => {
             let elems: i64 = shape.iter().product();

@@ -32,6 +32,7 @@ use ort::memory::MemoryInfo;
 use crate::device::{self, EffectiveDevice};
 use crate::error::{Error, Result};
 use crate::image::ImageView;
+use crate::onnx::data_type::tensor_byte_len as value_bytes;
 use crate::predictor::{prompt_points, validate_prompts, Prompt};
 use crate::session::SessionOptions;
 

@@ -12,8 +12,8 @@ use ort::value::{DynValue, Tensor};
 
 use crate::error::Result;
 
-use super::tensors::value_bytes;
 use super::LOW_RES;
+use crate::onnx::data_type::tensor_byte_len as value_bytes;
 
 /// Most arrangements of memory positions kept composed (7.3 MiB each for SAM2 at steady state).
 /// One object at steady state needs one; objects with different numbers of conditioning frames

@@ -128,14 +128,6 @@ fn is_on_host(value: &DynValue) -> Result<bool> {
         .is_cpu_accessible())
 }
 
-/// Bytes of a float tensor's values (0 for a value that is not a tensor: never kept).
-pub(super) fn value_bytes(value: &DynValue) -> usize {
-    match value.dtype() {
-        ValueType::Tensor { shape, .. } => shape.num_elements() * std::mem::size_of::<f32>(),
-        _ => 0,
-    }
-}
-
 /// The shape of a module's output, which must be a float tensor (`Error::Model` naming it).
 pub(super) fn float_shape(value: &DynValue, module: &Path, name: &str) -> Result<Vec<i64>> {
     match value.dtype() {

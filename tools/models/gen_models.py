@@ -19,7 +19,8 @@ Pairs written (all weights inline, opset 17, IR version 8):
   bench_a                  contract A with compute/weights of the order of SAM2-tiny
                            (encoder ~100 MB of fp32 weights); behaves like tiny_a
 Also faulty_a_encoder.onnx: tiny_a's encoder whose runs fail on an almost white image.
-And the four modules of a tiny video tracker in track/ (tools/models/gen_track_models.py).
+The four modules of a tiny video tracker, built on this file's tiny encoder and decoder, are
+tools/models/gen_track_models.py's (it imports this file; this file imports nothing of it).
 
 Everything is seeded: two runs write byte-identical files. models/manifest.json
 lists the pairs: [{name, contract, encoder, decoder, image_dtype, kind}].
@@ -636,8 +637,6 @@ def main():
         })
     data = save(build_faulty_encoder(tw), os.path.join(args.out, "faulty_a_encoder.onnx"))
     print("%-28s contract A faulty (fails on a white image) %d bytes" % ("faulty_a_encoder.onnx", len(data)))
-    import gen_track_models  # the video tracking modules build on this file's tiny encoder/decoder
-    gen_track_models.write_all(args.out, tw)
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=2)
         f.write("\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate a tiny four-module SAM2 *video tracking* model whose masks mean something.
 
-    python tools/models/gen_track_models.py --out models     (writes models/track/; gen_models.py does too)
+    python tools/models/gen_track_models.py --out models     (writes models/track/; the set-up runs it after gen_models.py)
 
 Files, in the subdirectory track/ under the exact file names of the four-module contract of the
 SAM2Export lineage (a directory of their own: in models/ itself, image_encoder.onnx and

@@ -66,6 +66,7 @@ if [ ! -f "$MODELS/.sam2-gen-$gen_hash" ]; then
     rm -rf "$MODELS"
     mkdir -p "$MODELS"
     "$VENV/bin/python" "$ROOT/tools/models/gen_models.py" --out "$MODELS" >&2
+    "$VENV/bin/python" "$ROOT/tools/models/gen_track_models.py" --out "$MODELS" >&2
     # The tracking clip every suite reads (tools/models/track_clip.py is its one definition).
     "$VENV/bin/python" "$ROOT/tools/models/track_clip.py" --out "$MODELS/track"
     "$VENV/bin/python" "$ROOT/tools/references/reference_check.py" --models "$MODELS" --testdata "$ROOT/testdata" \
