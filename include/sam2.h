@@ -1592,8 +1592,12 @@ sam2_status sam2_predict_options_init(struct sam2_predict_options *options, size
  * Loads a prompt decoder.
  *
  * `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint is
- * recorded; the encoder may be freed afterwards). Alternatively give
- * `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
+ * recorded; the encoder may be freed afterwards). With no providers in `options` (NULL options
+ * too), the predictor then runs where that encoder's embeddings live: on its GPU when it leaves
+ * them there (`SAM2_OUTPUT_DEVICE`), reading them in place, on the CPU otherwise; providers given
+ * are used as given. Alternatively give `options->encoder_fingerprint`. With neither, embeddings
+ * are checked for layout only, and the predictor runs on the providers given (the CPU by
+ * default).
  * `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
  * receives a new predictor. Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of
  * another export family than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,

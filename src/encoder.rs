@@ -136,6 +136,19 @@ impl Encoder {
         &self.device
     }
 
+    /// The provider that reads this encoder's embeddings in place: its own device when it leaves
+    /// them there ([`OutputTarget::Device`] on a GPU), `None` (the CPU) otherwise. What a
+    /// predictor made for this encoder runs on by default ([`crate::Predictor::for_encoder`]).
+    pub fn embedding_provider(&self) -> Option<crate::device::ProviderRequest> {
+        (self.output_target == OutputTarget::Device && self.device.primary.is_gpu()).then(|| {
+            crate::device::ProviderRequest {
+                provider: self.device.primary,
+                device_id: self.device.device_id,
+                ..crate::device::ProviderRequest::cpu()
+            }
+        })
+    }
+
     pub fn spec(&self) -> &EncoderSpec {
         &self.spec
     }

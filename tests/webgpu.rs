@@ -269,6 +269,70 @@ fn predictors_read_the_device_embedding_in_place_and_segment_as_the_cpu_does() {
     }
 }
 
+/// A predictor made for a device encoder with the default options runs on that device and reads
+/// its embeddings in place (the README's example, on a GPU, unchanged); one that asks for the CPU
+/// gets the CPU, and the device embedding is refused there with where each lives. An encoder that
+/// writes its embeddings to the host gets a CPU predictor by default.
+#[test]
+fn a_predictor_follows_its_encoders_device_by_default() {
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let decoder = model("tiny_a_decoder.onnx");
+    let encoder = encoder_on(&model("tiny_a_encoder.onnx"), webgpu(MismatchPolicy::Fail)).unwrap();
+    let embedding = encoder.encode(&shapes_view(&img)).unwrap();
+    let predictor =
+        Predictor::for_encoder(&decoder, &encoder, &PredictorOptions::default()).unwrap();
+    assert_eq!(predictor.device().primary, device_provider());
+    assert_eq!(
+        predictor.device().allocator_name(),
+        embedding.allocator_name()
+    );
+    let before = copy_stats();
+    let clicks = shape_clicks();
+    let masks = predictor
+        .predict(&embedding, &clicks, PredictOptions::default())
+        .unwrap();
+    assert_eq!(copy_stats(), before, "read in place, nothing copied");
+    let all = shapes();
+    for (k, s) in all.iter().enumerate() {
+        let i = iou(masks.mask(k), &expected_click_mask(s, &all));
+        assert!(i >= 0.9, "{}: IoU {i:.3} with the ground truth", s.name);
+    }
+
+    // Asking for the CPU is honoured, and the device embedding is refused there, naming both.
+    let mut on_cpu = PredictorOptions::default();
+    on_cpu.session.device.providers = vec![ProviderRequest::cpu()];
+    let cpu = Predictor::for_encoder(&decoder, &encoder, &on_cpu).unwrap();
+    assert_eq!(cpu.device().primary, Provider::Cpu);
+    let e = cpu
+        .predict(&embedding, &clicks, PredictOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(embedding.allocator_name()) && e.contains("CPUExecutionProvider"),
+        "{e}"
+    );
+
+    // Embeddings written to the host: the predictor stays on the CPU and reads them in place.
+    let mut host_output = EncoderOptions::default();
+    host_output.session.device = webgpu(MismatchPolicy::Fail);
+    host_output.output_target = sam2::OutputTarget::Host;
+    let host_encoder = Encoder::new(model("tiny_a_encoder.onnx"), &host_output).unwrap();
+    let host_predictor =
+        Predictor::for_encoder(&decoder, &host_encoder, &PredictorOptions::default()).unwrap();
+    assert_eq!(host_predictor.device().primary, Provider::Cpu);
+    let host_embedding = host_encoder.encode(&shapes_view(&img)).unwrap();
+    let before = copy_stats();
+    let host_masks = host_predictor
+        .predict(&host_embedding, &clicks, PredictOptions::default())
+        .unwrap();
+    assert_eq!(copy_stats(), before);
+    assert_same(&masks, &host_masks, "host embeddings on the CPU");
+}
+
 #[test]
 fn a_saved_embedding_loads_straight_onto_the_device() {
     let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());

@@ -152,6 +152,7 @@ pub(crate) fn option_names(e: Error) -> Error {
         "queue_limit" => "options.queue_limit",
         "memory_frames" => "options.memory_frames",
         "num_frames" => "options.num_frames",
+        "encoder_fingerprint" => "options.encoder_fingerprint",
         other => other,
     };
     Error::InvalidArgument { name, reason }

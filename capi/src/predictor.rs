@@ -170,8 +170,12 @@ pub extern "C" fn sam2_predict_options_init(
 /// Loads a prompt decoder.
 ///
 /// `encoder`: NULL, or the encoder whose embeddings this predictor will accept (its fingerprint is
-/// recorded; the encoder may be freed afterwards). Alternatively give
-/// `options->encoder_fingerprint`. With neither, embeddings are checked for layout only.
+/// recorded; the encoder may be freed afterwards). With no providers in `options` (NULL options
+/// too), the predictor then runs where that encoder's embeddings live: on its GPU when it leaves
+/// them there (`SAM2_OUTPUT_DEVICE`), reading them in place, on the CPU otherwise; providers given
+/// are used as given. Alternatively give `options->encoder_fingerprint`. With neither, embeddings
+/// are checked for layout only, and the predictor runs on the providers given (the CPU by
+/// default).
 /// `decoder_path`: NUL-terminated UTF-8 path. `options`: NULL for the defaults. On success `*out`
 /// receives a new predictor. Errors: `SAM2_ERR_MODEL`, `SAM2_ERR_MODEL_MISMATCH` (an encoder of
 /// another export family than the decoder's), `SAM2_ERR_IO`, `SAM2_ERR_INVALID_ARGUMENT`,
@@ -211,23 +215,12 @@ pub extern "C" fn sam2_predictor_new(
             })?;
             opts.encoder_fingerprint = Some(fp);
         }
-        let encoder = opt_handle_ref(encoder, "encoder")?;
-        if let Some(encoder) = encoder {
-            let fp = encoder.fingerprint();
-            if let Some(given) = opts.encoder_fingerprint {
-                if given != fp {
-                    return Err(Error::invalid(
-                        "options.encoder_fingerprint",
-                        format!("{given} contradicts the encoder given ({fp})"),
-                    ));
-                }
-            }
-            opts.encoder_fingerprint = Some(fp);
+        let predictor = match opt_handle_ref(encoder, "encoder")? {
+            // The encoder's fingerprint and family, and, with no providers given, its device.
+            Some(encoder) => Predictor::for_encoder(path, encoder, &opts),
+            None => Predictor::new(path, &opts),
         }
-        let predictor = Predictor::new(path, &opts).map_err(super::option_names)?;
-        if let Some(encoder) = encoder {
-            predictor.check_encoder(encoder)?;
-        }
+        .map_err(super::option_names)?;
         out.set(super::publish::<sam2_predictor>(predictor));
         Ok(())
     })

@@ -30,13 +30,16 @@ pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
     };
     let predictor = {
         let _p = progress::step("loading decoder");
-        let options = PredictorOptions {
-            encoder_fingerprint: Some(encoder.fingerprint()),
+        // Where the encoder's embeddings live (the device asked for, or the CPU it fell back
+        // to), read in place.
+        let mut options = PredictorOptions {
             session: session_options(e.device),
             pool_size: Some(1),
             ..PredictorOptions::default()
         };
-        Predictor::new(&decoder_path, &options).map_err(|err| Failure::of(err, exit::MODEL))?
+        options.session.device.providers.clear();
+        Predictor::for_encoder(&decoder_path, &encoder, &options)
+            .map_err(|err| Failure::of(err, exit::MODEL))?
     };
     let defaults = EverythingOptions::default();
     let options = EverythingOptions {

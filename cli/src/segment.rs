@@ -19,7 +19,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
     let picture = load_picture(&s.image, s.max_pixels)?;
     let (w, h) = picture.rgb.dimensions();
     init_runtime(s.onnxruntime.as_deref())?;
-    let (fingerprint, embedding) = match &s.embedding {
+    let (fingerprint, encoder, embedding) = match &s.embedding {
         Some(file) => {
             // The encoder's identity is the hash of its file: no need to load it. Only a regular
             // file is read (a FIFO would block, /dev/zero never end), as the library reads models.
@@ -47,22 +47,31 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
                     ),
                 ));
             }
-            (fingerprint, embedding)
+            (fingerprint, None, embedding)
         }
         None => {
             let (encoder, embedding) = encode_picture(&encoder_path, s.device, &picture)?;
-            (encoder.fingerprint(), embedding)
+            (encoder.fingerprint(), Some(encoder), embedding)
         }
     };
     let predictor = {
         let _p = progress::step("loading decoder");
-        let options = PredictorOptions {
+        let mut options = PredictorOptions {
             encoder_fingerprint: Some(fingerprint),
             session: session_options(s.device),
             pool_size: Some(1),
             ..PredictorOptions::default()
         };
-        Predictor::new(&decoder_path, &options).map_err(|e| Failure::of(e, exit::MODEL))?
+        match &encoder {
+            // Where the encoder's embedding lives (the device asked for, or the CPU it fell
+            // back to), read in place.
+            Some(encoder) => {
+                options.session.device.providers.clear();
+                Predictor::for_encoder(&decoder_path, encoder, &options)
+            }
+            None => Predictor::new(&decoder_path, &options),
+        }
+        .map_err(|e| Failure::of(e, exit::MODEL))?
     };
     let prompt = Prompt {
         points: s.points.clone(),

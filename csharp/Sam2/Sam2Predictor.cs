@@ -16,8 +16,11 @@ namespace Sam2
 
         /// <summary>Loads a decoder model (<c>sam2_predictor_new</c>).</summary>
         /// <param name="encoder">Null, or the encoder whose embeddings this predictor accepts (its
-        /// fingerprint is recorded; the encoder may be disposed afterwards). Without an encoder or
-        /// <see cref="Sam2PredictorOptions.EncoderFingerprint"/>, embeddings are checked for layout only.</param>
+        /// fingerprint is recorded; the encoder may be disposed afterwards). With no providers in
+        /// <paramref name="options"/>, the predictor then runs where that encoder's embeddings live
+        /// (its GPU when it leaves them there, reading them in place; the CPU otherwise). Without an
+        /// encoder or <see cref="Sam2PredictorOptions.EncoderFingerprint"/>, embeddings are checked for
+        /// layout only.</param>
         /// <param name="decoderPath">Path of the decoder .onnx file.</param>
         /// <param name="options">Null for the defaults.</param>
         /// <exception cref="ArgumentNullException"><paramref name="decoderPath"/> is null.</exception>

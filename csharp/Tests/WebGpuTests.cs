@@ -73,5 +73,30 @@ namespace Sam2.Tests
                 }
             }
         }
+
+        // A predictor made for a WebGPU encoder with the default options runs on WebGPU and
+        // segments the encoder's device embedding in place, as the README's example does.
+        [Test]
+        private static void APredictorFollowsItsEncodersDeviceByDefault()
+        {
+            Sam2Runtime.Initialize(Environment.GetEnvironmentVariable("SAM2_ONNXRUNTIME_PATH"));
+            if (!OnDevice)
+                return;
+            using (var encoder = new Sam2Encoder(Fixture.EncoderPath, WebGpuEncoder()))
+            using (var predictor = new Sam2Predictor(encoder, Fixture.DecoderPath))
+            {
+                Assert.Equal(ExecutionProvider.WebGpu, predictor.Device.Provider, "predictor device");
+                PnmImage image = Fixture.ShapesImage;
+                using (Sam2Embedding embedding = encoder.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb))
+                {
+                    Shape shape = Fixture.ShapeList().First(s => s.TwinOf == null);
+                    using (Sam2Masks masks = predictor.Predict(embedding, Sam2Prompt.FromPoint(shape.ClickX, shape.ClickY)))
+                    {
+                        double iou = Fixture.IoU(masks.GetMask(0), Fixture.GroundTruth(shape));
+                        Assert.True(iou >= 0.9, shape.Name + ": IoU " + iou);
+                    }
+                }
+            }
+        }
     }
 }

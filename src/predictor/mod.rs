@@ -136,6 +136,41 @@ pub struct Predictor {
 pub const MAX_POOL: usize = 64;
 
 impl Predictor {
+    /// A predictor of `encoder`'s embeddings: the decoder at `path`, checked to be of the
+    /// encoder's export family, accepting only that encoder's embeddings, and, when `options`
+    /// names no provider, running where the encoder's embeddings live ([`Encoder::device`] with
+    /// [`OutputTarget::Device`], the host with [`OutputTarget::Host`] or a CPU encoder), so that
+    /// it reads them in place with no copy per click. Providers in `options` are used as given
+    /// (another device then needs `allow_embedding_copy`, or the embedding is refused with a
+    /// message saying where each is); a fingerprint in `options` must be the encoder's.
+    ///
+    /// [`Encoder::device`]: crate::Encoder::device
+    /// [`OutputTarget::Device`]: crate::OutputTarget::Device
+    /// [`OutputTarget::Host`]: crate::OutputTarget::Host
+    pub fn for_encoder(
+        path: impl AsRef<Path>,
+        encoder: &crate::Encoder,
+        options: &PredictorOptions,
+    ) -> Result<Self> {
+        let fingerprint = encoder.fingerprint();
+        if let Some(given) = options.encoder_fingerprint {
+            if given != fingerprint {
+                return Err(Error::invalid(
+                    "encoder_fingerprint",
+                    format!("{given} contradicts the encoder given ({fingerprint})"),
+                ));
+            }
+        }
+        let mut options = options.clone();
+        options.encoder_fingerprint = Some(fingerprint);
+        if options.session.device.providers.is_empty() {
+            options.session.device.providers = encoder.embedding_provider().into_iter().collect();
+        }
+        let predictor = Predictor::new(path, &options)?;
+        predictor.check_encoder(encoder)?;
+        Ok(predictor)
+    }
+
     pub fn new(path: impl AsRef<Path>, options: &PredictorOptions) -> Result<Self> {
         options.validate()?;
         let path = path.as_ref();

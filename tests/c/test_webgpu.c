@@ -107,6 +107,27 @@ int main(void) {
         sam2_masks_free(on_device);
         sam2_masks_free(from_file);
     }
+    /* The README's example on a GPU, unchanged: a predictor made for the encoder with NULL
+     * options runs on the encoder's device and reads its embedding in place. */
+    sam2_predictor *following = NULL;
+    CHECK_OK(sam2_predictor_new(encoder, test_model_path(path, "tiny_a_decoder.onnx"), NULL,
+                                &following));
+    provider = 99;
+    CHECK_OK(sam2_predictor_device(following, &provider, &device_id, &fell_back));
+    CHECK(provider == SAM2_PROVIDER_WEBGPU && fell_back == 0);
+    {
+        sam2_point pt = {TEST_SHAPES[0].click[0], TEST_SHAPES[0].click[1], SAM2_POINT_POSITIVE};
+        sam2_prompt prompt = test_points_prompt(&pt, 1);
+        sam2_masks *masks = NULL;
+        CHECK_OK(sam2_predict(following, embedding, &prompt, 1, NULL, &masks));
+        uint8_t *want = test_click_truth(&truth, 0);
+        double iou = test_iou(test_mask(masks, 0, plane), want, plane);
+        printf("test_webgpu: the predictor that follows its encoder: IoU %.3f\n", iou);
+        CHECK(iou >= 0.9);
+        free(want);
+        sam2_masks_free(masks);
+    }
+    sam2_predictor_free(following);
     remove(file);
     rmdir(dir);
     test_truth_free(&truth);

@@ -198,3 +198,54 @@ fn an_embedding_on_another_device_is_refused_before_onnx_runtime_sees_it() {
         .predict(&host, &prompt, PredictOptions::default())
         .unwrap();
 }
+
+/// A predictor made for an encoder takes its fingerprint and, with no providers asked for, its
+/// device: here the CPU's, where a CPU encoder's embeddings live. A fingerprint that contradicts
+/// the encoder is refused, naming the option.
+#[test]
+fn a_predictor_for_an_encoder_takes_its_fingerprint_and_its_device() {
+    init_runtime();
+    let encoder = Encoder::new(model("tiny_a_encoder.onnx"), &EncoderOptions::default()).unwrap();
+    let predictor = Predictor::for_encoder(
+        model("tiny_a_decoder.onnx"),
+        &encoder,
+        &PredictorOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(predictor.device().primary, Provider::Cpu);
+    let img = read_pnm(&testdata("shapes.ppm"));
+    let view = ImageView::packed(&img.data, img.width, img.height, PixelFormat::Rgb).unwrap();
+    let embedding = encoder.encode(&view).unwrap();
+    let prompt = Prompt {
+        points: vec![Point {
+            x: 10.0,
+            y: 10.0,
+            positive: true,
+        }],
+        ..Default::default()
+    };
+    predictor
+        .predict(&embedding, &[prompt], PredictOptions::default())
+        .unwrap();
+    let other = Encoder::new(model("tiny_b_encoder.onnx"), &EncoderOptions::default()).unwrap();
+    let e = Predictor::for_encoder(
+        model("tiny_a_decoder.onnx"),
+        &encoder,
+        &PredictorOptions {
+            encoder_fingerprint: Some(other.fingerprint()),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::InvalidArgument {
+                name: "encoder_fingerprint",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(e.to_string().contains("contradicts"), "{e}");
+}
