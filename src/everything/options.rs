@@ -2,7 +2,6 @@
 //! a request will take, checked before anything runs.
 
 use crate::error::{Error, Result};
-use crate::export::DecoderExport;
 use crate::predictor::{Predictor, MAX_OBJECTS};
 
 use super::grid::{crop_boxes, point_grid};
@@ -344,14 +343,10 @@ impl EverythingOptions {
             .unwrap_or(0);
         let batch = (self.points_per_batch as u64).min(most_points).max(1);
         let lr = predictor.spec().low_res_size as u64;
-        // The decoders of the three exports give three candidates a click; what they return
-        // besides the low-res logits: nothing, boolean masks, or float logits at the image size.
+        // The decoders of every export give three candidates a click, and some their masks at
+        // the image size besides the low-res logits.
         let model_candidates = 3u64;
-        let per_pixel = match predictor.export() {
-            DecoderExport::SamExporter => 0,
-            DecoderExport::OnnxRuntime => 1,
-            DecoderExport::OnnxSam2 => 4,
-        };
+        let per_pixel = predictor.export().full_size_bytes_per_pixel();
         let kept_candidates = if self.multimask { model_candidates } else { 1 };
         let decoder = batch * model_candidates * (lr * lr * 4 + crop_pixels * per_pixel);
         let copy = batch * kept_candidates * lr * lr * 4;

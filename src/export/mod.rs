@@ -1,6 +1,7 @@
 //! The SAM2 exports the library runs, recognised by their input and output names. Each decoder
 //! export has one module that recognises it, names the inputs it takes and turns its outputs
-//! into masks; a new export (or a quirk of one) is a new module and a line in [`DecoderExport`].
+//! into masks; a new export (or a quirk of one) is a new module (its [`Description`]: names, output sizes,
+//! decoding) and a variant of [`DecoderExport`] with its line in `describe`.
 //!
 //! | decoder export | made by | embedding (encoder) naming | decoder extras | decoder outputs |
 //! |---|---|---|---|---|
@@ -39,11 +40,7 @@ impl DecoderExport {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            DecoderExport::SamExporter => "samexporter",
-            DecoderExport::OnnxSam2 => "ONNX-SAM2",
-            DecoderExport::OnnxRuntime => "ONNX Runtime",
-        }
+        self.describe().name
     }
 
     /// What the export's module says about it.
@@ -55,6 +52,13 @@ impl DecoderExport {
         }
     }
 
+    /// Bytes per image pixel per candidate that the decoder returns besides its low-res logits
+    /// (nothing, boolean masks, or float logits at the image size): what segment everything
+    /// budgets for each batch.
+    pub(crate) fn full_size_bytes_per_pixel(self) -> u64 {
+        self.describe().full_size_bytes_per_pixel
+    }
+
     /// Writes one batch's masks and low-res logits into `out` (see [`Batch`]).
     pub(crate) fn decode(
         self,
@@ -62,18 +66,19 @@ impl DecoderExport {
         batch: &Batch,
         out: &mut Decoded<'_>,
     ) -> Result<()> {
-        match self {
-            DecoderExport::SamExporter => samexporter::decode(outputs, batch, out),
-            DecoderExport::OnnxSam2 => onnx_sam2::decode(outputs, batch, out),
-            DecoderExport::OnnxRuntime => onnxruntime::decode(outputs, batch, out),
-        }
+        (self.describe().decode)(outputs, batch, out)
     }
 }
+
+/// Turns one batch of a decoder's outputs into masks and low-res logits.
+type Decode = fn(&SessionOutputs<'_>, &Batch, &mut Decoded<'_>) -> Result<()>;
 
 /// What a decoder export's module declares: the names that recognise it and that the library
 /// feeds and reads.
 pub(crate) struct Description {
     pub(crate) export: DecoderExport,
+    /// What users call it (`sam2 info`, messages).
+    pub(crate) name: &'static str,
     /// The naming of the embeddings it takes.
     pub(crate) family: EncoderFamily,
     /// Inputs that must all be there (with any others the export may have).
@@ -93,6 +98,10 @@ pub(crate) struct Description {
     pub(crate) masks: &'static str,
     pub(crate) iou: &'static str,
     pub(crate) low_res: Option<&'static str>,
+    /// Bytes per image pixel per candidate of its outputs at the image size, if any.
+    pub(crate) full_size_bytes_per_pixel: u64,
+    /// Its outputs into masks and logits.
+    pub(crate) decode: Decode,
 }
 
 impl Description {

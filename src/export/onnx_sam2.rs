@@ -9,11 +9,14 @@ use crate::postprocess;
 
 pub(super) const DESCRIPTION: Description = Description {
     export: DecoderExport::OnnxSam2,
+    name: "ONNX-SAM2",
     family: EncoderFamily::SamExporter,
     inputs: samexporter::DESCRIPTION.inputs,
     outputs: samexporter::DESCRIPTION.outputs,
     marker: Some("orig_im_size"),
     orig_size: Some("orig_im_size"),
+    full_size_bytes_per_pixel: 4,
+    decode,
     ..samexporter::DESCRIPTION
 };
 

@@ -9,6 +9,7 @@ use crate::error::Result;
 
 pub(super) const DESCRIPTION: Description = Description {
     export: DecoderExport::OnnxRuntime,
+    name: "ONNX Runtime",
     family: EncoderFamily::OnnxRuntime,
     inputs: &[
         "image_embeddings",
@@ -31,6 +32,8 @@ pub(super) const DESCRIPTION: Description = Description {
     masks: "masks",
     iou: "iou_predictions",
     low_res: Some("low_res_masks"),
+    full_size_bytes_per_pixel: 1,
+    decode,
 };
 
 /// `masks` is boolean `[objects, candidates, height, width]`; `low_res_masks` the float logits.

@@ -8,6 +8,7 @@ use crate::postprocess;
 
 pub(super) const DESCRIPTION: Description = Description {
     export: DecoderExport::SamExporter,
+    name: "samexporter",
     family: EncoderFamily::SamExporter,
     inputs: &[
         "image_embed",
@@ -29,6 +30,8 @@ pub(super) const DESCRIPTION: Description = Description {
     masks: "masks",
     iou: "iou_predictions",
     low_res: None,
+    full_size_bytes_per_pixel: 0,
+    decode,
 };
 
 /// `masks` holds float logits `[objects, candidates, low_res, low_res]`: they are the low-res
