@@ -1,15 +1,23 @@
-//! Progress on stderr (indicatif), only when stderr is a terminal, so a pipe or a log gets nothing
-//! of it: a spinner with the time elapsed for a step whose length is not known (a model load, an
-//! encode), a bar with the rate and the time left for work counted in units (the frames of
-//! `sam2 track`, the clicks of `sam2 everything`).
+//! Progress on stderr (indicatif), only when stderr is a terminal and `--quiet` was not given, so
+//! a pipe or a log gets nothing of it: a spinner with the time elapsed for a step whose length is
+//! not known (a model load, an encode), a bar with the rate and the time left for work counted in
+//! units (the frames of `sam2 track`, the clicks of `sam2 everything`).
 
 use std::io::IsTerminal;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `--quiet`: no progress at all.
+pub fn silence() {
+    QUIET.store(true, Ordering::Relaxed);
+}
+
 fn shown() -> bool {
-    std::io::stderr().is_terminal()
+    !QUIET.load(Ordering::Relaxed) && std::io::stderr().is_terminal()
 }
 
 /// A step in progress; its line is cleared when it is dropped.
