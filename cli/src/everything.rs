@@ -1,6 +1,6 @@
 //! `sam2 everything`: every mask of an image (SAM2's automatic mask generator).
 
-use sam2::everything::{segment_everything, EverythingOptions};
+use sam2::everything::{segment_everything_with_progress, EverythingOptions};
 use sam2::{Encoder, EncoderOptions, ImageView, PixelFormat, Predictor, PredictorOptions};
 
 use crate::args;
@@ -63,8 +63,12 @@ pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
     )
     .map_err(|err| Failure::of(err, exit::INPUT))?;
     let found = {
-        let _p = progress::step("segmenting everything");
-        segment_everything(&view, &encoder, &predictor, &options)
+        let bar = progress::Bar::new(0, "clicks");
+        let report = |done: u64, total: u64| {
+            bar.set(done, total);
+            true
+        };
+        segment_everything_with_progress(&view, &encoder, &predictor, &options, Some(&report))
             .map_err(|err| Failure::of(err, exit::INPUT))?
     };
 

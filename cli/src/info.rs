@@ -20,7 +20,7 @@ pub(crate) fn run(i: args::Info) -> Result<(), Failure> {
         let pair = sam2::models::find_model_pair(&i.model);
         let mut files = Vec::new();
         match (pair, &video) {
-            (Ok(pair), v) if v.as_ref().map_or(true, |v| v.image_encoder != pair.encoder) => {
+            (Ok(pair), v) if v.as_ref().is_none_or(|v| v.image_encoder != pair.encoder) => {
                 println!("pair: {} ({} naming)", pair.name, pair.naming.name());
                 files.extend([pair.encoder, pair.decoder]);
             }

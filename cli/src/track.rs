@@ -2,9 +2,7 @@
 //! of frames, from prompts on any frames, forward and backward; writes one mask PNG per object
 //! and frame and one COCO-style JSON (an RLE per object per frame, with its presence score).
 
-use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Prompt};
@@ -95,53 +93,6 @@ fn view(picture: &picture::Picture) -> Result<ImageView<'_>, Failure> {
         PixelFormat::Rgb,
     )
     .map_err(|e| Failure::of(e, exit::INPUT))
-}
-
-/// One line redrawn in place on stderr while frames are tracked (only on a terminal).
-struct Bar {
-    shown: bool,
-    start: Instant,
-    done: usize,
-    total: usize,
-}
-
-impl Bar {
-    fn new(total: usize) -> Self {
-        Bar {
-            shown: std::io::stderr().is_terminal(),
-            start: Instant::now(),
-            done: 0,
-            total,
-        }
-    }
-
-    fn tick(&mut self, what: &str, frame: usize) {
-        self.done += 1;
-        if !self.shown {
-            return;
-        }
-        let rate = self.done as f64 / self.start.elapsed().as_secs_f64().max(1e-9);
-        let width = 24;
-        let filled = width * self.done / self.total.max(1);
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r\x1b[2K[{}{}] {}/{} tracking {what}: frame {frame} ({rate:.2} frames/s)",
-            "#".repeat(filled),
-            " ".repeat(width - filled.min(width)),
-            self.done,
-            self.total
-        );
-        let _ = err.flush();
-    }
-}
-
-impl Drop for Bar {
-    fn drop(&mut self) {
-        if self.shown {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
-    }
 }
 
 pub fn run(t: Track) -> Result<(), Failure> {
@@ -255,7 +206,7 @@ pub fn run(t: Track) -> Result<(), Failure> {
     // signal or an error stops the tracking between two frames and keeps what was tracked.
     track_out::catch_stop_signals();
     let mut output = TrackOutput::begin(&t.out, &files, frame_names(&files), &ids)?;
-    let mut bar = Bar::new(passes.iter().map(|(_, f)| f.len()).sum());
+    let bar = progress::Bar::new(passes.iter().map(|(_, f)| f.len() as u64).sum(), "frames");
     let mut stopped: Option<(String, Failure)> = None;
     'passes: for (direction, frames) in &passes {
         let what = match direction {
@@ -288,7 +239,7 @@ pub fn run(t: Track) -> Result<(), Failure> {
                     break 'passes;
                 }
             }
-            bar.tick(what, k as usize);
+            bar.advance(format!("{what}: frame {k}"));
         }
     }
     drop(bar);

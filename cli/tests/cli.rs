@@ -1196,6 +1196,104 @@ fn a_non_utf8_argument_is_a_usage_error() {
     assert_one_line(&run, &["argument 2", "not valid UTF-8"]);
 }
 
+/// Each command has its own help (`sam2 segment --help` and `sam2 help segment` alike), a
+/// mistyped command or option gets a suggestion on its one line of usage error, and
+/// `sam2 completions SHELL` writes a completion script.
+#[test]
+fn each_command_has_its_help_typos_get_suggestions_and_completions_are_written() {
+    let stdout = |out: &Output| String::from_utf8_lossy(&out.stdout).into_owned();
+    let help = sam2(&["segment", "--help"]);
+    assert_eq!(code(&help), 0, "{}", stderr(&help));
+    let text = stdout(&help);
+    for option in [
+        "--point",
+        "--box",
+        "--multimask",
+        "--embedding",
+        "--device",
+        "--quiet",
+    ] {
+        assert!(
+            text.contains(option),
+            "segment's help lacks {option}: {text}"
+        );
+    }
+    for other in ["--direction", "--object", "--points-per-side"] {
+        assert!(
+            !text.contains(other),
+            "segment's help shows {other}: {text}"
+        );
+    }
+    assert_eq!(stdout(&sam2(&["help", "segment"])), text);
+    let track = stdout(&sam2(&["track", "-h"]));
+    assert!(
+        track.contains("--direction") && !track.contains("--multimask"),
+        "{track}"
+    );
+
+    let typo = sam2(&["segmnt", "photo.png"]);
+    assert_eq!(code(&typo), 2, "{}", stderr(&typo));
+    assert_one_line(&typo, &["unknown command segmnt", "did you mean segment?"]);
+    let typo = sam2(&["segment", "photo.png", "--multimsk"]);
+    assert_eq!(code(&typo), 2, "{}", stderr(&typo));
+    assert_one_line(
+        &typo,
+        &["unknown option --multimsk", "did you mean --multimask?"],
+    );
+
+    let version = sam2(&["--version"]);
+    assert_eq!(code(&version), 0);
+    assert!(
+        stdout(&version).starts_with("sam2 "),
+        "{}",
+        stdout(&version)
+    );
+
+    for (shell, mark) in [
+        ("bash", "complete"),
+        ("zsh", "#compdef"),
+        ("fish", "complete -c sam2"),
+    ] {
+        let script = sam2(&["completions", shell]);
+        assert_eq!(code(&script), 0, "{shell}: {}", stderr(&script));
+        let text = stdout(&script);
+        assert!(
+            text.contains(mark) && text.contains("segment"),
+            "{shell}: {text}"
+        );
+        assert!(text.contains("multimask"), "{shell}: {text}");
+    }
+    let unknown = sam2(&["completions", "tcsh"]);
+    assert_eq!(code(&unknown), 2, "{}", stderr(&unknown));
+    assert_one_line(&unknown, &["tcsh"]);
+}
+
+/// `--quiet`, before the command or among its options, is accepted and changes nothing but the
+/// progress (which a pipe never gets): the files and the summary line are the same.
+#[test]
+fn quiet_is_accepted_anywhere_and_keeps_the_summary() {
+    let dir = scratch("quiet");
+    let png = dir.join("shapes.png");
+    shapes().save(&png).unwrap();
+    let p = png.to_str().unwrap();
+    let m = model_arg();
+    let mut lines = Vec::new();
+    for (tag, before, after) in [("plain", "", ""), ("q1", "--quiet", ""), ("q2", "", "-q")] {
+        let out = dir.join(tag);
+        let o = out.to_str().unwrap();
+        let mut args: Vec<&str> = vec![before, "segment", p, "--model", &m];
+        args.extend(["--point", "100,112", "-o", o, after]);
+        args.retain(|a| !a.is_empty());
+        let run = sam2(&args);
+        assert_eq!(code(&run), 0, "{tag}: {}", stderr(&run));
+        assert!(dir.join(format!("{tag}.mask.png")).is_file(), "{tag}");
+        lines.push(stderr(&run).replace(tag, "OUT"));
+    }
+    assert_eq!(lines[0].lines().count(), 1, "{:?}", lines[0]);
+    assert!(lines.iter().all(|l| *l == lines[0]), "{lines:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 /// `-o DIR` for an existing directory (or a path ending in `/`, created) writes
 /// `DIR/<image stem>.mask.png` and so on, `-o .` writes them in the current directory under the
 /// image's name (before: hidden `.mask.png` files), and `-o ""` is a usage error.
