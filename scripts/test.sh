@@ -83,8 +83,10 @@ prebuild=$!
 bash tools/ci/rust-targets.sh --all >"$TIMING/rust-targets.log" 2>&1 &
 rust_targets=$!
 
-step "set-up (tools/setup/setup.sh, tools/setup/setup-real.sh, tools/setup/setup-video.sh, tools/setup/setup-edgetam.sh and tools/setup/setup-webgpu.sh; each step cached; the Rust test build beside it)"
+step "set-up (tools/setup/setup.sh, tools/setup/setup-ffmpeg.sh, tools/setup/setup-real.sh, tools/setup/setup-video.sh, tools/setup/setup-edgetam.sh and tools/setup/setup-webgpu.sh; each step cached; the Rust test build beside it)"
 . tools/setup/setup.sh
+# ffmpeg for the command's video files (Debian's package, once).
+. tools/setup/setup-ffmpeg.sh
 # The real SAM2 architecture from the real exporters (cached outside the clone: the first run
 # downloads torch and exports for a few minutes, later runs reuse both).
 . tools/setup/setup-real.sh

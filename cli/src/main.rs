@@ -12,6 +12,7 @@ mod progress;
 mod segment;
 mod track;
 mod track_out;
+mod video_file;
 
 use std::process::ExitCode;
 

@@ -163,6 +163,14 @@ pub fn write_labels_overlay(
     labels: &[u32],
     out_file: &mut dyn Write,
 ) -> std::io::Result<()> {
+    let out = labels_tinted(picture, labels);
+    let (w, h) = out.dimensions();
+    png(out_file, out.as_raw(), w, h, image::ExtendedColorType::Rgb8)
+}
+
+/// The image with each labelled region (`labels`: 0 = none, k = the k-th mask) tinted in a colour
+/// of its own and outlined.
+pub fn labels_tinted(picture: &RgbImage, labels: &[u32]) -> RgbImage {
     let (w, h) = picture.dimensions();
     let (w, h) = (w as usize, h as usize);
     let mut out = picture.clone();
@@ -206,11 +214,5 @@ pub fn write_labels_overlay(
             }
         }
     }
-    png(
-        out_file,
-        out.as_raw(),
-        w as u32,
-        h as u32,
-        image::ExtendedColorType::Rgb8,
-    )
+    out
 }

@@ -174,7 +174,9 @@ pub(crate) struct TrackOutput {
     lines: BTreeMap<u32, u64>,
     written: u64,
     names: Vec<String>,
-    files: Vec<String>,
+    /// Each frame's image record in track.json, besides its id, number and size: the file it
+    /// came from (and, from a video, where in the stream).
+    images: Vec<serde_json::Map<String, serde_json::Value>>,
     ids: Vec<u32>,
     done: bool,
 }
@@ -184,25 +186,10 @@ impl TrackOutput {
     /// at `out/masks`, and creates this run's staging folder with a folder per object.
     pub(crate) fn begin(
         out: &Path,
-        frames: &[PathBuf],
         names: Vec<String>,
+        images: Vec<serde_json::Map<String, serde_json::Value>>,
         ids: &[u32],
     ) -> Result<Self, Failure> {
-        // Frame names must be text: track.json names each frame's file.
-        let mut files = Vec::with_capacity(frames.len());
-        for f in frames {
-            let Some(text) = f.to_str() else {
-                return Err(Failure::new(
-                    exit::INPUT,
-                    format!(
-                        "the frame name {} is not valid UTF-8, so track.json could not name it: \
-                         rename the file",
-                        f.display()
-                    ),
-                ));
-            };
-            files.push(text.to_string());
-        }
         std::fs::create_dir_all(out)
             .map_err(|e| failed(format!("cannot create {}", out.display()), e))?;
         let removed = remove_leftovers(out);
@@ -256,7 +243,7 @@ impl TrackOutput {
             lines: BTreeMap::new(),
             written: 0,
             names,
-            files,
+            images,
             ids: ids.to_vec(),
             done: false,
         };
@@ -303,14 +290,14 @@ impl TrackOutput {
                 "mask_file": relative,
             }));
         }
+        let mut image = serde_json::Map::new();
+        image.insert("id".into(), (k + 1).into());
+        image.insert("frame".into(), k.into());
+        image.extend(self.images[k as usize].clone());
+        image.insert("width".into(), w.into());
+        image.insert("height".into(), h.into());
         let line = serde_json::json!({
-            "image": {
-                "id": k + 1,
-                "frame": k,
-                "file_name": self.files[k as usize],
-                "width": w,
-                "height": h,
-            },
+            "image": image,
             "annotations": annotations,
         })
         .to_string();

@@ -1981,3 +1981,349 @@ fn a_box_is_checked_by_the_librarys_rule() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Whether ffmpeg and ffprobe can run: where they cannot, the video tests say so and pass, unless
+/// the set-up installed them (`SAM2_FFMPEG_REQUIRED=1`, scripts/test.sh), where that fails.
+fn have_ffmpeg() -> bool {
+    let runs = |p: &str| {
+        Command::new(p)
+            .arg("-version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    let have = runs("ffmpeg") && runs("ffprobe");
+    if !have {
+        assert!(
+            std::env::var_os("SAM2_FFMPEG_REQUIRED").is_none_or(|v| v != "1"),
+            "SAM2_FFMPEG_REQUIRED=1, yet ffmpeg or ffprobe does not run"
+        );
+        eprintln!("skipped: no ffmpeg (tools/setup/setup-ffmpeg.sh installs it)");
+    }
+    have
+}
+
+/// Runs ffmpeg with `args`, quietly; panics with its messages on failure.
+fn ffmpeg(args: &[&str]) {
+    let out = Command::new("ffmpeg")
+        .args(["-v", "error", "-nostdin", "-y"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "ffmpeg {args:?}: {}", stderr(&out));
+}
+
+/// The generated tracking clip as a lossless video (FFV1 in Matroska, RGB kept exactly, 10 frames
+/// a second), beside its frames.
+fn clip_video(name: &str) -> (PathBuf, PathBuf) {
+    let frames = clip_frames(name);
+    let video = frames.parent().unwrap().join("clip.mkv");
+    let pattern = frames.join("%05d.png");
+    ffmpeg(&[
+        "-framerate",
+        "10",
+        "-i",
+        pattern.to_str().unwrap(),
+        "-c:v",
+        "ffv1",
+        "-pix_fmt",
+        "bgr0",
+        video.to_str().unwrap(),
+    ]);
+    (frames, video)
+}
+
+/// `sam2 track` of `input` with the target disc's click on frame 0; the parsed track.json.
+fn track_clicked(input: &Path, out: &Path, extra: &[&str]) -> serde_json::Value {
+    let (cx, cy) = track_clip::target_centre(0);
+    let mut args = vec![
+        "track".to_string(),
+        input.display().to_string(),
+        "--model".into(),
+        track_model(),
+        "--point".into(),
+        format!("{cx},{cy}"),
+        "-o".into(),
+        out.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = sam2(&args);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    serde_json::from_str(&std::fs::read_to_string(out.join("track.json")).unwrap()).unwrap()
+}
+
+/// Each annotation's (frame, object, RLE, score): what two runs must agree on.
+fn tracked(json: &serde_json::Value) -> Vec<(u64, u64, String, String)> {
+    json["annotations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["frame"].as_u64().unwrap(),
+                a["object_id"].as_u64().unwrap(),
+                a["segmentation"]["counts"].as_str().unwrap().to_string(),
+                a["object_score"].to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A video file is tracked as its frames are: the same masks and scores as from the folder of
+/// the same frames, the masks named by the stream's frame numbers, and track.json saying where
+/// in the stream each frame is.
+#[test]
+fn track_reads_a_video_file_as_it_reads_its_frames() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let (frames, video) = clip_video("track-video");
+    let dir = frames.parent().unwrap();
+    let from_frames = track_clicked(&frames, &dir.join("out-frames"), &[]);
+    let from_video = track_clicked(&video, &dir.join("out-video"), &[]);
+    assert_eq!(tracked(&from_video), tracked(&from_frames));
+    assert_eq!(from_video["frames"], track_clip::FRAMES);
+    assert_eq!(from_video["video"]["frames"], track_clip::FRAMES);
+    assert_eq!(from_video["video"]["frame_rate"], 10.0);
+    assert_eq!(from_video["video"]["rotation"], 0);
+    let image = &from_video["images"][3];
+    assert_eq!(image["file_name"], video.to_str().unwrap());
+    assert_eq!(image["video_frame"], 3);
+    assert_eq!(image["time"], 0.3);
+    assert!(dir.join("out-video/masks/obj1/000003.png").is_file());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A phone video's rotation (its display matrix) is applied: the frames arrive upright, as the
+/// same frames turned by hand and read from a folder.
+#[test]
+fn track_turns_a_rotated_video_upright() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let (frames, _) = clip_video("track-rotated");
+    let dir = frames.parent().unwrap();
+    // The frames stored turned a quarter to the right, with a display matrix saying to show them
+    // turned a quarter to the left (H.264's lossless RGB profile: the pixels survive exactly;
+    // ffmpeg 5.1 writes `rotate=90` on a stream copy as that matrix, which ffprobe reports as a
+    // rotation of 90).
+    let stored = dir.join("stored");
+    let upright = dir.join("upright");
+    std::fs::create_dir_all(&stored).unwrap();
+    std::fs::create_dir_all(&upright).unwrap();
+    for t in 0..track_clip::FRAMES {
+        let frame = image::open(frames.join(format!("{t:05}.png"))).unwrap();
+        frame
+            .rotate90()
+            .save(stored.join(format!("{t:05}.png")))
+            .unwrap();
+        frame.save(upright.join(format!("{t:05}.png"))).unwrap();
+    }
+    let plain = dir.join("plain.mp4");
+    ffmpeg(&[
+        "-framerate",
+        "10",
+        "-i",
+        stored.join("%05d.png").to_str().unwrap(),
+        "-c:v",
+        "libx264rgb",
+        "-qp",
+        "0",
+        plain.to_str().unwrap(),
+    ]);
+    let video = dir.join("phone.mp4");
+    ffmpeg(&[
+        "-i",
+        plain.to_str().unwrap(),
+        "-c",
+        "copy",
+        "-metadata:s:v:0",
+        "rotate=90",
+        video.to_str().unwrap(),
+    ]);
+    let from_video = track_clicked(&video, &dir.join("out-video"), &[]);
+    assert_eq!(from_video["video"]["rotation"], 90);
+    assert_eq!(from_video["images"][0]["width"], track_clip::WIDTH);
+    assert_eq!(from_video["images"][0]["height"], track_clip::HEIGHT);
+    let from_frames = track_clicked(&upright, &dir.join("out-frames"), &[]);
+    assert_eq!(tracked(&from_video), tracked(&from_frames));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Without ffmpeg, a video is refused in one line naming the package (exit 5), and nothing is
+/// written; a folder of frames needs no ffmpeg.
+#[test]
+fn track_without_ffmpeg_names_the_package() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let (frames, video) = clip_video("track-no-ffmpeg");
+    let dir = frames.parent().unwrap();
+    let empty = dir.join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = dir.join("out");
+    let (cx, cy) = track_clip::target_centre(0);
+    let run = Command::new(env!("CARGO_BIN_EXE_sam2"))
+        .args(["track", video.to_str().unwrap(), "--model", &track_model()])
+        .args([
+            "--point",
+            &format!("{cx},{cy}"),
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .env("SAM2_ONNXRUNTIME_PATH", onnxruntime())
+        .env("PATH", &empty)
+        .output()
+        .unwrap();
+    assert_eq!(code(&run), 5, "{}", stderr(&run));
+    let message = stderr(&run);
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    assert!(message.contains("apt install ffmpeg"), "{message}");
+    assert!(!out.exists(), "nothing written");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `--start`, `--end` and `--every` choose a video's frames, `--frame` takes a time, tracking
+/// goes both ways from it (backward through frames decoded again and read in reverse), and
+/// `--overlay` writes a video of the masks: all as the same frames copied into a folder.
+#[test]
+fn track_takes_a_slice_of_a_video_and_writes_an_overlay() {
+    if !have_ffmpeg() {
+        return;
+    }
+    let (frames, video) = clip_video("track-slice");
+    let dir = frames.parent().unwrap();
+    // Frames 4, 6, …, 18 of the stream; 1.0 s at 10 frames a second is frame 10, the fourth.
+    let chosen: Vec<u32> = (4..20).step_by(2).collect();
+    let folder = dir.join("chosen");
+    std::fs::create_dir_all(&folder).unwrap();
+    for n in &chosen {
+        std::fs::copy(
+            frames.join(format!("{n:05}.png")),
+            folder.join(format!("{n:05}.png")),
+        )
+        .unwrap();
+    }
+    let (cx, cy) = track_clip::target_centre(10);
+    let (cx, cy) = (cx.to_string(), cy.to_string());
+    let click = format!("{cx},{cy}");
+    let overlay = dir.join("overlay.mp4");
+    let out_video = dir.join("out-video");
+    let run = sam2(&[
+        "track",
+        video.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--start",
+        "4",
+        "--end",
+        "0:02",
+        "--every",
+        "2",
+        "--frame",
+        "1.0s",
+        "--point",
+        &click,
+        "--overlay",
+        overlay.to_str().unwrap(),
+        "-o",
+        out_video.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let from_video: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_video.join("track.json")).unwrap())
+            .unwrap();
+    let out_folder = dir.join("out-folder");
+    let run = sam2(&[
+        "track",
+        folder.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--frame",
+        "3",
+        "--point",
+        &click,
+        "-o",
+        out_folder.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let from_folder: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_folder.join("track.json")).unwrap())
+            .unwrap();
+    assert_eq!(tracked(&from_video), tracked(&from_folder));
+    assert_eq!(from_video["frames"], chosen.len());
+    assert_eq!(from_video["video"]["start_frame"], 4);
+    assert_eq!(from_video["video"]["every"], 2);
+    assert_eq!(from_video["prompts"][0]["frame"], 3);
+    assert_eq!(from_video["prompts"][0]["video_frame"], 10);
+    let videos: Vec<u64> = from_video["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["video_frame"].as_u64().unwrap())
+        .collect();
+    assert_eq!(videos, chosen.iter().map(|&n| n as u64).collect::<Vec<_>>());
+    assert!(out_video.join("masks/obj1/000018.png").is_file());
+    // The overlay: one frame per frame tracked, at 5 frames a second, the frames' size.
+    let probe = Command::new("ffprobe")
+        .args(["-v", "error", "-count_frames", "-select_streams", "v:0"])
+        .args([
+            "-show_entries",
+            "stream=width,height,nb_read_frames,avg_frame_rate",
+        ])
+        .args(["-of", "csv=p=0"])
+        .arg(&overlay)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&probe.stdout).trim(),
+        format!(
+            "{},{},5/1,{}",
+            track_clip::WIDTH,
+            track_clip::HEIGHT,
+            chosen.len()
+        )
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "no temporary overlay left");
+    // A selection of a folder of frames is a usage error.
+    let run = sam2(&[
+        "track",
+        folder.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--every",
+        "2",
+        "--point",
+        &click,
+        "-o",
+        out_folder.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    // A prompt on a frame the selection skips names the nearest ones.
+    let run = sam2(&[
+        "track",
+        video.to_str().unwrap(),
+        "--model",
+        &track_model(),
+        "--every",
+        "2",
+        "--frame",
+        "5",
+        "--point",
+        &click,
+        "-o",
+        out_video.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 3, "{}", stderr(&run));
+    assert!(
+        stderr(&run).contains("nearest: 4 and 6"),
+        "{}",
+        stderr(&run)
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -137,7 +137,8 @@ pub struct Everything {
 #[derive(Debug, Clone, PartialEq)]
 pub struct TrackPrompt {
     pub object_id: u32,
-    pub frame: u32,
+    /// The frame given (`--frame`): a number, or in a video a time.
+    pub frame: crate::video_file::At,
     pub points: Vec<sam2::Point>,
     pub bbox: Option<[f32; 4]>,
 }
@@ -156,6 +157,10 @@ pub struct Track {
     pub frames: Vec<PathBuf>,
     /// The largest frame read, in pixels (`--max-pixels`).
     pub max_pixels: u64,
+    /// Which of a video file's frames are tracked (`--start`, `--end`, `--every`).
+    pub selection: crate::video_file::Selection,
+    /// A video of the masks over the frames (`--overlay FILE`).
+    pub overlay: Option<PathBuf>,
     pub model: PathBuf,
     /// A directory: masks/obj<ID>/<frame>.png and track.json go there.
     pub out: PathBuf,
@@ -327,7 +332,7 @@ fn info(i: InfoArgs) -> Result<Info, Usage> {
 /// One of `sam2 track`'s prompt options, where it stood on the command line.
 enum Step {
     Object(u32),
-    Frame(u32),
+    Frame(crate::video_file::At),
     Point(sam2::Point),
     Box([f32; 4]),
 }
@@ -351,7 +356,7 @@ fn track(t: TrackArgs, matches: &ArgMatches) -> Result<Track, Usage> {
     add("box", &mut t.boxes.iter().map(|&v| Step::Box(v)));
     steps.sort_by_key(|(index, _)| *index);
 
-    let (mut object_id, mut frame) = (1u32, 0u32);
+    let (mut object_id, mut frame) = (1u32, crate::video_file::At::Frame(0));
     let mut prompts: Vec<TrackPrompt> = Vec::new();
     for (_, step) in steps {
         let (point, bbox) = match step {
@@ -406,9 +411,24 @@ fn track(t: TrackArgs, matches: &ArgMatches) -> Result<Track, Usage> {
              --object ID)",
         );
     }
+    let selection = crate::video_file::Selection {
+        start: t.start,
+        end: t.end,
+        every: t.every.unwrap_or(1),
+    };
+    if selection != crate::video_file::Selection::default()
+        && !matches!(t.frames.as_slice(), [f] if crate::video_file::is_video(f))
+    {
+        return usage(
+            "--start, --end and --every choose frames of a video file (.mp4, .mov, .mkv, .webm, \
+             .avi); a folder's frames are chosen by the files given",
+        );
+    }
     Ok(Track {
         frames: t.frames,
         max_pixels: t.max_pixels,
+        selection,
+        overlay: t.overlay,
         model,
         out,
         prompts,

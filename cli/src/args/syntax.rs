@@ -8,9 +8,10 @@ use sam2::models::Rewrites;
 
 use super::values::{
     box_value, directions, fraction, max_pixels, no_rewrite_help, output, path, point, policies,
-    providers, rewrite_names, tolerance, whole, without_rewrites,
+    position, providers, rewrite_names, tolerance, whole, without_rewrites,
 };
 use super::{Device, Directions};
+use crate::video_file::At;
 
 const ABOUT: &str = "Segment your own images with Segment Anything 2 (ONNX Runtime)";
 
@@ -254,9 +255,25 @@ object per frame, with the object's presence score), each frame's masks as it is
 SIGINT or SIGTERM stops between two frames, keeping what was tracked (exit 130 or 143)."
 )]
 pub(super) struct TrackArgs {
-    /// A directory of PNG/JPEG frames, or the frames themselves, in order
+    /// A directory of PNG/JPEG frames, the frames themselves in order, or a video file (MP4,
+    /// MOV, MKV, WebM, AVI; read with ffmpeg)
     #[arg(value_name = "FRAMES", value_parser = path, required = true)]
     pub(super) frames: Vec<PathBuf>,
+    /// A video's first frame tracked: a frame number or a time (4.5s, 1:02.5)
+    #[arg(long, value_name = "AT", value_parser = position("--start"), allow_hyphen_values = true,
+          help_heading = "Video files")]
+    pub(super) start: Option<At>,
+    /// Where a video's tracking ends (that frame excluded): a frame number or a time
+    #[arg(long, value_name = "AT", value_parser = position("--end"), allow_hyphen_values = true,
+          help_heading = "Video files")]
+    pub(super) end: Option<At>,
+    /// Track every N-th frame of a video (default 1: all)
+    #[arg(long, value_name = "N", value_parser = whole("--every", 1, 1_000_000),
+          allow_hyphen_values = true, help_heading = "Video files")]
+    pub(super) every: Option<u32>,
+    /// Also write a video of the masks over the frames (.mp4, .mkv, .mov, .webm)
+    #[arg(long, value_name = "FILE", value_parser = output, allow_hyphen_values = true)]
+    pub(super) overlay: Option<PathBuf>,
     /// A video model: a directory holding SAM2's four modules, or DIR/NAME
     #[arg(short = 'm', long, value_name = "PATH", value_parser = path,
           allow_hyphen_values = true, help_heading = "Model")]
@@ -266,11 +283,12 @@ pub(super) struct TrackArgs {
           value_parser = whole("--object", 1, i32::MAX as u32), allow_hyphen_values = true,
           help_heading = "Prompts")]
     pub(super) objects: Vec<u32>,
-    /// The frame the prompts after it are on, counted from 0 (default 0)
+    /// The frame the prompts after it are on, counted from 0 (default 0); in a video file, the
+    /// stream's frame number or a time (4.5s, 1:02.5)
     #[arg(long = "frame", id = "frame", value_name = "K",
-          value_parser = whole("--frame", 0, i32::MAX as u32), allow_hyphen_values = true,
+          value_parser = position("--frame"), allow_hyphen_values = true,
           help_heading = "Prompts")]
-    pub(super) frame_numbers: Vec<u32>,
+    pub(super) frame_numbers: Vec<At>,
     /// A click in frame pixels; X,Y,neg excludes what is under it (repeatable)
     #[arg(short = 'p', long = "point", id = "point", value_name = "X,Y[,neg]",
           value_parser = point, allow_hyphen_values = true, help_heading = "Prompts")]

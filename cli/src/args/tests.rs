@@ -1,5 +1,6 @@
 use super::values::or_list;
 use super::*;
+use crate::video_file::At;
 
 fn parse_args(args: &[&str]) -> Result<Invocation, Usage> {
     parse(args.iter().map(|a| a.to_string()).collect())
@@ -57,19 +58,19 @@ fn track_prompts_follow_the_order_of_object_and_frame() {
         [
             TrackPrompt {
                 object_id: 1,
-                frame: 0,
+                frame: At::Frame(0),
                 points: vec![point(1.0, 2.0, true), point(3.0, 4.0, false)],
                 bbox: None
             },
             TrackPrompt {
                 object_id: 2,
-                frame: 0,
+                frame: At::Frame(0),
                 points: vec![],
                 bbox: Some([5.0, 6.0, 7.0, 8.0])
             },
             TrackPrompt {
                 object_id: 1,
-                frame: 8,
+                frame: At::Frame(8),
                 points: vec![point(9.0, 10.0, true)],
                 bbox: None
             },

@@ -9,6 +9,7 @@ use sam2::device::{MismatchPolicy, Provider};
 use sam2::models::{Rewrite, Rewrites};
 
 use super::Directions;
+use crate::video_file::At;
 
 /// Any path, as given (an empty one is the command's or the library's to refuse, as before).
 pub(super) fn path(text: &str) -> Result<PathBuf, String> {
@@ -229,4 +230,20 @@ pub(super) fn no_rewrite_help() -> String {
         "Load without these of the library's graph rewrites: all, {} (sam2 info says which ran)",
         names.join(", ")
     )
+}
+
+/// A position in a video for `option`: a frame number or a time (`crate::video_file::At`).
+pub(super) fn position(
+    option: &'static str,
+) -> impl Fn(&str) -> Result<At, String> + Clone + Send + Sync + 'static {
+    move |text| match At::parse(text) {
+        Some(At::Frame(n)) if n > i32::MAX as u64 => Err(format!(
+            "{option} {text}: expected a frame number up to {} or a time",
+            i32::MAX
+        )),
+        Some(at) => Ok(at),
+        None => Err(format!(
+            "{option} {text}: expected a frame number (120) or a time (4.5s, 1:02.5, 0:01:02.5)"
+        )),
+    }
 }
