@@ -83,7 +83,7 @@ prebuild=$!
 bash tools/ci/rust-targets.sh --all >"$TIMING/rust-targets.log" 2>&1 &
 rust_targets=$!
 
-step "set-up (tools/setup/setup.sh, tools/setup/setup-ffmpeg.sh, tools/setup/setup-real.sh, tools/setup/setup-video.sh, tools/setup/setup-edgetam.sh and tools/setup/setup-webgpu.sh; each step cached; the Rust test build beside it)"
+step "set-up (tools/setup/setup.sh, tools/setup/setup-ffmpeg.sh, tools/setup/setup-real.sh, tools/setup/setup-video.sh, tools/setup/setup-edgetam.sh, tools/setup/setup-sam3.sh and tools/setup/setup-webgpu.sh; each step cached; the Rust test build beside it)"
 . tools/setup/setup.sh
 # ffmpeg for the command's video files (Debian's package, once).
 . tools/setup/setup-ffmpeg.sh
@@ -93,6 +93,9 @@ step "set-up (tools/setup/setup.sh, tools/setup/setup-ffmpeg.sh, tools/setup/set
 # EdgeTAM (issue 31): its export and the reference of its own predictors, in a small venv over
 # setup-real.sh's (the first run: seconds for the venv, minutes for the export and the reference).
 . tools/setup/setup-edgetam.sh
+# SAM 3 (issue 59): Meta's code in a small venv over the real one, and its tokenizer's ids on the
+# phrase corpus (seconds; once).
+. tools/setup/setup-sam3.sh
 # The WebGPU device rig (Mesa's llvmpipe Vulkan driver, ONNX Runtime 1.30 with WebGPU): the device
 # path runs on a real device in every run; where it is set up, a device test that cannot run fails.
 . tools/setup/setup-webgpu.sh

@@ -15,6 +15,7 @@
 //! Every other module is internal.
 
 pub mod cache;
+pub mod concept;
 pub mod device;
 mod device_copy;
 pub mod embedding;

@@ -15,6 +15,7 @@
 mod common;
 
 mod cache;
+mod concept;
 mod device;
 mod embedding_file;
 mod everything;

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SAM 3 (issue 59): Meta's code (PyPI sam3 0.1.4) in a small venv over setup-real.sh's, and the
+# token ids Meta's own tokenizer gives a corpus of phrases (tools/references/sam3_tokens.py), which
+# the Rust tokenizer is held to (tests/it/concept.rs). CLIP's vocabulary comes from samexporter's
+# wheel in the real venv (sam3's wheel lacks it); nothing of it is copied into the repository.
+# Cached outside the repository:
+#   $SAM2_DEV_CACHE/sam3/venv/            sam3 alone (--no-deps), then a .pth line adding the real
+#                                         venv after it; keyed by both requirement files
+#   $SAM2_DEV_CACHE/sam3/tokens-<hash>/   keyed by the script, the corpus, the pins: tokens.json
+# Sourced by scripts/test.sh after setup-real.sh, whose venv it needs (it sources that script first
+# when the venv is missing). Exports SAM2_SAM3_VOCAB and SAM2_SAM3_TOKENS.
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
+REAL_VENV="$CACHE/real-venv"
+say() { printf '[setup-sam3] %s\n' "$*" >&2; }
+. "$ROOT/tools/setup/setup-times.sh"
+export ORT_DISABLE_TELEMETRY=1
+real_req_hash="$(sha256sum "$ROOT/tools/setup/real-requirements.txt" | cut -c1-16)"
+if [ ! -f "$REAL_VENV/.sam2-req-$real_req_hash" ]; then
+    say "setup-real.sh's venv is missing: making it first"
+    . "$ROOT/tools/setup/setup-real.sh"
+    say() { printf '[setup-sam3] %s\n' "$*" >&2; }
+fi
+SAM3_VENV="$CACHE/sam3/venv"
+setup_begin "SAM 3's venv (Meta's sam3 over the real exporters' venv)"
+sam3_req_hash="$(cat "$ROOT/tools/setup/sam3-requirements.txt" "$ROOT/tools/setup/real-requirements.txt" \
+    | sha256sum | cut -c1-16)"
+if [ ! -f "$SAM3_VENV/.sam2-req-$sam3_req_hash" ]; then
+    say "creating $SAM3_VENV: sam3 0.1.4 over $REAL_VENV"
+    rm -rf "$SAM3_VENV"
+    mkdir -p "$CACHE/sam3"
+    "$REAL_VENV/bin/python" -m venv "$SAM3_VENV"
+    "$SAM3_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off --no-deps \
+        -r "$ROOT/tools/setup/sam3-requirements.txt"
+    own_site="$("$SAM3_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    real_site="$("$REAL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    printf 'import site; site.addsitedir(%s)\n' "'$real_site'" >"$own_site/zz-sam2-real-venv.pth"
+    touch "$SAM3_VENV/.sam2-req-$sam3_req_hash"
+    setup_end ran
+else
+    setup_end cached
+fi
+SAM3_VOCAB="$("$SAM3_VENV/bin/python" -c 'import importlib.util, os; s = importlib.util.find_spec("samexporter"); print(os.path.join(list(s.submodule_search_locations)[0], "assets", "bpe_simple_vocab_16e6.txt.gz"))')"
+[ -f "$SAM3_VOCAB" ] || { say "CLIP's vocabulary is not in samexporter's wheel at $SAM3_VOCAB"; return 1; }
+
+setup_begin "Meta's SAM 3 tokenizer on the phrase corpus (tools/references/sam3_tokens.py)"
+tokens_hash="$(cat "$ROOT/tools/references/sam3_tokens.py" "$ROOT/tools/references/sam3_phrases.json" \
+    "$ROOT/tools/setup/sam3-requirements.txt" "$ROOT/tools/setup/real-requirements.txt" \
+    | sha256sum | cut -c1-16)"
+SAM3_TOKENS="$CACHE/sam3/tokens-$tokens_hash"
+made_once "$SAM3_TOKENS" .sam2-sam3-tokens-done tokens.log \
+    "tokenizing the phrase corpus with Meta's SimpleTokenizer into $SAM3_TOKENS" \
+    "$SAM3_VENV/bin/python" "$ROOT/tools/references/sam3_tokens.py" \
+    --vocab "$SAM3_VOCAB" --phrases "$ROOT/tools/references/sam3_phrases.json" \
+    --out "$SAM3_TOKENS/tokens.json"
+if declare -F prune_unused >/dev/null; then
+    prune_unused "$CACHE/sam3" venv "tokens-$tokens_hash"
+fi
+export SAM2_SAM3_VOCAB="$SAM3_VOCAB"
+export SAM2_SAM3_TOKENS="$SAM3_TOKENS/tokens.json"
