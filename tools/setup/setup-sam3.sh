@@ -7,8 +7,10 @@
 #   $SAM2_DEV_CACHE/sam3/venv/            sam3 alone (--no-deps), then a .pth line adding the real
 #                                         venv after it; keyed by both requirement files
 #   $SAM2_DEV_CACHE/sam3/tokens-<hash>/   keyed by the script, the corpus, the pins: tokens.json
+#   $SAM2_DEV_CACHE/sam3/reduced-<hash>/  keyed by the exporter and the pins: the reduced export
+#                                         (three graphs, manifest.json) and its check.json
 # Sourced by scripts/test.sh after setup-real.sh, whose venv it needs (it sources that script first
-# when the venv is missing). Exports SAM2_SAM3_VOCAB and SAM2_SAM3_TOKENS.
+# when the venv is missing). Exports SAM2_SAM3_VOCAB, SAM2_SAM3_TOKENS and SAM2_SAM3_MODELS.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
@@ -54,8 +56,32 @@ made_once "$SAM3_TOKENS" .sam2-sam3-tokens-done tokens.log \
     "$SAM3_VENV/bin/python" "$ROOT/tools/references/sam3_tokens.py" \
     --vocab "$SAM3_VOCAB" --phrases "$ROOT/tools/references/sam3_phrases.json" \
     --out "$SAM3_TOKENS/tokens.json"
+
+# The reduced, shape-faithful export (sam2-export-sam3 --config reduced: seeded random weights,
+# every interface shape of the full model; under a minute), held to Meta's code on the same
+# weights (tools/references/sam3_export_check.py; seconds).
+TOOLS="$ROOT/tools/sam2-tools/sam2_tools"
+setup_begin "SAM 3's reduced export (sam2-export-sam3 --config reduced)"
+export_hash="$(cat "$TOOLS/export_sam3.py" "$ROOT/tools/setup/sam3-requirements.txt" \
+    "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
+SAM3_MODELS="$CACHE/sam3/reduced-$export_hash"
+made_once "$SAM3_MODELS" .sam2-sam3-export-done export.log \
+    "exporting SAM 3's reduced configuration into $SAM3_MODELS" \
+    env PYTHONPATH="$ROOT/tools/sam2-tools" "$SAM3_VENV/bin/python" -m sam2_tools.export_sam3 \
+    --config reduced --out "$SAM3_MODELS"
+setup_begin "SAM 3's export against Meta's code (tools/references/sam3_export_check.py)"
+check_hash="$( (cat "$ROOT/tools/references/sam3_export_check.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
+if [ ! -f "$SAM3_MODELS/.sam2-sam3-check-$check_hash" ]; then
+    logged "$SAM3_MODELS/check.log" "$SAM3_VENV/bin/python" "$ROOT/tools/references/sam3_export_check.py" \
+        --models "$SAM3_MODELS"
+    touch "$SAM3_MODELS/.sam2-sam3-check-$check_hash"
+    setup_end ran
+else
+    setup_end cached
+fi
 if declare -F prune_unused >/dev/null; then
-    prune_unused "$CACHE/sam3" venv "tokens-$tokens_hash"
+    prune_unused "$CACHE/sam3" venv "tokens-$tokens_hash" "reduced-$export_hash"
 fi
 export SAM2_SAM3_VOCAB="$SAM3_VOCAB"
 export SAM2_SAM3_TOKENS="$SAM3_TOKENS/tokens.json"
+export SAM2_SAM3_MODELS="$SAM3_MODELS"

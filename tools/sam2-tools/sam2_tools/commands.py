@@ -11,6 +11,7 @@ import sys
 # The pins the project exports with (docs/models.md).
 SAM2_PINS = "tools/setup/real-requirements.txt"
 EDGETAM_PINS = f"{SAM2_PINS} with tools/setup/edgetam-requirements.txt's sam2 instead of Meta's"
+SAM3_PINS = f"{SAM2_PINS} with tools/setup/sam3-requirements.txt"
 
 
 def run(module, needs=(), pins=None):
@@ -32,6 +33,10 @@ def export_video():
 
 def export_edgetam():
     run("export_edgetam", ("torch", "sam2", "timm"), EDGETAM_PINS)
+
+
+def export_sam3():
+    run("export_sam3", ("torch", "sam3", "torchvision", "onnxscript"), SAM3_PINS)
 
 
 def variant():
