@@ -11,6 +11,7 @@ use super::values::{
     position, providers, rewrite_names, tolerance, whole, without_rewrites,
 };
 use super::{Device, Directions};
+use crate::shard::Shard;
 use crate::video_file::At;
 
 const ABOUT: &str = "Segment your own images with Segment Anything 2 (ONNX Runtime)";
@@ -148,7 +149,8 @@ renamed into place together: all or none, replacing a link or FIFO at an output 
 writing through it."
 )]
 pub(super) struct SegmentArgs {
-    /// The image: PNG or JPEG
+    /// The image (PNG or JPEG), a folder of images, or a list file of images (.txt, .lst,
+    /// .list; one path a line)
     #[arg(value_name = "IMAGE", value_parser = path)]
     pub(super) image: PathBuf,
     #[command(flatten)]
@@ -179,6 +181,11 @@ pub(super) struct SegmentArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -195,7 +202,8 @@ annotation per mask, with SAM2's predicted_iou, stability_score, point_coords an
 The generator's options default to SAM2's. -o OUT is as for segment."
 )]
 pub(super) struct EverythingArgs {
-    /// The image: PNG or JPEG
+    /// The image (PNG or JPEG), a folder of images, or a list file of images (.txt, .lst,
+    /// .list; one path a line)
     #[arg(value_name = "IMAGE", value_parser = path)]
     pub(super) image: PathBuf,
     #[command(flatten)]
@@ -236,6 +244,11 @@ pub(super) struct EverythingArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -310,6 +323,11 @@ pub(super) struct TrackArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -324,7 +342,8 @@ pub(super) struct TrackArgs {
 DIR/<image name>.sam2emb."
 )]
 pub(super) struct EncodeArgs {
-    /// The image: PNG or JPEG
+    /// The image (PNG or JPEG), a folder of images, or a list file of images (.txt, .lst,
+    /// .list; one path a line)
     #[arg(value_name = "IMAGE", value_parser = path)]
     pub(super) image: PathBuf,
     #[arg(short = 'm', long, value_name = "PATH", value_parser = path,
@@ -342,6 +361,11 @@ pub(super) struct EncodeArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
