@@ -27,8 +27,14 @@ Exit codes: 0 done, 1 internal error, 2 bad arguments (including one that is not
 3 bad input (image unreadable, over --max-pixels or not a regular file; embedding file; prompt),
 4 model (none found, several, not a SAM2 export or not a regular file, embedding of another
 model), 5 ONNX Runtime or device (not found, failed, GPU refused with --on-mismatch fail),
-6 output could not be written (nothing of it was replaced); track: 130 or 143 when stopped by
-SIGINT or SIGTERM (the frames tracked are kept in a result marked partial).
+6 output could not be written (nothing of it was replaced), 7 a batch ran but an input failed
+(each named in the summary); track: 130 or 143 when stopped by SIGINT or SIGTERM (the frames
+tracked are kept in a result marked partial).
+
+Batches: IMAGE may be a folder of images or a list file (.txt, .lst, .list; one path a line),
+and track's FRAMES a list file of videos or frame folders: one result per input under -o DIR,
+complete results skipped (a killed run resumes), --shard I/N (or a Slurm array's or a Kubernetes
+Indexed Job's index) for a share of the inputs.
 
 Examples:
   sam2 segment photo.jpg --model models/tiny_a --point 320,240 -o out/photo
@@ -37,6 +43,7 @@ Examples:
   sam2 segment photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx \\
       --embedding photo.sam2emb --point 320,240 --multimask -o out/photo
   sam2 everything photo.jpg --model exports/ -o out/photo-all
+  sam2 everything photos/ --model exports/ -o out/ --shard 0/4
   sam2 track clip/ --model exports/sam2.1_tiny_video/ --point 320,240 \\
       --object 2 --frame 10 --box 40,60,200,180 -o out/clip
   sam2 info exports/sam2.1_hiera_tiny_image_decoder_multi.onnx
