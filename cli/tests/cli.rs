@@ -2731,3 +2731,55 @@ fn a_bad_input_fails_alone_and_the_summary_names_it() {
     assert!(!clash.exists());
     std::fs::remove_dir_all(root).unwrap();
 }
+
+/// A list of clips is tracked with the video model loaded once, each clip as a run of its own
+/// would track it (`Tracker::start_clip`): the same track.json and masks, byte for byte.
+#[test]
+fn a_list_of_clips_is_tracked_as_each_clip_alone() {
+    let long = clip_frames("batch-track");
+    let root = long.parent().unwrap().to_path_buf();
+    // A second, shorter clip: the first 10 frames.
+    let short = root.join("short");
+    std::fs::create_dir_all(&short).unwrap();
+    for t in 0..10 {
+        let name = format!("{t:05}.png");
+        std::fs::copy(long.join(&name), short.join(&name)).unwrap();
+    }
+    let (cx, cy) = track_clip::target_centre(0);
+    let point = format!("{cx},{cy}");
+    let model = track_model();
+    let track = |input: &Path, out: &Path| {
+        batch_run(
+            &[
+                "track",
+                input.to_str().unwrap(),
+                "--model",
+                &model,
+                "--point",
+                &point,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let list = root.join("clips.txt");
+    std::fs::write(&list, "clip\nshort\n").unwrap();
+    let run = track(&list, &root.join("batch"));
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_eq!(summary(&run), (2, 0, 0), "{}", stderr(&run));
+    for name in ["clip", "short"] {
+        // The list's entries are relative to its folder, as this run's FRAMES.
+        let alone = root.join(format!("alone-{name}"));
+        let run = track(&root.join(name), &alone);
+        assert_eq!(code(&run), 0, "{}", stderr(&run));
+        let (got, expected) = (tree(&root.join("batch").join(name)), tree(&alone));
+        assert_eq!(got.len(), expected.len(), "{name}");
+        for (file, bytes) in &expected {
+            assert!(got[file] == *bytes, "{name}/{file} differs");
+        }
+    }
+    let again = track(&list, &root.join("batch"));
+    assert_eq!(summary(&again), (0, 2, 0), "{}", stderr(&again));
+    std::fs::remove_dir_all(root).unwrap();
+}
