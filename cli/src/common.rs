@@ -58,17 +58,27 @@ pub(crate) fn encode_picture(
     device: Device,
     picture: &picture::Picture,
 ) -> Result<(Encoder, sam2::Embedding), Failure> {
-    let encoder = {
-        let _p = progress::step("loading encoder");
-        Encoder::new(
-            encoder_path,
-            &EncoderOptions {
-                session: session_options(device),
-                ..EncoderOptions::default()
-            },
-        )
-        .map_err(|e| Failure::of(e, exit::MODEL))?
-    };
+    let encoder = load_encoder(encoder_path, device)?;
+    let embedding = encode(&encoder, picture)?;
+    Ok((encoder, embedding))
+}
+
+pub(crate) fn load_encoder(encoder_path: &Path, device: Device) -> Result<Encoder, Failure> {
+    let _p = progress::step("loading encoder");
+    Encoder::new(
+        encoder_path,
+        &EncoderOptions {
+            session: session_options(device),
+            ..EncoderOptions::default()
+        },
+    )
+    .map_err(|e| Failure::of(e, exit::MODEL))
+}
+
+pub(crate) fn encode(
+    encoder: &Encoder,
+    picture: &picture::Picture,
+) -> Result<sam2::Embedding, Failure> {
     let (w, h) = picture.rgb.dimensions();
     let view = ImageView::packed(
         picture.rgb.as_raw(),
@@ -77,13 +87,35 @@ pub(crate) fn encode_picture(
         PixelFormat::Rgb,
     )
     .map_err(|e| Failure::of(e, exit::INPUT))?;
-    let embedding = {
-        let _p = progress::step("encoding image");
-        encoder
-            .encode(&view)
-            .map_err(|e| Failure::of(e, exit::INPUT))?
+    let _p = progress::step("encoding image");
+    encoder
+        .encode(&view)
+        .map_err(|e| Failure::of(e, exit::INPUT))
+}
+
+/// The decoder, made to read the embeddings of `encoder` where they are (the device asked for, or
+/// the CPU it fell back to), or, without one, to check embeddings against `fingerprint`.
+pub(crate) fn load_predictor(
+    decoder_path: &Path,
+    device: Device,
+    fingerprint: Option<sam2::Fingerprint>,
+    encoder: Option<&Encoder>,
+) -> Result<sam2::Predictor, Failure> {
+    let _p = progress::step("loading decoder");
+    let mut options = sam2::PredictorOptions {
+        encoder_fingerprint: fingerprint,
+        session: session_options(device),
+        pool_size: Some(1),
+        ..sam2::PredictorOptions::default()
     };
-    Ok((encoder, embedding))
+    match encoder {
+        Some(encoder) => {
+            options.session.device.providers.clear();
+            sam2::Predictor::for_encoder(decoder_path, encoder, &options)
+        }
+        None => sam2::Predictor::new(decoder_path, &options),
+    }
+    .map_err(|e| Failure::of(e, exit::MODEL))
 }
 
 pub(crate) fn create_parent(path: &Path) -> Result<(), Failure> {

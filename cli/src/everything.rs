@@ -1,46 +1,93 @@
 //! `sam2 everything`: every mask of an image (SAM2's automatic mask generator).
 
-use sam2::everything::{segment_everything_with_progress, EverythingOptions};
-use sam2::{Encoder, EncoderOptions, ImageView, PixelFormat, Predictor, PredictorOptions};
+use std::path::{Path, PathBuf};
 
-use crate::args;
+use sam2::everything::{segment_everything_with_progress, EverythingOptions};
+use sam2::{Encoder, ImageView, PixelFormat, Predictor};
+
 use crate::common::{
-    add_json, create_parent, init_runtime, load_picture, model_files, output_prefix, polygons_json,
-    session_options, with_suffix,
+    add_json, create_parent, init_runtime, load_encoder, load_picture, load_predictor, model_files,
+    output_prefix, polygons_json, with_suffix,
 };
 use crate::failure::{exit, Failure};
-use crate::{picture, progress};
+use crate::{args, batch, picture, progress};
 
 pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
+    if let Some(source) = batch::image_source(&e.image) {
+        return run_batch(e, source);
+    }
+    if let Some(shard) = e.shard {
+        return Err(batch::shard_needs_a_batch(shard));
+    }
     let (encoder_path, decoder_path) = model_files(&e.models)?;
     let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
     let picture = load_picture(&e.image, e.max_pixels)?;
-    let (w, h) = picture.rgb.dimensions();
     init_runtime(e.onnxruntime.as_deref())?;
-    let encoder = {
-        let _p = progress::step("loading encoder");
-        Encoder::new(
-            &encoder_path,
-            &EncoderOptions {
-                session: session_options(e.device),
-                ..EncoderOptions::default()
-            },
-        )
-        .map_err(|err| Failure::of(err, exit::MODEL))?
-    };
-    let predictor = {
-        let _p = progress::step("loading decoder");
-        // Where the encoder's embeddings live (the device asked for, or the CPU it fell back
-        // to), read in place.
-        let mut options = PredictorOptions {
-            session: session_options(e.device),
-            pool_size: Some(1),
-            ..PredictorOptions::default()
-        };
-        options.session.device.providers.clear();
-        Predictor::for_encoder(&decoder_path, &encoder, &options)
-            .map_err(|err| Failure::of(err, exit::MODEL))?
-    };
+    let models = load_models(&e, encoder_path, decoder_path)?;
+    let out = output_prefix(&e.out, &e.image);
+    let line = generate_and_write(&e, &models, &picture, &e.image, &out)?;
+    eprintln!("sam2: {line}");
+    Ok(())
+}
+
+/// What every image of a run is segmented with.
+struct Models {
+    encoder_path: PathBuf,
+    decoder_path: PathBuf,
+    encoder: Encoder,
+    predictor: Predictor,
+}
+
+fn load_models(
+    e: &args::Everything,
+    encoder_path: PathBuf,
+    decoder_path: PathBuf,
+) -> Result<Models, Failure> {
+    let encoder = load_encoder(&encoder_path, e.device)?;
+    // Where the encoder's embeddings live (the device asked for, or the CPU it fell back to),
+    // read in place.
+    let predictor = load_predictor(&decoder_path, e.device, None, Some(&encoder))?;
+    Ok(Models {
+        encoder_path,
+        decoder_path,
+        encoder,
+        predictor,
+    })
+}
+
+/// Every image of a folder or a list file: `-o DIR/<name>.json` is the last file an image's
+/// result renames into place, so an image whose JSON is there is done.
+fn run_batch(e: args::Everything, source: batch::Source) -> Result<(), Failure> {
+    let (encoder_path, decoder_path) = model_files(&e.models)?;
+    let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
+    let plan = batch::plan(&source, &e.out, e.shard)?;
+    let prefix = |input: &batch::Input| e.out.join(&input.name);
+    batch::run(
+        plan,
+        "images",
+        |input| batch::exists(&with_suffix(&prefix(input), ".json")),
+        || {
+            init_runtime(e.onnxruntime.as_deref())?;
+            load_models(&e, encoder_path.clone(), decoder_path.clone())
+        },
+        |models, input| {
+            let picture = load_picture(&input.path, e.max_pixels)?;
+            generate_and_write(&e, models, &picture, &input.path, &prefix(input)).map(drop)
+        },
+        || None,
+    )
+}
+
+/// Every mask of `image`, written at the prefix `out`; returns the summary line.
+fn generate_and_write(
+    e: &args::Everything,
+    models: &Models,
+    picture: &picture::Picture,
+    image: &Path,
+    out: &Path,
+) -> Result<String, Failure> {
+    let (w, h) = picture.rgb.dimensions();
+    let (encoder, predictor) = (&models.encoder, &models.predictor);
     let defaults = EverythingOptions::default();
     let options = EverythingOptions {
         points_per_side: e.points_per_side.unwrap_or(defaults.points_per_side),
@@ -68,12 +115,11 @@ pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
             bar.set(done, total);
             true
         };
-        segment_everything_with_progress(&view, &encoder, &predictor, &options, Some(&report))
+        segment_everything_with_progress(&view, encoder, predictor, &options, Some(&report))
             .map_err(|err| Failure::of(err, exit::INPUT))?
     };
 
-    let out = output_prefix(&e.out, &e.image);
-    create_parent(&out)?;
+    create_parent(out)?;
     // One mask decoded at a time: never every full-size mask at once.
     let mut labels = vec![0u32; (w * h) as usize];
     let mut annotations = Vec::with_capacity(found.masks.len());
@@ -112,23 +158,23 @@ pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
         }));
     }
     let mut outputs = sam2::__private::files::StagedFiles::new();
-    let overlay_path = with_suffix(&out, ".overlay.png");
+    let overlay_path = with_suffix(out, ".overlay.png");
     outputs
         .add(&overlay_path, |f| {
             picture::write_labels_overlay(&picture.rgb, &labels, f)
         })
         .map_err(|err| Failure::of(err, exit::OUTPUT))?;
-    let json_path = with_suffix(&out, ".json");
+    let json_path = with_suffix(out, ".json");
     let document = serde_json::json!({
         "image": {
-            "file_name": e.image.display().to_string(),
+            "file_name": image.display().to_string(),
             "width": w,
             "height": h,
             "exif_orientation": picture.orientation,
         },
         "model": {
-            "encoder": encoder_path.display().to_string(),
-            "decoder": decoder_path.display().to_string(),
+            "encoder": models.encoder_path.display().to_string(),
+            "decoder": models.decoder_path.display().to_string(),
             "export": predictor.export().name(),
             "fingerprint": encoder.fingerprint().to_string(),
         },
@@ -147,16 +193,16 @@ pub(crate) fn run(e: args::Everything) -> Result<(), Failure> {
         },
         "annotations": annotations,
     });
+    // Added last, so renamed into place last: a batch takes an image whose JSON is there as done.
     add_json(&mut outputs, &json_path, &document)?;
     outputs
         .commit()
         .map_err(|err| Failure::of(err, exit::OUTPUT))?;
-    eprintln!(
-        "sam2: {} mask{} → {}, {}",
+    Ok(format!(
+        "{} mask{} → {}, {}",
         found.masks.len(),
         if found.masks.len() == 1 { "" } else { "s" },
         overlay_path.display(),
         json_path.display()
-    );
-    Ok(())
+    ))
 }

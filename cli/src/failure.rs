@@ -10,6 +10,9 @@ pub(crate) mod exit {
     pub const MODEL: u8 = 4;
     pub const RUNTIME: u8 = 5;
     pub const OUTPUT: u8 = 6;
+    /// A batch ran to its end, but one input or more failed (each named, with its own code, in
+    /// the summary).
+    pub const BATCH: u8 = 7;
 }
 
 /// A failure: one line on stderr and an exit code.

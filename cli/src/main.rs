@@ -2,6 +2,7 @@
 //! `sam2 --help` says how; docs/cli.md says more.
 
 mod args;
+mod batch;
 mod common;
 mod encode;
 mod everything;
@@ -10,7 +11,9 @@ mod info;
 mod picture;
 mod progress;
 mod segment;
+mod shard;
 mod track;
+mod track_batch;
 mod track_out;
 mod video_file;
 
@@ -37,9 +40,9 @@ fn install_panic_hook() {
     }));
 }
 
-/// Runs the command; a panic (a bug: every expected failure is a [`Failure`]) becomes exit 1
-/// with one line.
-fn guarded(command: impl FnOnce() -> Result<(), Failure>) -> Result<(), Failure> {
+/// Runs the command (or one input of a batch); a panic (a bug: every expected failure is a
+/// [`Failure`]) becomes exit 1 with one line.
+pub(crate) fn guarded<T>(command: impl FnOnce() -> Result<T, Failure>) -> Result<T, Failure> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(command)).unwrap_or_else(|_| {
         let what = PANIC
             .lock()
@@ -106,14 +109,14 @@ mod tests {
     #[test]
     fn a_panic_is_exit_1_with_one_line_naming_it() {
         install_panic_hook();
-        let failure = guarded(|| panic!("index 9 out of\nrange")).unwrap_err();
+        let failure = guarded::<()>(|| panic!("index 9 out of\nrange")).unwrap_err();
         assert_eq!(failure.code, exit::INTERNAL);
         assert!(
             failure.message.contains("index 9 out of") && failure.message.contains("main.rs"),
             "{}",
             failure.message
         );
-        let failure = guarded(|| Err(Failure::new(exit::INPUT, "bad"))).unwrap_err();
+        let failure = guarded::<()>(|| Err(Failure::new(exit::INPUT, "bad"))).unwrap_err();
         assert_eq!(
             (failure.code, failure.message.as_str()),
             (exit::INPUT, "bad")

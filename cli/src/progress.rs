@@ -1,7 +1,7 @@
 //! Progress on stderr (indicatif), only when stderr is a terminal and `--quiet` was not given, so
 //! a pipe or a log gets nothing of it: a spinner with the time elapsed for a step whose length is
 //! not known (a model load, an encode), a bar with the rate and the time left for work counted in
-//! units (the frames of `sam2 track`, the clicks of `sam2 everything`).
+//! units (the frames of `sam2 track`, the clicks of `sam2 everything`, a batch's inputs).
 
 use std::io::IsTerminal;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +10,9 @@ use std::time::Duration;
 use indicatif::{ProgressBar, ProgressState, ProgressStyle};
 
 static QUIET: AtomicBool = AtomicBool::new(false);
+/// A batch's bar over its inputs is shown: the steps and bars of each input are not (two bars
+/// would overwrite each other's line).
+static IN_BATCH: AtomicBool = AtomicBool::new(false);
 
 /// `--quiet`: no progress at all.
 pub fn silence() {
@@ -17,7 +20,9 @@ pub fn silence() {
 }
 
 fn shown() -> bool {
-    !QUIET.load(Ordering::Relaxed) && std::io::stderr().is_terminal()
+    !QUIET.load(Ordering::Relaxed)
+        && !IN_BATCH.load(Ordering::Relaxed)
+        && std::io::stderr().is_terminal()
 }
 
 /// A step in progress; its line is cleared when it is dropped.
@@ -46,12 +51,26 @@ impl Drop for Step {
 }
 
 /// Work counted in `unit`s: done of all, the rate and the time left; cleared when dropped.
-pub struct Bar(ProgressBar);
+pub struct Bar(ProgressBar, bool);
 
 impl Bar {
+    /// A batch's bar over its `total` inputs; while it lives, each input's own progress is not
+    /// shown.
+    pub fn over_inputs(total: u64, unit: &str) -> Bar {
+        let mut bar = Bar::new(total, unit);
+        bar.1 = true;
+        IN_BATCH.store(true, Ordering::Relaxed);
+        bar
+    }
+
+    /// Says what is being done now.
+    pub fn message(&self, what: &str) {
+        self.0.set_message(what.to_string());
+    }
+
     pub fn new(total: u64, unit: &str) -> Bar {
         if !shown() {
-            return Bar(ProgressBar::hidden());
+            return Bar(ProgressBar::hidden(), false);
         }
         // The rate and the time left once a unit is done (before, they would be made up).
         let unit_per_second = format!("{unit}/s");
@@ -76,7 +95,7 @@ impl Bar {
         let bar = ProgressBar::new(total).with_style(style);
         // Redrawn every second too, so the time left moves while one unit takes long.
         bar.enable_steady_tick(Duration::from_secs(1));
-        Bar(bar)
+        Bar(bar, false)
     }
 
     /// `done` of `total` (for work whose total is known once it starts).
@@ -104,6 +123,9 @@ fn short(time: Duration) -> String {
 
 impl Drop for Bar {
     fn drop(&mut self) {
+        if self.1 {
+            IN_BATCH.store(false, Ordering::Relaxed);
+        }
         self.0.finish_and_clear();
     }
 }

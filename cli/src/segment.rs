@@ -1,19 +1,24 @@
 //! `sam2 segment`: the masks of clicks and boxes on an image, as PNGs and a JSON document.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use sam2::{Fingerprint, PredictOptions, Predictor, PredictorOptions, Prompt};
+use sam2::{Fingerprint, PredictOptions, Predictor, Prompt};
 
-use crate::args;
 use crate::common::{
-    add_json, create_parent, encode_picture, init_runtime, load_picture, model_files,
-    output_prefix, polygons_json, session_options, with_suffix,
+    add_json, create_parent, encode, encode_picture, init_runtime, load_encoder, load_picture,
+    load_predictor, model_files, output_prefix, polygons_json, with_suffix,
 };
 use crate::failure::{exit, Failure};
-use crate::{picture, progress};
+use crate::{args, batch, picture};
 
 pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
+    if let Some(source) = batch::image_source(&s.image) {
+        return run_batch(s, source);
+    }
+    if let Some(shard) = s.shard {
+        return Err(batch::shard_needs_a_batch(shard));
+    }
     let (encoder_path, decoder_path) = model_files(&s.models)?;
     let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
     let picture = load_picture(&s.image, s.max_pixels)?;
@@ -54,25 +59,89 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
             (encoder.fingerprint(), Some(encoder), embedding)
         }
     };
-    let predictor = {
-        let _p = progress::step("loading decoder");
-        let mut options = PredictorOptions {
-            encoder_fingerprint: Some(fingerprint),
-            session: session_options(s.device),
-            pool_size: Some(1),
-            ..PredictorOptions::default()
-        };
-        match &encoder {
-            // Where the encoder's embedding lives (the device asked for, or the CPU it fell
-            // back to), read in place.
-            Some(encoder) => {
-                options.session.device.providers.clear();
-                Predictor::for_encoder(&decoder_path, encoder, &options)
-            }
-            None => Predictor::new(&decoder_path, &options),
-        }
-        .map_err(|e| Failure::of(e, exit::MODEL))?
+    let predictor = load_predictor(&decoder_path, s.device, Some(fingerprint), encoder.as_ref())?;
+    let models = Models {
+        encoder_path,
+        decoder_path,
+        fingerprint,
+        predictor,
     };
+    let out = output_prefix(&s.out, &s.image);
+    let line = predict_and_write(&s, &models, &embedding, &picture, &s.image, &out)?;
+    eprintln!("sam2: {line}");
+    Ok(())
+}
+
+/// What every image of a run is segmented with.
+struct Models {
+    encoder_path: PathBuf,
+    decoder_path: PathBuf,
+    fingerprint: Fingerprint,
+    predictor: Predictor,
+}
+
+/// Every image of a folder or a list file: `-o DIR/<name>.json` is the last file an image's
+/// result renames into place, so an image whose JSON is there is done.
+fn run_batch(s: args::Segment, source: batch::Source) -> Result<(), Failure> {
+    if s.embedding.is_some() {
+        return Err(Failure::new(
+            exit::USAGE,
+            "--embedding is one image's embedding: give one image with it, not a batch",
+        ));
+    }
+    let (encoder_path, decoder_path) = model_files(&s.models)?;
+    let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
+    let plan = batch::plan(&source, &s.out, s.shard)?;
+    let prefix = |input: &batch::Input| s.out.join(&input.name);
+    batch::run(
+        plan,
+        "images",
+        |input| batch::exists(&with_suffix(&prefix(input), ".json")),
+        || {
+            init_runtime(s.onnxruntime.as_deref())?;
+            let encoder = load_encoder(&encoder_path, s.device)?;
+            let fingerprint = encoder.fingerprint();
+            let predictor =
+                load_predictor(&decoder_path, s.device, Some(fingerprint), Some(&encoder))?;
+            Ok((
+                encoder,
+                Models {
+                    encoder_path: encoder_path.clone(),
+                    decoder_path: decoder_path.clone(),
+                    fingerprint,
+                    predictor,
+                },
+            ))
+        },
+        |(encoder, models), input| {
+            let picture = load_picture(&input.path, s.max_pixels)?;
+            let embedding = encode(encoder, &picture)?;
+            predict_and_write(
+                &s,
+                models,
+                &embedding,
+                &picture,
+                &input.path,
+                &prefix(input),
+            )
+            .map(drop)
+        },
+        || None,
+    )
+}
+
+/// Predicts the prompt's masks on `image` and writes its files at the prefix `out`; returns the
+/// summary line.
+fn predict_and_write(
+    s: &args::Segment,
+    models: &Models,
+    embedding: &sam2::Embedding,
+    picture: &picture::Picture,
+    image: &Path,
+    out: &Path,
+) -> Result<String, Failure> {
+    let (w, h) = picture.rgb.dimensions();
+    let predictor = &models.predictor;
     let prompt = Prompt {
         points: s.points.clone(),
         bbox: s.bbox,
@@ -80,7 +149,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
     };
     let prediction = predictor
         .predict(
-            &embedding,
+            embedding,
             std::slice::from_ref(&prompt),
             PredictOptions {
                 multimask: s.multimask,
@@ -88,8 +157,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
         )
         .map_err(|e| Failure::of(e, exit::INPUT))?;
 
-    let out = output_prefix(&s.out, &s.image);
-    create_parent(&out)?;
+    create_parent(out)?;
     // Every file to a temporary beside it, then all renamed into place: all or nothing.
     let mut outputs = sam2::__private::files::StagedFiles::new();
     let count = prediction.objects * prediction.candidates;
@@ -100,9 +168,9 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
             best = k;
         }
         let mask_path = if count == 1 {
-            with_suffix(&out, ".mask.png")
+            with_suffix(out, ".mask.png")
         } else {
-            with_suffix(&out, &format!(".mask-{k}.png"))
+            with_suffix(out, &format!(".mask-{k}.png"))
         };
         outputs
             .add(&mask_path, |f| {
@@ -111,25 +179,27 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
             .map_err(|e| Failure::of(e, exit::OUTPUT))?;
         annotations.push(annotation(&prediction, k, s.tolerance, &mask_path));
     }
-    let overlay_path = with_suffix(&out, ".overlay.png");
+    let overlay_path = with_suffix(out, ".overlay.png");
     outputs
         .add(&overlay_path, |f| {
             picture::write_overlay(&picture.rgb, prediction.mask(best), &s.points, s.bbox, f)
         })
         .map_err(|e| Failure::of(e, exit::OUTPUT))?;
-    let json_path = with_suffix(&out, ".json");
+    // The JSON is added last, so renamed into place last: a batch takes an image whose JSON is
+    // there as done.
+    let json_path = with_suffix(out, ".json");
     let document = serde_json::json!({
         "image": {
-            "file_name": s.image.display().to_string(),
+            "file_name": image.display().to_string(),
             "width": w,
             "height": h,
             "exif_orientation": picture.orientation,
         },
         "model": {
-            "encoder": encoder_path.display().to_string(),
-            "decoder": decoder_path.display().to_string(),
+            "encoder": models.encoder_path.display().to_string(),
+            "decoder": models.decoder_path.display().to_string(),
             "export": predictor.export().name(),
-            "fingerprint": fingerprint.to_string(),
+            "fingerprint": models.fingerprint.to_string(),
         },
         "prompt": {
             "points": s.points.iter().map(|p| serde_json::json!([p.x, p.y, if p.positive { 1 } else { 0 }])).collect::<Vec<_>>(),
@@ -140,14 +210,14 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
     });
     add_json(&mut outputs, &json_path, &document)?;
     outputs.commit().map_err(|e| Failure::of(e, exit::OUTPUT))?;
-    eprintln!(
-        "sam2: {} mask{} (best score {:.3}, area {} px) → {}, {}, {}",
+    Ok(format!(
+        "{} mask{} (best score {:.3}, area {} px) → {}, {}, {}",
         count,
         if count == 1 { "" } else { "s" },
         prediction.scores[best],
         prediction.areas[best],
         with_suffix(
-            &out,
+            out,
             if count == 1 {
                 ".mask.png"
             } else {
@@ -157,8 +227,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
         .display(),
         overlay_path.display(),
         json_path.display()
-    );
-    Ok(())
+    ))
 }
 
 /// One mask as a COCO annotation: `segmentation` is the compressed RLE pycocotools reads (it keeps

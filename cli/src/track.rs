@@ -104,14 +104,15 @@ enum Frames {
 }
 
 impl Frames {
-    fn open(t: &Track) -> Result<Frames, Failure> {
-        if let [file] = t.frames.as_slice() {
+    /// The frames `given` names (the command's FRAMES, or one entry of a list file).
+    fn open(t: &Track, given: &[PathBuf]) -> Result<Frames, Failure> {
+        if let [file] = given {
             if video_file::is_video(file) && !file.is_dir() {
                 return Ok(Frames::Video(Video::open(file, t.selection, t.max_pixels)?));
             }
         }
         Ok(Frames::Files {
-            files: frame_files(&t.frames)?,
+            files: frame_files(given)?,
             max_pixels: t.max_pixels,
             size: None,
         })
@@ -264,153 +265,212 @@ fn utf8_name(path: &Path) -> Result<String, Failure> {
 }
 
 pub fn run(t: Track) -> Result<(), Failure> {
-    let mut frames = Frames::open(&t)?;
-    let count = frames.count();
-    let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    track_out::check_clashes(&t.out, &frames.inputs(), &ids)?;
-    // Each prompt on the tracker's frame (a video's frame numbers are the stream's own).
-    let mut ordered = Vec::with_capacity(t.prompts.len());
-    for p in &t.prompts {
-        let k = frames.index_of(p.frame).map_err(|why| {
-            Failure::new(
-                exit::INPUT,
-                format!("--frame {} (object {}): {why}", p.frame, p.object_id),
-            )
-        })?;
-        ordered.push((k, p));
+    if let [list] = t.frames.as_slice() {
+        if crate::batch::is_list(list) {
+            return crate::track_batch::run(&t, list);
+        }
     }
-    ordered.sort_by_key(|(k, _)| *k);
+    if let Some(shard) = t.shard {
+        return Err(crate::batch::shard_needs_a_batch(shard));
+    }
+    let clip = Clip::prepare(&t, &t.frames, &t.out)?;
     let paths = VideoModelPaths::find(&t.model).map_err(|e| Failure::of(e, exit::MODEL))?;
     init_runtime(t.onnxruntime.as_deref())?;
-    let tracker = {
-        let _p = progress::step("loading the video model");
-        Tracker::new(
-            &paths,
-            &TrackerOptions {
-                session: session_options(t.device),
-                num_frames: Some(count as u32),
-                ..TrackerOptions::default()
-            },
-        )
-        .map_err(|e| Failure::of(e, exit::MODEL))?
-    };
+    let tracker = load_tracker(&t, &paths, clip.frames.count())?;
+    let line = clip.track(&t, &paths, &tracker, &t.out, t.overlay.as_deref())?;
+    eprintln!("sam2: {line}");
+    Ok(())
+}
 
-    // Every frame is read when it is needed (a long clip is never held whole).
-    // The prompts, frame by frame (each object's prompts on a frame at once).
-    for &(k, p) in &ordered {
-        let rgb = frames.read(k)?;
-        let prompt = Prompt {
-            points: p.points.clone(),
-            bbox: p.bbox,
-            mask_input: None,
-        };
-        tracker
-            .add_prompt(k, &view(&rgb)?, p.object_id, &prompt)
-            .map_err(|e| {
-                let code = if matches!(e, Error::InvalidArgument { .. }) {
-                    exit::INPUT
-                } else {
-                    exit::RUNTIME
-                };
-                let mut f = Failure::of(e, code);
-                f.message = format!(
-                    "object {} on frame {} ({}): {}",
-                    p.object_id,
-                    p.frame,
-                    frames.describe(k),
-                    f.message
-                );
-                f
+/// The video model, for a clip of `count` frames.
+pub(crate) fn load_tracker(
+    t: &Track,
+    paths: &VideoModelPaths,
+    count: usize,
+) -> Result<Tracker, Failure> {
+    let _p = progress::step("loading the video model");
+    Tracker::new(
+        paths,
+        &TrackerOptions {
+            session: session_options(t.device),
+            num_frames: Some(count as u32),
+            ..TrackerOptions::default()
+        },
+    )
+    .map_err(|e| Failure::of(e, exit::MODEL))
+}
+
+/// One clip, opened and checked: its frames, its objects, and its prompts on the tracker's
+/// frames.
+pub(crate) struct Clip<'t> {
+    frames: Frames,
+    ids: Vec<u32>,
+    ordered: Vec<(u32, &'t crate::args::TrackPrompt)>,
+}
+
+impl<'t> Clip<'t> {
+    /// The clip `given` names (the command's FRAMES, or a list file's entry), whose result goes
+    /// to `out`.
+    pub(crate) fn prepare(t: &'t Track, given: &[PathBuf], out: &Path) -> Result<Self, Failure> {
+        let frames = Frames::open(t, given)?;
+        let mut ids: Vec<u32> = t.prompts.iter().map(|p| p.object_id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        track_out::check_clashes(out, &frames.inputs(), &ids)?;
+        // Each prompt on the tracker's frame (a video's frame numbers are the stream's own).
+        let mut ordered = Vec::with_capacity(t.prompts.len());
+        for p in &t.prompts {
+            let k = frames.index_of(p.frame).map_err(|why| {
+                Failure::new(
+                    exit::INPUT,
+                    format!("--frame {} (object {}): {why}", p.frame, p.object_id),
+                )
             })?;
+            ordered.push((k, p));
+        }
+        ordered.sort_by_key(|(k, _)| *k);
+        Ok(Clip {
+            frames,
+            ids,
+            ordered,
+        })
     }
 
-    // Forward from the first prompted frame to the end; backward to the start from the first
-    // prompted frame (after a forward pass) or from the last one (backward alone).
-    let first = ordered.first().map(|(k, _)| *k).unwrap_or(0);
-    let last = ordered.last().map(|(k, _)| *k).unwrap_or(0);
-    let mut passes: Vec<(Direction, Vec<u32>)> = Vec::new();
-    if t.directions != Directions::Backward {
-        passes.push((Direction::Forward, (first..count as u32).collect()));
+    /// The number of frames tracked.
+    pub(crate) fn count(&self) -> usize {
+        self.frames.count()
     }
-    match t.directions {
-        Directions::Both => passes.push((Direction::Backward, (0..=first).rev().collect())),
-        Directions::Backward => passes.push((Direction::Backward, (0..=last).rev().collect())),
-        Directions::Forward => {}
-    }
-    // Each frame's masks are written as it is tracked (track_out), never held to the end; a
-    // signal or an error stops the tracking between two frames and keeps what was tracked.
-    track_out::catch_stop_signals();
-    let mut output = TrackOutput::begin(&t.out, frames.names(), frames.images()?, &ids)?;
-    let bar = progress::Bar::new(passes.iter().map(|(_, f)| f.len() as u64).sum(), "frames");
-    let mut stopped: Option<(String, Failure)> = None;
-    'passes: for (direction, order) in &passes {
-        let what = match direction {
-            Direction::Forward => "forward",
-            Direction::Backward => "backward",
-        };
-        for &k in order {
-            if let Some(signal) = track_out::stop_requested() {
-                let name = signal_name(signal);
-                let why = format!("interrupted by {name} before frame {k}");
-                let failure = Failure::new(
-                    128u8.saturating_add(signal as u8),
-                    format!("{why}: the frames tracked so far are kept, marked partial"),
-                );
-                stopped = Some((why, failure));
-                break 'passes;
-            }
-            let tracked = frames.read(k).and_then(|rgb| {
-                tracker.track(k, &view(&rgb)?, *direction).map_err(|e| {
-                    let mut f = Failure::of(e, exit::RUNTIME);
-                    f.message = format!("frame {k} ({}): {}", frames.describe(k), f.message);
+
+    /// Tracks the clip with `tracker` (made or started for its frame count) and writes the result
+    /// into `out` (and the overlay video); returns the summary line.
+    pub(crate) fn track(
+        self,
+        t: &Track,
+        paths: &VideoModelPaths,
+        tracker: &Tracker,
+        out: &Path,
+        overlay: Option<&Path>,
+    ) -> Result<String, Failure> {
+        let Clip {
+            mut frames,
+            ids,
+            ordered,
+        } = self;
+        let count = frames.count();
+        // Every frame is read when it is needed (a long clip is never held whole).
+        // The prompts, frame by frame (each object's prompts on a frame at once).
+        for &(k, p) in &ordered {
+            let rgb = frames.read(k)?;
+            let prompt = Prompt {
+                points: p.points.clone(),
+                bbox: p.bbox,
+                mask_input: None,
+            };
+            tracker
+                .add_prompt(k, &view(&rgb)?, p.object_id, &prompt)
+                .map_err(|e| {
+                    let code = if matches!(e, Error::InvalidArgument { .. }) {
+                        exit::INPUT
+                    } else {
+                        exit::RUNTIME
+                    };
+                    let mut f = Failure::of(e, code);
+                    f.message = format!(
+                        "object {} on frame {} ({}): {}",
+                        p.object_id,
+                        p.frame,
+                        frames.describe(k),
+                        f.message
+                    );
                     f
-                })
-            });
-            match tracked {
-                Ok(tracked) => output.frame(k, &tracked)?,
-                Err(f) => {
-                    stopped = Some((f.message.clone(), f));
+                })?;
+        }
+
+        // Forward from the first prompted frame to the end; backward to the start from the first
+        // prompted frame (after a forward pass) or from the last one (backward alone).
+        let first = ordered.first().map(|(k, _)| *k).unwrap_or(0);
+        let last = ordered.last().map(|(k, _)| *k).unwrap_or(0);
+        let mut passes: Vec<(Direction, Vec<u32>)> = Vec::new();
+        if t.directions != Directions::Backward {
+            passes.push((Direction::Forward, (first..count as u32).collect()));
+        }
+        match t.directions {
+            Directions::Both => passes.push((Direction::Backward, (0..=first).rev().collect())),
+            Directions::Backward => passes.push((Direction::Backward, (0..=last).rev().collect())),
+            Directions::Forward => {}
+        }
+        // Each frame's masks are written as it is tracked (track_out), never held to the end; a
+        // signal or an error stops the tracking between two frames and keeps what was tracked.
+        track_out::catch_stop_signals();
+        let mut output = TrackOutput::begin(out, frames.names(), frames.images()?, &ids)?;
+        let bar = progress::Bar::new(passes.iter().map(|(_, f)| f.len() as u64).sum(), "frames");
+        let mut stopped: Option<(String, Failure)> = None;
+        'passes: for (direction, order) in &passes {
+            let what = match direction {
+                Direction::Forward => "forward",
+                Direction::Backward => "backward",
+            };
+            for &k in order {
+                if let Some(signal) = track_out::stop_requested() {
+                    let name = signal_name(signal);
+                    let why = format!("interrupted by {name} before frame {k}");
+                    let failure = Failure::new(
+                        128u8.saturating_add(signal as u8),
+                        format!("{why}: the frames tracked so far are kept, marked partial"),
+                    );
+                    stopped = Some((why, failure));
                     break 'passes;
                 }
+                let tracked = frames.read(k).and_then(|rgb| {
+                    tracker.track(k, &view(&rgb)?, *direction).map_err(|e| {
+                        let mut f = Failure::of(e, exit::RUNTIME);
+                        f.message = format!("frame {k} ({}): {}", frames.describe(k), f.message);
+                        f
+                    })
+                });
+                match tracked {
+                    Ok(tracked) => output.frame(k, &tracked)?,
+                    Err(f) => {
+                        stopped = Some((f.message.clone(), f));
+                        break 'passes;
+                    }
+                }
+                bar.advance(format!("{what}: frame {k}"));
             }
-            bar.advance(format!("{what}: frame {k}"));
         }
-    }
-    drop(bar);
+        drop(bar);
 
-    let written = output.frames_written();
-    let head = head(&t, &frames, &paths, &tracker, &ids);
-    let json_path = t.out.join("track.json");
-    match stopped {
-        None => {
-            output.commit(head, None)?;
-            if let Some(overlay) = &t.overlay {
-                let _p = progress::step("writing the overlay video");
-                write_overlay_video(overlay, &mut frames, &t.out, &ids)?;
-            }
-            eprintln!(
-                "sam2: {} object{} on {written} of {} frames → {}, {}",
-                ids.len(),
-                if ids.len() == 1 { "" } else { "s" },
-                count,
-                t.out.join("masks").display(),
-                json_path.display()
-            );
-            Ok(())
-        }
-        Some((why, mut failure)) => {
-            if written > 0 {
-                output.commit(head, Some(&why))?;
-                failure.message = format!(
-                    "{} ({written} frame{} written to {}, marked partial)",
-                    failure.message,
-                    if written == 1 { "" } else { "s" },
+        let written = output.frames_written();
+        let head = head(t, &frames, paths, tracker, &ids);
+        let json_path = out.join("track.json");
+        match stopped {
+            None => {
+                output.commit(head, None)?;
+                if let Some(overlay) = overlay {
+                    let _p = progress::step("writing the overlay video");
+                    write_overlay_video(overlay, &mut frames, out, &ids)?;
+                }
+                Ok(format!(
+                    "{} object{} on {written} of {} frames → {}, {}",
+                    ids.len(),
+                    if ids.len() == 1 { "" } else { "s" },
+                    count,
+                    out.join("masks").display(),
                     json_path.display()
-                );
+                ))
             }
-            Err(failure)
+            Some((why, mut failure)) => {
+                if written > 0 {
+                    output.commit(head, Some(&why))?;
+                    failure.message = format!(
+                        "{} ({written} frame{} written to {}, marked partial)",
+                        failure.message,
+                        if written == 1 { "" } else { "s" },
+                        json_path.display()
+                    );
+                }
+                Err(failure)
+            }
         }
     }
 }

@@ -2327,3 +2327,459 @@ fn track_takes_a_slice_of_a_video_and_writes_an_overlay() {
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+// Batches: a folder or a list file at a time, resumable, sharded.
+
+/// The command, with no scheduler's shard in its environment (the tests may run under one).
+fn batch_command(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_sam2"));
+    c.args(args).env("SAM2_ONNXRUNTIME_PATH", onnxruntime());
+    for name in [
+        "SLURM_ARRAY_TASK_ID",
+        "SLURM_ARRAY_TASK_MIN",
+        "SLURM_ARRAY_TASK_MAX",
+        "SLURM_ARRAY_TASK_COUNT",
+        "SLURM_ARRAY_TASK_STEP",
+        "JOB_COMPLETION_INDEX",
+        "SAM2_SHARD_COUNT",
+    ] {
+        c.env_remove(name);
+    }
+    c
+}
+
+fn batch_run(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = batch_command(args);
+    c.envs(env.iter().copied());
+    c.output().expect("the sam2 binary runs")
+}
+
+/// `count` images in `DIR/images` (a third of them in a subfolder), each the shapes image with a
+/// patch of its own, so that no two results are alike.
+fn image_folder(name: &str, count: usize) -> PathBuf {
+    let dir = scratch(name).join("images");
+    std::fs::create_dir_all(dir.join("more")).unwrap();
+    for k in 0..count {
+        let mut img = shapes();
+        for y in 0..6 {
+            for x in 0..6 {
+                img.put_pixel(
+                    x + 8 * k as u32,
+                    370 + y,
+                    image::Rgb([30 * k as u8, 200, 90]),
+                );
+            }
+        }
+        let file = if k % 3 == 2 {
+            dir.join(format!("more/img{k:02}.png"))
+        } else {
+            dir.join(format!("img{k:02}.png"))
+        };
+        img.save(file).unwrap();
+    }
+    dir
+}
+
+/// Every file under `dir` (none if it is missing).
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+/// Every file under `dir` by its relative path, with its bytes.
+fn tree(dir: &Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    files_under(dir)
+        .into_iter()
+        .map(|path| {
+            let rel = path
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let bytes = std::fs::read(&path).unwrap();
+            (rel, bytes)
+        })
+        .collect()
+}
+
+fn segment_batch_args<'a>(input: &'a str, out: &'a str, model: &'a str) -> Vec<&'a str> {
+    vec![
+        "segment", input, "--model", model, "--point", "100,112", "-o", out,
+    ]
+}
+
+/// The counts of a batch's summary line: (done, skipped, failed).
+fn summary(run: &Output) -> (usize, usize, usize) {
+    let text = stderr(run);
+    let line = text
+        .lines()
+        .find(|l| l.contains(" done, "))
+        .unwrap_or_else(|| panic!("no summary in: {text}"));
+    let count = |what: &str| -> usize {
+        let before = line.split(what).next().unwrap();
+        before
+            .rsplit(|c: char| !c.is_ascii_digit())
+            .find(|s| !s.is_empty())
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (count(" done"), count(" skipped"), count(" failed"))
+}
+
+#[test]
+fn three_shards_run_at_once_write_exactly_one_runs_results() {
+    let images = image_folder("batch-shards", 7);
+    let root = images.parent().unwrap().to_path_buf();
+    let (whole, parts) = (root.join("whole"), root.join("parts"));
+    let model = model_arg();
+    let input = images.to_str().unwrap();
+    let single = batch_run(
+        &segment_batch_args(input, whole.to_str().unwrap(), &model),
+        &[],
+    );
+    assert_eq!(code(&single), 0, "{}", stderr(&single));
+    assert_eq!(summary(&single), (7, 0, 0), "{}", stderr(&single));
+    let expected = tree(&whole);
+    assert_eq!(
+        expected.len(),
+        21,
+        "three files per image: {:?}",
+        expected.keys()
+    );
+    assert!(
+        expected.contains_key("more/img02.json"),
+        "{:?}",
+        expected.keys()
+    );
+
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            let shard = format!("{i}/3");
+            let mut args = segment_batch_args(input, parts.to_str().unwrap(), &model);
+            args.extend(["--shard", &shard]);
+            batch_command(&args)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut in_shards = 0;
+    for (i, child) in children.into_iter().enumerate() {
+        let run = child.wait_with_output().unwrap();
+        assert_eq!(code(&run), 0, "{}", stderr(&run));
+        let (done, skipped, failed) = summary(&run);
+        assert_eq!((skipped, failed), (0, 0), "{}", stderr(&run));
+        assert!(
+            stderr(&run).contains(&format!("shard {i}/3: {done} of the batch's 7 inputs")),
+            "{}",
+            stderr(&run)
+        );
+        in_shards += done;
+    }
+    assert_eq!(in_shards, 7, "each input in exactly one shard");
+    let got = tree(&parts);
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (name, bytes) in &expected {
+        assert!(got[name] == *bytes, "{name} differs from the single run's");
+    }
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_killed_batch_resumes_doing_only_what_was_left() {
+    let total = 16;
+    let images = image_folder("batch-kill", total);
+    let root = images.parent().unwrap().to_path_buf();
+    let out = root.join("out");
+    let model = model_arg();
+    let args = segment_batch_args(images.to_str().unwrap(), out.to_str().unwrap(), &model);
+    let jsons = |out: &Path| -> Vec<PathBuf> {
+        files_under(out)
+            .into_iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .collect()
+    };
+    let mut child = batch_command(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while jsons(&out).is_empty() && start.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    // SIGKILL: no handler runs, as when a node is lost.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let finished = jsons(&out);
+    assert!(
+        !finished.is_empty() && finished.len() < total,
+        "killed after {} of {total} results",
+        finished.len()
+    );
+    let mtime = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let before: Vec<_> = finished.iter().map(|p| (p.clone(), mtime(p))).collect();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+
+    let resumed = batch_run(&args, &[]);
+    assert_eq!(code(&resumed), 0, "{}", stderr(&resumed));
+    assert_eq!(
+        summary(&resumed),
+        (total - finished.len(), finished.len(), 0),
+        "{}",
+        stderr(&resumed)
+    );
+    for (path, when) in before {
+        assert_eq!(mtime(&path), when, "{} was done again", path.display());
+    }
+    assert_eq!(jsons(&out).len(), total);
+    let again = batch_run(&args, &[]);
+    assert_eq!(summary(&again), (0, total, 0), "{}", stderr(&again));
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn slurm_and_kubernetes_indices_pick_the_shard_that_shard_does() {
+    let images = image_folder("batch-env", 7);
+    let root = images.parent().unwrap().to_path_buf();
+    let model = model_arg();
+    let input = images.to_str().unwrap();
+    let run_into = |name: &str, extra: &[&str], env: &[(&str, &str)]| {
+        let out = root.join(name);
+        let mut args = segment_batch_args(input, out.to_str().unwrap(), &model);
+        args.extend(extra);
+        let run = batch_run(&args, env);
+        (run, out)
+    };
+    for index in 0..3 {
+        let (flag, flag_out) = run_into(
+            &format!("flag{index}"),
+            &["--shard", &format!("{index}/3")],
+            &[],
+        );
+        assert_eq!(code(&flag), 0, "{}", stderr(&flag));
+        let expected = tree(&flag_out);
+        // A Slurm array submitted as --array=1-3: its tasks are 1, 2 and 3.
+        let task = (index + 1).to_string();
+        let (slurm, slurm_out) = run_into(
+            &format!("slurm{index}"),
+            &[],
+            &[
+                ("SLURM_ARRAY_TASK_ID", &task),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_MAX", "3"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+                ("SLURM_ARRAY_TASK_STEP", "1"),
+            ],
+        );
+        assert_eq!(code(&slurm), 0, "{}", stderr(&slurm));
+        assert!(
+            stderr(&slurm).contains(&format!("shard {index}/3")),
+            "{}",
+            stderr(&slurm)
+        );
+        let index_text = index.to_string();
+        let (k8s, k8s_out) = run_into(
+            &format!("k8s{index}"),
+            &[],
+            &[
+                ("JOB_COMPLETION_INDEX", &index_text),
+                ("SAM2_SHARD_COUNT", "3"),
+            ],
+        );
+        assert_eq!(code(&k8s), 0, "{}", stderr(&k8s));
+        for (what, out) in [("Slurm", &slurm_out), ("Kubernetes", &k8s_out)] {
+            let got = tree(out);
+            assert_eq!(
+                got.keys().collect::<Vec<_>>(),
+                expected.keys().collect::<Vec<_>>(),
+                "{what}, shard {index}"
+            );
+        }
+    }
+    // --shard wins over the environment.
+    let (both, _) = run_into(
+        "both",
+        &["--shard", "2/3"],
+        &[("JOB_COMPLETION_INDEX", "0"), ("SAM2_SHARD_COUNT", "3")],
+    );
+    assert!(stderr(&both).contains("shard 2/3"), "{}", stderr(&both));
+
+    // Values that make no shard: one line, exit 2, nothing written.
+    type Variables<'a> = &'a [(&'a str, &'a str)];
+    let bad: [(&[&str], Variables, &str); 6] = [
+        (&["--shard", "3/3"], &[], "0 to 2"),
+        (&["--shard", "1/0"], &[], "1 or more"),
+        (&["--shard", "one/3"], &[], "expected I/N"),
+        (&[], &[("JOB_COMPLETION_INDEX", "1")], "SAM2_SHARD_COUNT"),
+        (
+            &[],
+            &[("SLURM_ARRAY_TASK_ID", "x")],
+            "SLURM_ARRAY_TASK_ID=x",
+        ),
+        (
+            &[],
+            &[
+                ("SLURM_ARRAY_TASK_ID", "5"),
+                ("SLURM_ARRAY_TASK_MIN", "1"),
+                ("SLURM_ARRAY_TASK_MAX", "9"),
+                ("SLURM_ARRAY_TASK_COUNT", "3"),
+            ],
+            "not a range",
+        ),
+    ];
+    for (k, (extra, env, says)) in bad.iter().enumerate() {
+        let (run, out) = run_into(&format!("bad{k}"), extra, env);
+        assert_eq!(code(&run), 2, "{extra:?} {env:?}: {}", stderr(&run));
+        assert_one_line(&run, &[says]);
+        assert!(!out.exists(), "{extra:?} {env:?} wrote something");
+    }
+    // One image is no batch: --shard is refused, a scheduler's variables are not read.
+    let image = images.join("img00.png");
+    let (run, _) = run_into("one", &["--shard", "0/2"], &[]);
+    assert_eq!(code(&run), 0, "a folder: {}", stderr(&run));
+    let out = root.join("single");
+    let mut args = segment_batch_args(image.to_str().unwrap(), out.to_str().unwrap(), &model);
+    args.extend(["--shard", "0/2"]);
+    let run = batch_run(&args, &[]);
+    assert_eq!(code(&run), 2, "{}", stderr(&run));
+    assert_one_line(&run, &["--shard 0/2 splits a batch"]);
+    let args = segment_batch_args(image.to_str().unwrap(), out.to_str().unwrap(), &model);
+    let run = batch_run(&args, &[("JOB_COMPLETION_INDEX", "1")]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert!(root.join("single.json").exists());
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+#[test]
+fn a_bad_input_fails_alone_and_the_summary_names_it() {
+    let images = image_folder("batch-bad", 4);
+    let root = images.parent().unwrap().to_path_buf();
+    std::fs::write(images.join("broken.png"), b"not an image").unwrap();
+    let model = model_arg();
+    let out = root.join("out");
+    let args = segment_batch_args(images.to_str().unwrap(), out.to_str().unwrap(), &model);
+    let run = batch_run(&args, &[]);
+    assert_eq!(code(&run), 7, "{}", stderr(&run));
+    assert_eq!(summary(&run), (4, 0, 1), "{}", stderr(&run));
+    let text = stderr(&run);
+    let named = text
+        .lines()
+        .find(|l| l.starts_with("sam2: failed: broken.png: "))
+        .unwrap_or_else(|| panic!("the failure is not named: {text}"));
+    assert!(named.ends_with("(exit 3)"), "{named}");
+    for name in ["img00", "img01", "more/img02", "img03"] {
+        assert!(out.join(format!("{name}.json")).exists(), "{name}");
+    }
+    assert!(!out.join("broken.json").exists());
+    // Run again: the good ones are skipped, the bad one tried (and failing) again.
+    let again = batch_run(&args, &[]);
+    assert_eq!(code(&again), 7);
+    assert_eq!(summary(&again), (0, 4, 1), "{}", stderr(&again));
+
+    // A list file: its lines relative to its folder, results named by the files' stems; a
+    // missing file fails alone; two entries with one stem are refused before anything is done.
+    let list = root.join("list.txt");
+    std::fs::write(
+        &list,
+        "# the images\nimages/img00.png\n\nimages/more/img02.png\nimages/gone.png\n",
+    )
+    .unwrap();
+    let listed = root.join("listed");
+    for (command, written) in [("encode", "img00.sam2emb"), ("everything", "img00.json")] {
+        let mut args = vec![command, list.to_str().unwrap(), "--model", &model];
+        args.extend(["-o", listed.to_str().unwrap()]);
+        if command == "everything" {
+            args.extend(["--points-per-side", "4"]);
+        }
+        let run = batch_run(&args, &[]);
+        assert_eq!(code(&run), 7, "{command}: {}", stderr(&run));
+        assert_eq!(summary(&run), (2, 0, 1), "{command}: {}", stderr(&run));
+        assert!(
+            stderr(&run).contains("failed: images/gone.png: "),
+            "{}",
+            stderr(&run)
+        );
+        assert!(listed.join(written).exists(), "{command}");
+    }
+    assert!(listed.join("img02.json").exists() && listed.join("img02.sam2emb").exists());
+    std::fs::write(&list, "images/img00.png\nimages/more/img00.jpg\n").unwrap();
+    let clash = root.join("clash");
+    let args = segment_batch_args(list.to_str().unwrap(), clash.to_str().unwrap(), &model);
+    let run = batch_run(&args, &[]);
+    assert_eq!(code(&run), 3, "{}", stderr(&run));
+    assert_one_line(
+        &run,
+        &["images/img00.png and images/more/img00.jpg would both write"],
+    );
+    assert!(!clash.exists());
+    std::fs::remove_dir_all(root).unwrap();
+}
+
+/// A list of clips is tracked with the video model loaded once, each clip as a run of its own
+/// would track it (`Tracker::start_clip`): the same track.json and masks, byte for byte.
+#[test]
+fn a_list_of_clips_is_tracked_as_each_clip_alone() {
+    let long = clip_frames("batch-track");
+    let root = long.parent().unwrap().to_path_buf();
+    // A second, shorter clip: the first 10 frames.
+    let short = root.join("short");
+    std::fs::create_dir_all(&short).unwrap();
+    for t in 0..10 {
+        let name = format!("{t:05}.png");
+        std::fs::copy(long.join(&name), short.join(&name)).unwrap();
+    }
+    let (cx, cy) = track_clip::target_centre(0);
+    let point = format!("{cx},{cy}");
+    let model = track_model();
+    let track = |input: &Path, out: &Path| {
+        batch_run(
+            &[
+                "track",
+                input.to_str().unwrap(),
+                "--model",
+                &model,
+                "--point",
+                &point,
+                "-o",
+                out.to_str().unwrap(),
+            ],
+            &[],
+        )
+    };
+    let list = root.join("clips.txt");
+    std::fs::write(&list, "clip\nshort\n").unwrap();
+    let run = track(&list, &root.join("batch"));
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    assert_eq!(summary(&run), (2, 0, 0), "{}", stderr(&run));
+    for name in ["clip", "short"] {
+        // The list's entries are relative to its folder, as this run's FRAMES.
+        let alone = root.join(format!("alone-{name}"));
+        let run = track(&root.join(name), &alone);
+        assert_eq!(code(&run), 0, "{}", stderr(&run));
+        let (got, expected) = (tree(&root.join("batch").join(name)), tree(&alone));
+        assert_eq!(got.len(), expected.len(), "{name}");
+        for (file, bytes) in &expected {
+            assert!(got[file] == *bytes, "{name}/{file} differs");
+        }
+    }
+    let again = track(&list, &root.join("batch"));
+    assert_eq!(summary(&again), (0, 2, 0), "{}", stderr(&again));
+    std::fs::remove_dir_all(root).unwrap();
+}

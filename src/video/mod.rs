@@ -487,6 +487,21 @@ impl Tracker {
         state.frame = None;
     }
 
+    /// Starts another clip of `num_frames` frames (as [`TrackerOptions::num_frames`]) with the
+    /// modules already loaded: every object, prompt and memory is forgotten, as by
+    /// [`reset`](Self::reset), so the clip is tracked as a new tracker would track it. A clip of
+    /// no frames is refused, the tracker left as it was.
+    pub fn start_clip(&mut self, num_frames: Option<u32>) -> Result<()> {
+        let options = TrackerOptions {
+            num_frames,
+            ..self.options.clone()
+        };
+        options.validate()?;
+        self.options = options;
+        self.reset();
+        Ok(())
+    }
+
     fn check_frame(&self, frame: u32) -> Result<()> {
         match self.options.num_frames {
             Some(n) if frame >= n => Err(Error::invalid(

@@ -91,6 +91,8 @@ impl Default for Device {
 }
 
 pub struct Segment {
+    /// `--shard I/N`: this part of a batch.
+    pub shard: Option<crate::shard::Shard>,
     pub image: PathBuf,
     /// The largest image read, in pixels (`--max-pixels`).
     pub max_pixels: u64,
@@ -106,6 +108,8 @@ pub struct Segment {
 }
 
 pub struct Encode {
+    /// `--shard I/N`: this part of a batch.
+    pub shard: Option<crate::shard::Shard>,
     pub image: PathBuf,
     /// The largest image read, in pixels (`--max-pixels`).
     pub max_pixels: u64,
@@ -117,6 +121,8 @@ pub struct Encode {
 
 /// `sam2 everything`: SAM2's automatic mask generator; `None` keeps SAM2's default.
 pub struct Everything {
+    /// `--shard I/N`: this part of a batch.
+    pub shard: Option<crate::shard::Shard>,
     pub image: PathBuf,
     /// The largest image read, in pixels (`--max-pixels`).
     pub max_pixels: u64,
@@ -153,6 +159,8 @@ pub enum Directions {
 
 /// `sam2 track`: a video model over a sequence of frames.
 pub struct Track {
+    /// `--shard I/N`: this part of a batch.
+    pub shard: Option<crate::shard::Shard>,
     /// One directory (its PNG and JPEG files, sorted by name) or the frames themselves, in order.
     pub frames: Vec<PathBuf>,
     /// The largest frame read, in pixels (`--max-pixels`).
@@ -271,6 +279,7 @@ fn segment(s: SegmentArgs) -> Result<Segment, Usage> {
         tolerance: s.tolerance,
         device: s.device.device(),
         onnxruntime: s.device.onnxruntime,
+        shard: s.shard,
     })
 }
 
@@ -298,6 +307,7 @@ fn everything(e: EverythingArgs) -> Result<Everything, Usage> {
         min_mask_region_area: e.min_mask_region_area,
         device: e.device.device(),
         onnxruntime: e.device.onnxruntime,
+        shard: e.shard,
     })
 }
 
@@ -318,6 +328,7 @@ fn encode(e: EncodeArgs) -> Result<Encode, Usage> {
         out,
         device: e.device.device(),
         onnxruntime: e.device.onnxruntime,
+        shard: e.shard,
     })
 }
 
@@ -417,11 +428,12 @@ fn track(t: TrackArgs, matches: &ArgMatches) -> Result<Track, Usage> {
         every: t.every.unwrap_or(1),
     };
     if selection != crate::video_file::Selection::default()
-        && !matches!(t.frames.as_slice(), [f] if crate::video_file::is_video(f))
+        && !matches!(t.frames.as_slice(),
+            [f] if crate::video_file::is_video(f) || crate::batch::is_list(f))
     {
         return usage(
             "--start, --end and --every choose frames of a video file (.mp4, .mov, .mkv, .webm, \
-             .avi); a folder's frames are chosen by the files given",
+             .avi) or of each video of a list file; a folder's frames are chosen by the files given",
         );
     }
     Ok(Track {
@@ -435,6 +447,7 @@ fn track(t: TrackArgs, matches: &ArgMatches) -> Result<Track, Usage> {
         directions: t.direction,
         device: t.device.device(),
         onnxruntime: t.device.onnxruntime,
+        shard: t.shard,
     })
 }
 

@@ -11,6 +11,7 @@ use super::values::{
     position, providers, rewrite_names, tolerance, whole, without_rewrites,
 };
 use super::{Device, Directions};
+use crate::shard::Shard;
 use crate::video_file::At;
 
 const ABOUT: &str = "Segment your own images with Segment Anything 2 (ONNX Runtime)";
@@ -26,8 +27,14 @@ Exit codes: 0 done, 1 internal error, 2 bad arguments (including one that is not
 3 bad input (image unreadable, over --max-pixels or not a regular file; embedding file; prompt),
 4 model (none found, several, not a SAM2 export or not a regular file, embedding of another
 model), 5 ONNX Runtime or device (not found, failed, GPU refused with --on-mismatch fail),
-6 output could not be written (nothing of it was replaced); track: 130 or 143 when stopped by
-SIGINT or SIGTERM (the frames tracked are kept in a result marked partial).
+6 output could not be written (nothing of it was replaced), 7 a batch ran but an input failed
+(each named in the summary); track: 130 or 143 when stopped by SIGINT or SIGTERM (the frames
+tracked are kept in a result marked partial).
+
+Batches: IMAGE may be a folder of images or a list file (.txt, .lst, .list; one path a line),
+and track's FRAMES a list file of videos or frame folders: one result per input under -o DIR,
+complete results skipped (a killed run resumes), --shard I/N (or a Slurm array's or a Kubernetes
+Indexed Job's index) for a share of the inputs.
 
 Examples:
   sam2 segment photo.jpg --model models/tiny_a --point 320,240 -o out/photo
@@ -36,6 +43,7 @@ Examples:
   sam2 segment photo.jpg --model exports/sam2.1_hiera_tiny.encoder.onnx \\
       --embedding photo.sam2emb --point 320,240 --multimask -o out/photo
   sam2 everything photo.jpg --model exports/ -o out/photo-all
+  sam2 everything photos/ --model exports/ -o out/ --shard 0/4
   sam2 track clip/ --model exports/sam2.1_tiny_video/ --point 320,240 \\
       --object 2 --frame 10 --box 40,60,200,180 -o out/clip
   sam2 info exports/sam2.1_hiera_tiny_image_decoder_multi.onnx
@@ -148,7 +156,8 @@ renamed into place together: all or none, replacing a link or FIFO at an output 
 writing through it."
 )]
 pub(super) struct SegmentArgs {
-    /// The image: PNG or JPEG
+    /// The image (PNG or JPEG), a folder of images, or a list file of images (.txt, .lst,
+    /// .list; one path a line)
     #[arg(value_name = "IMAGE", value_parser = path)]
     pub(super) image: PathBuf,
     #[command(flatten)]
@@ -179,6 +188,11 @@ pub(super) struct SegmentArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -195,7 +209,8 @@ annotation per mask, with SAM2's predicted_iou, stability_score, point_coords an
 The generator's options default to SAM2's. -o OUT is as for segment."
 )]
 pub(super) struct EverythingArgs {
-    /// The image: PNG or JPEG
+    /// The image (PNG or JPEG), a folder of images, or a list file of images (.txt, .lst,
+    /// .list; one path a line)
     #[arg(value_name = "IMAGE", value_parser = path)]
     pub(super) image: PathBuf,
     #[command(flatten)]
@@ -236,6 +251,11 @@ pub(super) struct EverythingArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -310,6 +330,11 @@ pub(super) struct TrackArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -324,7 +349,8 @@ pub(super) struct TrackArgs {
 DIR/<image name>.sam2emb."
 )]
 pub(super) struct EncodeArgs {
-    /// The image: PNG or JPEG
+    /// The image (PNG or JPEG), a folder of images, or a list file of images (.txt, .lst,
+    /// .list; one path a line)
     #[arg(value_name = "IMAGE", value_parser = path)]
     pub(super) image: PathBuf,
     #[arg(short = 'm', long, value_name = "PATH", value_parser = path,
@@ -342,6 +368,11 @@ pub(super) struct EncodeArgs {
     #[arg(long, value_name = "N", value_parser = max_pixels,
           default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
     pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
