@@ -390,7 +390,8 @@ impl Video {
         let (a, b) = (self.frames[from as usize], self.frames[to as usize - 1] + 1);
         let every = self.frames.get(1).map_or(1, |s| s - self.frames[0]);
         let select = format!("select=gte(n\\,{a})*lt(n\\,{b})*not(mod(n-{a}\\,{every}))");
-        let mut child = Command::new("ffmpeg")
+        let mut command = Command::new("ffmpeg");
+        command
             .args(["-v", "error", "-nostdin", "-i"])
             .arg(&self.path)
             .args([
@@ -407,14 +408,34 @@ impl Video {
                 "pipe:1",
             ])
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut ffmpeg = Ffmpeg::spawn(command)?;
+        let stdout = BufReader::with_capacity(1 << 20, ffmpeg.child.stdout.take().expect("piped"));
+        Ok(Decoder {
+            ffmpeg,
+            stdout,
+            next: from,
+            end: to,
+        })
+    }
+}
+
+/// An ffmpeg process, whose messages are read beside its work (so a chatty stream never fills
+/// the pipe) for the message of a failure.
+struct Ffmpeg {
+    child: Child,
+    stderr: Option<std::thread::JoinHandle<String>>,
+}
+
+impl Ffmpeg {
+    fn spawn(mut command: Command) -> Result<Self, Failure> {
+        let mut child = command
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => missing("ffmpeg"),
                 _ => Failure::new(exit::RUNTIME, format!("cannot run ffmpeg: {e}")),
             })?;
-        // ffmpeg's messages are read beside the frames, so a chatty stream never fills the pipe.
         let stderr = child.stderr.take().map(|mut e| {
             std::thread::spawn(move || {
                 let mut text = String::new();
@@ -422,22 +443,25 @@ impl Video {
                 text
             })
         });
-        let stdout = BufReader::with_capacity(1 << 20, child.stdout.take().expect("piped"));
-        Ok(Decoder {
-            child,
-            stdout,
-            stderr,
-            next: from,
-            end: to,
-        })
+        Ok(Ffmpeg { child, stderr })
+    }
+
+    /// Stops it (if it still runs) and gives the last line it wrote, if any.
+    fn stop(&mut self) -> Option<String> {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        self.stderr
+            .take()
+            .and_then(|t| t.join().ok())
+            .map(|t| last_line(&t))
+            .filter(|t| t != "no message")
     }
 }
 
 /// One ffmpeg process decoding selected frames in order.
 struct Decoder {
-    child: Child,
+    ffmpeg: Ffmpeg,
     stdout: BufReader<ChildStdout>,
-    stderr: Option<std::thread::JoinHandle<String>>,
     /// The selected index of the next frame it gives.
     next: u32,
     end: u32,
@@ -449,14 +473,7 @@ impl Decoder {
         debug_assert_eq!(self.next, k);
         let mut frame = vec![0u8; video.frame_bytes()];
         if let Err(e) = self.stdout.read_exact(&mut frame) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-            let said = self
-                .stderr
-                .take()
-                .and_then(|t| t.join().ok())
-                .map(|t| last_line(&t))
-                .filter(|t| t != "no message");
+            let said = self.ffmpeg.stop();
             return Err(Failure::new(
                 exit::INPUT,
                 format!(
@@ -475,17 +492,15 @@ impl Decoder {
 
 impl Drop for Decoder {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.ffmpeg.stop();
     }
 }
 
 /// Writes a video of frames through ffmpeg, encoded by the output's extension (H.264 in MP4, MOV
 /// and MKV; VP9 in WebM), at the run's frame rate.
 pub(crate) struct VideoWriter {
-    child: Child,
+    ffmpeg: Ffmpeg,
     path: PathBuf,
-    stderr: Option<std::thread::JoinHandle<String>>,
 }
 
 impl VideoWriter {
@@ -499,7 +514,8 @@ impl VideoWriter {
         } else {
             &["-c:v", "libx264", "-preset", "veryfast", "-crf", "20"]
         };
-        let mut child = Command::new("ffmpeg")
+        let mut command = Command::new("ffmpeg");
+        command
             .args([
                 "-v", "error", "-y", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s",
             ])
@@ -517,30 +533,16 @@ impl VideoWriter {
             ])
             .arg(path)
             .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => missing("ffmpeg"),
-                _ => Failure::new(exit::RUNTIME, format!("cannot run ffmpeg: {e}")),
-            })?;
-        let stderr = child.stderr.take().map(|mut e| {
-            std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ = e.read_to_string(&mut text);
-                text
-            })
-        });
+            .stdout(Stdio::null());
         Ok(VideoWriter {
-            child,
+            ffmpeg: Ffmpeg::spawn(command)?,
             path: path.to_path_buf(),
-            stderr,
         })
     }
 
     pub(crate) fn frame(&mut self, rgb: &RgbImage) -> Result<(), Failure> {
         use std::io::Write;
-        let stdin = self.child.stdin.as_mut().expect("piped");
+        let stdin = self.ffmpeg.child.stdin.as_mut().expect("piped");
         stdin
             .write_all(rgb.as_raw())
             .map_err(|e| self.failed(e.to_string()))
@@ -548,8 +550,12 @@ impl VideoWriter {
 
     /// Ends the stream and waits for ffmpeg to write the file.
     pub(crate) fn finish(mut self) -> Result<(), Failure> {
-        drop(self.child.stdin.take());
-        let status = self.child.wait().map_err(|e| self.failed(e.to_string()))?;
+        drop(self.ffmpeg.child.stdin.take());
+        let status = self
+            .ffmpeg
+            .child
+            .wait()
+            .map_err(|e| self.failed(e.to_string()))?;
         if status.success() {
             Ok(())
         } else {
@@ -558,14 +564,7 @@ impl VideoWriter {
     }
 
     fn failed(&mut self, why: String) -> Failure {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let said = self
-            .stderr
-            .take()
-            .and_then(|t| t.join().ok())
-            .map(|t| last_line(&t))
-            .filter(|t| t != "no message");
+        let said = self.ffmpeg.stop();
         Failure::new(
             exit::OUTPUT,
             format!("writing {}: {}", self.path.display(), said.unwrap_or(why)),
@@ -576,9 +575,8 @@ impl VideoWriter {
 impl Drop for VideoWriter {
     fn drop(&mut self) {
         // Not finished: stop ffmpeg rather than let it close a file that is not whole.
-        if self.child.stdin.is_some() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        if self.ffmpeg.child.stdin.is_some() {
+            self.ffmpeg.stop();
         }
     }
 }

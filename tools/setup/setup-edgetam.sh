@@ -50,16 +50,7 @@ edgetam_req_hash="$(cat "$ROOT/tools/setup/edgetam-requirements.txt" "$ROOT/tool
     | sha256sum | cut -c1-16)"
 if [ ! -f "$EDGETAM_VENV/.sam2-req-$edgetam_req_hash" ]; then
     say "creating $EDGETAM_VENV: edgetam-dimos 1.0.1 over $REAL_VENV"
-    rm -rf "$EDGETAM_VENV"
-    mkdir -p "$CACHE/edgetam"
-    # the real venv's interpreter makes a venv of the same base Python
-    "$REAL_VENV/bin/python" -m venv "$EDGETAM_VENV"
-    "$EDGETAM_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off --no-deps \
-        -r "$ROOT/tools/setup/edgetam-requirements.txt"
-    own_site="$("$EDGETAM_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    real_site="$("$REAL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    # after the venv's own site-packages (addsitedir appends, and reads the real venv's .pth files)
-    printf 'import site; site.addsitedir(%s)\n' "'$real_site'" >"$own_site/zz-sam2-real-venv.pth"
+    venv_over_real "$EDGETAM_VENV" "$ROOT/tools/setup/edgetam-requirements.txt"
     "$EDGETAM_VENV/bin/python" - <<'PY'
 import os, torch, timm, onnxruntime, sam2
 assert os.path.exists(os.path.join(os.path.dirname(sam2.__file__), "configs", "edgetam.yaml")), \

@@ -30,14 +30,7 @@ sam3_req_hash="$(cat "$ROOT/tools/setup/sam3-requirements.txt" "$ROOT/tools/setu
     | sha256sum | cut -c1-16)"
 if [ ! -f "$SAM3_VENV/.sam2-req-$sam3_req_hash" ]; then
     say "creating $SAM3_VENV: sam3 0.1.4 over $REAL_VENV"
-    rm -rf "$SAM3_VENV"
-    mkdir -p "$CACHE/sam3"
-    "$REAL_VENV/bin/python" -m venv "$SAM3_VENV"
-    "$SAM3_VENV/bin/pip" install -q --disable-pip-version-check --progress-bar off --no-deps \
-        -r "$ROOT/tools/setup/sam3-requirements.txt"
-    own_site="$("$SAM3_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    real_site="$("$REAL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-    printf 'import site; site.addsitedir(%s)\n' "'$real_site'" >"$own_site/zz-sam2-real-venv.pth"
+    venv_over_real "$SAM3_VENV" "$ROOT/tools/setup/sam3-requirements.txt"
     touch "$SAM3_VENV/.sam2-req-$sam3_req_hash"
     setup_end ran
 else

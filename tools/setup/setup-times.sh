@@ -74,3 +74,19 @@ install_tools() {
     touch "$venv/.sam2-tools-$mode-$key"
     setup_end ran
 }
+# A small venv over setup-real.sh's: REQUIREMENTS installed with --no-deps into VENV, whose
+# site-packages come first, then a .pth line adding $REAL_VENV's after them (EdgeTAM's `sam2`
+# shadows Meta's there; SAM 3's code borrows torch and the rest).
+#   venv_over_real VENV REQUIREMENTS
+venv_over_real() {
+    local venv="$1" requirements="$2" own_site real_site
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    # the real venv's interpreter makes a venv of the same base Python
+    "$REAL_VENV/bin/python" -m venv "$venv"
+    "$venv/bin/pip" install -q --disable-pip-version-check --progress-bar off --no-deps -r "$requirements"
+    own_site="$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    real_site="$("$REAL_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    # after the venv's own site-packages (addsitedir appends, and reads the real venv's .pth files)
+    printf 'import site; site.addsitedir(%s)\n' "'$real_site'" >"$own_site/zz-sam2-real-venv.pth"
+}

@@ -269,7 +269,7 @@ fn segment(s: SegmentArgs) -> Result<Segment, Usage> {
     check_models(&models, true)?;
     Ok(Segment {
         image: s.image,
-        max_pixels: s.max_pixels,
+        max_pixels: s.input.max_pixels,
         models,
         points: s.points,
         bbox: s.boxes.first().copied(),
@@ -279,7 +279,7 @@ fn segment(s: SegmentArgs) -> Result<Segment, Usage> {
         tolerance: s.tolerance,
         device: s.device.device(),
         onnxruntime: s.device.onnxruntime,
-        shard: s.shard,
+        shard: s.input.shard,
     })
 }
 
@@ -295,7 +295,7 @@ fn everything(e: EverythingArgs) -> Result<Everything, Usage> {
     check_models(&models, true)?;
     Ok(Everything {
         image: e.image,
-        max_pixels: e.max_pixels,
+        max_pixels: e.input.max_pixels,
         models,
         out,
         tolerance: e.tolerance,
@@ -307,7 +307,7 @@ fn everything(e: EverythingArgs) -> Result<Everything, Usage> {
         min_mask_region_area: e.min_mask_region_area,
         device: e.device.device(),
         onnxruntime: e.device.onnxruntime,
-        shard: e.shard,
+        shard: e.input.shard,
     })
 }
 
@@ -323,12 +323,12 @@ fn encode(e: EncodeArgs) -> Result<Encode, Usage> {
     check_models(&models, false)?;
     Ok(Encode {
         image: e.image,
-        max_pixels: e.max_pixels,
+        max_pixels: e.input.max_pixels,
         models,
         out,
         device: e.device.device(),
         onnxruntime: e.device.onnxruntime,
-        shard: e.shard,
+        shard: e.input.shard,
     })
 }
 
@@ -438,7 +438,7 @@ fn track(t: TrackArgs, matches: &ArgMatches) -> Result<Track, Usage> {
     }
     Ok(Track {
         frames: t.frames,
-        max_pixels: t.max_pixels,
+        max_pixels: t.input.max_pixels,
         selection,
         overlay: t.overlay,
         model,
@@ -447,7 +447,7 @@ fn track(t: TrackArgs, matches: &ArgMatches) -> Result<Track, Usage> {
         directions: t.direction,
         device: t.device.device(),
         onnxruntime: t.device.onnxruntime,
-        shard: t.shard,
+        shard: t.input.shard,
     })
 }
 

@@ -107,6 +107,20 @@ pub(super) struct PairArgs {
     pub(super) decoder: Option<PathBuf>,
 }
 
+/// How the inputs are read and shared out: every command's that reads images or frames.
+#[derive(Args)]
+pub(super) struct InputArgs {
+    /// Refuse an image or frame whose header declares more than N pixels, before decoding it
+    #[arg(long, value_name = "N", value_parser = max_pixels,
+          default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
+    pub(super) max_pixels: u64,
+    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
+    /// Job's index with SAM2_SHARD_COUNT, else all]
+    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
+          help_heading = "Batch")]
+    pub(super) shard: Option<Shard>,
+}
+
 /// Where the sessions run, and how they are loaded: every command's.
 #[derive(Args)]
 pub(super) struct DeviceArgs {
@@ -184,15 +198,8 @@ pub(super) struct SegmentArgs {
     #[arg(long, value_name = "PX", value_parser = tolerance, default_value = "0",
           allow_hyphen_values = true)]
     pub(super) tolerance: f32,
-    /// Refuse an image whose header declares more than N pixels, before decoding it
-    #[arg(long, value_name = "N", value_parser = max_pixels,
-          default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
-    pub(super) max_pixels: u64,
-    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
-    /// Job's index with SAM2_SHARD_COUNT, else all]
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
-          help_heading = "Batch")]
-    pub(super) shard: Option<Shard>,
+    #[command(flatten)]
+    pub(super) input: InputArgs,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -247,15 +254,8 @@ pub(super) struct EverythingArgs {
     #[arg(long, value_name = "PX", value_parser = tolerance, default_value = "0",
           allow_hyphen_values = true)]
     pub(super) tolerance: f32,
-    /// Refuse an image whose header declares more than N pixels, before decoding it
-    #[arg(long, value_name = "N", value_parser = max_pixels,
-          default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
-    pub(super) max_pixels: u64,
-    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
-    /// Job's index with SAM2_SHARD_COUNT, else all]
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
-          help_heading = "Batch")]
-    pub(super) shard: Option<Shard>,
+    #[command(flatten)]
+    pub(super) input: InputArgs,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -326,15 +326,8 @@ pub(super) struct TrackArgs {
     #[arg(short = 'o', long = "output", value_name = "DIR", value_parser = output,
           allow_hyphen_values = true)]
     pub(super) out: Option<PathBuf>,
-    /// Refuse a frame whose header declares more than N pixels, before decoding it
-    #[arg(long, value_name = "N", value_parser = max_pixels,
-          default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
-    pub(super) max_pixels: u64,
-    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
-    /// Job's index with SAM2_SHARD_COUNT, else all]
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
-          help_heading = "Batch")]
-    pub(super) shard: Option<Shard>,
+    #[command(flatten)]
+    pub(super) input: InputArgs,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
@@ -364,15 +357,8 @@ pub(super) struct EncodeArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE", value_parser = output,
           allow_hyphen_values = true)]
     pub(super) out: Option<PathBuf>,
-    /// Refuse an image whose header declares more than N pixels, before decoding it
-    #[arg(long, value_name = "N", value_parser = max_pixels,
-          default_value_t = crate::picture::DEFAULT_MAX_PIXELS, allow_hyphen_values = true)]
-    pub(super) max_pixels: u64,
-    /// Do shard I (from 0) of N of a batch [default: a Slurm array's task, a Kubernetes Indexed
-    /// Job's index with SAM2_SHARD_COUNT, else all]
-    #[arg(long, value_name = "I/N", value_parser = Shard::parse, allow_hyphen_values = true,
-          help_heading = "Batch")]
-    pub(super) shard: Option<Shard>,
+    #[command(flatten)]
+    pub(super) input: InputArgs,
     #[command(flatten)]
     pub(super) device: DeviceArgs,
 }
