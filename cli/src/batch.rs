@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::common::has_extension;
 use crate::failure::{exit, Failure};
 use crate::progress;
 use crate::shard::Shard;
@@ -19,18 +20,12 @@ pub(crate) enum Source {
 
 /// The extensions of a list file.
 const LIST_EXTENSIONS: [&str; 3] = ["txt", "lst", "list"];
-/// The extensions of the images a folder's batch takes.
-const IMAGE_EXTENSIONS: [&str; 3] = ["png", "jpg", "jpeg"];
-
-fn extension_in(path: &Path, set: &[&str]) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| set.contains(&e.to_ascii_lowercase().as_str()))
-}
+/// The extensions of the images a folder's batch takes, and of a folder's frames.
+pub(crate) const IMAGE_EXTENSIONS: [&str; 3] = ["png", "jpg", "jpeg"];
 
 /// Whether `path` is a list file (`.txt`, `.lst`, `.list`, not a folder).
 pub(crate) fn is_list(path: &Path) -> bool {
-    extension_in(path, &LIST_EXTENSIONS) && !path.is_dir()
+    has_extension(path, &LIST_EXTENSIONS) && !path.is_dir()
 }
 
 /// The batch an image argument names: a folder, or a list file; `None` for one image.
@@ -127,7 +122,7 @@ fn folder_inputs(dir: &Path, out: &Path) -> Result<Vec<Input>, Failure> {
                 .map_err(|e| unreadable(&entry.path(), e))?;
             if kind.is_dir() {
                 pending.push(rel);
-            } else if extension_in(&rel, &IMAGE_EXTENSIONS) {
+            } else if has_extension(&rel, &IMAGE_EXTENSIONS) {
                 let key = rel
                     .components()
                     .map(|c| c.as_os_str().to_string_lossy())

@@ -11,6 +11,13 @@ use crate::args::{Device, Models};
 use crate::failure::{exit, Failure};
 use crate::{picture, progress};
 
+/// Whether `path`'s extension is one of `set` (lower case), in any case.
+pub(crate) fn has_extension(path: &Path, set: &[&str]) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| set.contains(&e.to_ascii_lowercase().as_str()))
+}
+
 pub(crate) fn init_runtime(explicit: Option<&Path>) -> Result<(), Failure> {
     sam2::runtime::init(explicit).map_err(|e| Failure::of(e, exit::RUNTIME))?;
     sam2::log::set_sink(

@@ -9,7 +9,8 @@ use sam2::video::{Direction, Tracker, TrackerOptions, VideoModelPaths};
 use sam2::{ImageView, PixelFormat, Prompt};
 
 use crate::args::{Directions, Track};
-use crate::common::{init_runtime, session_options};
+use crate::batch::IMAGE_EXTENSIONS;
+use crate::common::{has_extension, init_runtime, session_options};
 use crate::failure::{exit, Failure};
 use crate::track_out::{self, TrackOutput};
 use crate::video_file::{self, At, Video};
@@ -19,12 +20,6 @@ use sam2::Error;
 /// The frames the arguments name: one directory's PNG and JPEG files sorted by name, or the
 /// files given, in the order given.
 fn frame_files(given: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
-    let is_frame = |p: &Path| {
-        p.extension()
-            .and_then(|e| e.to_str())
-            .map(|e| matches!(e.to_ascii_lowercase().as_str(), "png" | "jpg" | "jpeg"))
-            .unwrap_or(false)
-    };
     if let [dir] = given {
         if dir.is_dir() {
             let entries = std::fs::read_dir(dir).map_err(|e| {
@@ -36,7 +31,7 @@ fn frame_files(given: &[PathBuf]) -> Result<Vec<PathBuf>, Failure> {
                     Failure::new(exit::INPUT, format!("cannot read {}: {e}", dir.display()))
                 })?;
                 let path = entry.path();
-                if is_frame(&path) && !path.is_dir() {
+                if has_extension(&path, &IMAGE_EXTENSIONS) && !path.is_dir() {
                     files.push(path);
                 }
             }
@@ -107,7 +102,7 @@ impl Frames {
     /// The frames `given` names (the command's FRAMES, or one entry of a list file).
     fn open(t: &Track, given: &[PathBuf]) -> Result<Frames, Failure> {
         if let [file] = given {
-            if video_file::is_video(file) && !file.is_dir() {
+            if video_file::is_video(file) {
                 return Ok(Frames::Video(Video::open(file, t.selection, t.max_pixels)?));
             }
         }
@@ -485,7 +480,7 @@ fn write_overlay_video(
     ids: &[u32],
 ) -> Result<(), Failure> {
     let fps = match frames {
-        Frames::Video(v) => v.fps / v.frames.get(1).map_or(1, |s| s - v.frames[0]) as f64,
+        Frames::Video(v) => v.fps / v.every as f64,
         Frames::Files { .. } => 25.0,
     };
     let names = frames.names();
@@ -609,7 +604,7 @@ fn head(
             "frame_rate": v.fps,
             "rotation": v.rotation,
             "start_frame": v.frames[0],
-            "every": v.frames.get(1).map_or(1, |s| s - v.frames[0]),
+            "every": v.every,
         });
     }
     match document {

@@ -52,8 +52,8 @@ pub(crate) fn run(t: &Track, list: &Path) -> Result<(), Failure> {
             .map_err(|e| Failure::of(e, exit::MODEL))
         },
         |tracker, input| {
-            let is_video = video_file::is_video(&input.path) && !input.path.is_dir();
-            if t.selection != video_file::Selection::default() && !is_video {
+            if t.selection != video_file::Selection::default() && !video_file::is_video(&input.path)
+            {
                 return Err(Failure::new(
                     exit::INPUT,
                     "--start, --end and --every choose frames of a video file, and this entry is \

@@ -17,6 +17,7 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 
 use image::RgbImage;
 
+use crate::common::has_extension;
 use crate::failure::{exit, Failure};
 
 /// File extensions read as video.
@@ -25,12 +26,9 @@ pub(crate) const EXTENSIONS: [&str; 7] = ["mp4", "m4v", "mov", "mkv", "webm", "a
 /// What a backward pass holds in memory at most: that many bytes of decoded frames.
 const CHUNK_BYTES: usize = 256 << 20;
 
-/// Whether `path` names a video file (by its extension).
+/// Whether `path` names a video file (by its extension; a folder is not one).
 pub(crate) fn is_video(path: &Path) -> bool {
-    path.extension()
-        .and_then(|e| e.to_str())
-        .map(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
-        .unwrap_or(false)
+    has_extension(path, &EXTENSIONS) && !path.is_dir()
 }
 
 /// The one line a user without ffmpeg reads (exit 5).
@@ -137,6 +135,8 @@ pub(crate) struct Video {
     pub stream_frames: u64,
     /// The stream's frame number of each selected frame (the tracker's frame k is `frames[k]`).
     pub frames: Vec<u64>,
+    /// The step between two selected frames (`--every`).
+    pub every: u64,
     decoder: Option<Decoder>,
     /// Frames decoded ahead for a backward pass: the selected index of the first, and the frames.
     chunk: Option<(u32, Vec<Vec<u8>>)>,
@@ -304,6 +304,7 @@ impl Video {
             fps: p.fps,
             stream_frames: p.frames,
             frames,
+            every,
             decoder: None,
             chunk: None,
             last: None,
@@ -331,7 +332,7 @@ impl Video {
                 Err(format!(
                     "frame {n} is not among the frames tracked ({first} to {last}, every {}; the \
                      nearest: {})",
-                    self.frames.get(1).map_or(1, |s| s - first),
+                    self.every,
                     near.join(" and ")
                 ))
             }
@@ -388,8 +389,10 @@ impl Video {
     /// ffmpeg decoding the selected frames `from..to` into a pipe.
     fn decoder_at(&self, from: u32, to: u32) -> Result<Decoder, Failure> {
         let (a, b) = (self.frames[from as usize], self.frames[to as usize - 1] + 1);
-        let every = self.frames.get(1).map_or(1, |s| s - self.frames[0]);
-        let select = format!("select=gte(n\\,{a})*lt(n\\,{b})*not(mod(n-{a}\\,{every}))");
+        let select = format!(
+            "select=gte(n\\,{a})*lt(n\\,{b})*not(mod(n-{a}\\,{}))",
+            self.every
+        );
         let mut command = Command::new("ffmpeg");
         command
             .args(["-v", "error", "-nostdin", "-i"])
