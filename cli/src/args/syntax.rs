@@ -260,14 +260,16 @@ pub(super) struct EverythingArgs {
     pub(super) device: DeviceArgs,
 }
 
-/// Follow objects through a video (a directory of frames, or the frames)
+/// Follow objects through a video (a video file, a directory of frames, or the frames)
 #[derive(Args)]
 #[command(
     args_override_self = true,
     override_usage = "sam2 track FRAMES... --model PATH [--object ID] [--frame K] PROMPT... \
                       -o DIR [OPTIONS]",
     after_help = "\
-FRAMES is a directory of PNG/JPEG frames (sorted by name) or the frames themselves, in order.
+FRAMES is a video file (decoded by ffmpeg, its rotation applied), a directory of PNG/JPEG frames
+(sorted by name), the frames themselves in order, or a list file of clips (.txt, .lst, .list; a
+result folder per clip under DIR). In a video, --frame K is the stream's frame number or a time.
 --point and --box are for the object of the last --object ID (default 1) on the frame of the
 last --frame K (default 0); repeat them for more objects and frames. Writes
 DIR/masks/obj<ID>/<frame>.png for every object and frame and DIR/track.json (COCO: an RLE per
@@ -275,8 +277,8 @@ object per frame, with the object's presence score), each frame's masks as it is
 SIGINT or SIGTERM stops between two frames, keeping what was tracked (exit 130 or 143)."
 )]
 pub(super) struct TrackArgs {
-    /// A directory of PNG/JPEG frames, the frames themselves in order, or a video file (MP4,
-    /// MOV, MKV, WebM, AVI; read with ffmpeg)
+    /// A video file (MP4, MOV, MKV, WebM, AVI; read with ffmpeg), a directory of PNG/JPEG
+    /// frames, the frames themselves in order, or a list file of clips
     #[arg(value_name = "FRAMES", value_parser = path, required = true)]
     pub(super) frames: Vec<PathBuf>,
     /// A video's first frame tracked: a frame number or a time (4.5s, 1:02.5)
