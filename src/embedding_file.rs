@@ -26,7 +26,7 @@ use ort::value::{DynTensor, TensorElementType};
 
 use crate::embedding::{Embedding, EmbeddingTensor};
 use crate::error::{Error, Result};
-use crate::export::{EncoderFamily, EMBEDDING_SHAPES};
+use crate::export::EncoderFamily;
 use crate::files::{self, directory_of, sync_directory};
 use crate::fingerprint::Fingerprint;
 use crate::image::MAX_SIDE;
@@ -294,13 +294,14 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
             .get("shape")
             .and_then(Value::as_array)
             .map(|dims| dims.iter().map(|d| d.as_i64().unwrap_or(-1)).collect());
-        if shape.as_deref() != Some(&EMBEDDING_SHAPES[i][..]) {
+        let want = family.shapes()[i];
+        if shape.as_deref() != Some(&want[..]) {
             return Err(format_error(format!(
-                "tensor `{name}` has shape {shape:?}; the SAM2 contract requires {:?}",
-                EMBEDDING_SHAPES[i]
+                "tensor `{name}` has shape {shape:?}; the {} family's contract requires {want:?}",
+                family.name()
             )));
         }
-        let numel: i64 = EMBEDDING_SHAPES[i].iter().product();
+        let numel: i64 = want.iter().product();
         let len = numel as u64 * element_size(dtype) as u64;
         let offsets: Option<Vec<u64>> = entry
             .get("data_offsets")
@@ -496,7 +497,7 @@ fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     let allocator = Allocator::default();
     let mut hasher = crc32fast::Hasher::new();
     let mut tensors = Vec::with_capacity(3);
-    for (i, shape) in EMBEDDING_SHAPES.iter().enumerate() {
+    for (i, shape) in header.family.shapes().iter().enumerate() {
         let mut value = DynTensor::new(&allocator, header.dtypes[i], *shape)?;
         let ptr = value.data_ptr_mut() as *mut u8;
         // SAFETY: a fresh dense CPU tensor of exactly `lengths[i]` bytes (shape and dtype were

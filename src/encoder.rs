@@ -174,6 +174,10 @@ impl Encoder {
     /// plain host memory, so preparing a request never waits for an encode in flight.
     pub fn prepare_input(&self, image: &ImageView<'_>) -> Result<DynValue> {
         let size = self.spec.input_size;
+        if self.spec.input_type == InputType::U8 {
+            let data = crate::concept::resize_tmp(image, size);
+            return Ok(Tensor::from_array(([3usize, size, size], data))?.into_dyn());
+        }
         let shape = [1usize, 3, size, size];
         let data = preprocess::preprocess(image, size);
         Ok(match self.spec.input_type {
@@ -185,6 +189,7 @@ impl Encoder {
                     .collect();
                 Tensor::from_array((shape, half))?.into_dyn()
             }
+            InputType::U8 => unreachable!("handled above"),
         })
     }
 
@@ -228,7 +233,7 @@ impl Encoder {
         // binding, and an embedding must never be overwritten by the next image.
         let mut binding = session.create_binding()?;
         binding.bind_input(self.spec.input_name.as_str(), input)?;
-        for (name, shape) in names.iter().zip(export::EMBEDDING_SHAPES) {
+        for (name, shape) in names.iter().zip(self.spec.family.shapes()) {
             if self.output_memory.is_cpu_accessible() {
                 // Host embeddings live in memory of their own, not in ONNX Runtime's arena: an
                 // embedding outlives the run by minutes, and arena chunks pinned that long

@@ -172,6 +172,9 @@ pub enum EncoderFamily {
     SamExporter,
     /// ONNX Runtime's SAM2 tools' naming.
     OnnxRuntime,
+    /// SAM 3's image encoder (samexporter 0.5.0's and `sam2-export-sam3`'s naming): its three
+    /// feature levels, read by the concept model (`crate::concept`).
+    Sam3,
 }
 
 impl EncoderFamily {
@@ -179,6 +182,7 @@ impl EncoderFamily {
         match self {
             EncoderFamily::SamExporter => "samexporter",
             EncoderFamily::OnnxRuntime => "onnxruntime",
+            EncoderFamily::Sam3 => "sam3",
         }
     }
 
@@ -186,6 +190,7 @@ impl EncoderFamily {
         match name {
             "samexporter" => Some(EncoderFamily::SamExporter),
             "onnxruntime" => Some(EncoderFamily::OnnxRuntime),
+            "sam3" => Some(EncoderFamily::Sam3),
             _ => None,
         }
     }
@@ -198,13 +203,40 @@ impl EncoderFamily {
             EncoderFamily::OnnxRuntime => {
                 ["image_features_0", "image_features_1", "image_embeddings"]
             }
+            EncoderFamily::Sam3 => ["backbone_fpn_0", "backbone_fpn_1", "backbone_fpn_2"],
         }
     }
 }
 
-/// Canonical shapes of the three embedding tensors (batch 1).
+/// Canonical shapes of the three embedding tensors of SAM2 (batch 1).
 pub(crate) const EMBEDDING_SHAPES: [[i64; 4]; 3] =
     [[1, 32, 256, 256], [1, 64, 128, 128], [1, 256, 64, 64]];
+
+/// Shapes of SAM 3's three feature levels (batch 1): 256 channels at 288², 144² and 72², 111 MB
+/// in float32.
+pub(crate) const SAM3_EMBEDDING_SHAPES: [[i64; 4]; 3] =
+    [[1, 256, 288, 288], [1, 256, 144, 144], [1, 256, 72, 72]];
+
+/// Side of SAM 3's square input image (72 patches of 14 pixels).
+pub(crate) const SAM3_INPUT_SIDE: usize = 1008;
+
+impl EncoderFamily {
+    /// Shapes of the family's three embedding tensors, in [`EncoderFamily::tensor_names`]' order.
+    pub fn shapes(self) -> [[i64; 4]; 3] {
+        match self {
+            EncoderFamily::Sam3 => SAM3_EMBEDDING_SHAPES,
+            _ => EMBEDDING_SHAPES,
+        }
+    }
+
+    /// Side of the square image the family's encoders take.
+    pub fn input_side(self) -> usize {
+        match self {
+            EncoderFamily::Sam3 => SAM3_INPUT_SIDE,
+            _ => INPUT_SIDE,
+        }
+    }
+}
 
 /// Side of the square image every SAM2 encoder takes; prompts are scaled to this frame.
 pub(crate) const INPUT_SIDE: usize = 1024;
@@ -217,6 +249,8 @@ pub(crate) const LOW_RES_SIDE: usize = 256;
 pub enum InputType {
     F32,
     F16,
+    /// SAM 3's: uint8 RGB `[3, S, S]`, resized by the caller and normalised inside the graph.
+    U8,
 }
 
 /// What the library needs to drive an encoder.
@@ -356,24 +390,29 @@ fn has_all(have: &[String], want: &[&str]) -> bool {
 pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
     let outputs = names(session.outputs());
     let inputs = names(session.inputs());
-    let family = [EncoderFamily::SamExporter, EncoderFamily::OnnxRuntime]
-        .into_iter()
-        .find(|f| has_all(&outputs, &f.tensor_names()))
-        .ok_or_else(|| {
-            Error::model(
-                path,
-                format!(
-                    "not a recognised SAM2 encoder: expected outputs {:?} (samexporter/ibaiGorordo) or {:?} \
-                     (ONNX Runtime export), found outputs {outputs:?} and inputs {inputs:?}",
-                    EncoderFamily::SamExporter.tensor_names(),
-                    EncoderFamily::OnnxRuntime.tensor_names()
-                ),
-            )
-        })?;
+    let family = [
+        EncoderFamily::SamExporter,
+        EncoderFamily::OnnxRuntime,
+        EncoderFamily::Sam3,
+    ]
+    .into_iter()
+    .find(|f| has_all(&outputs, &f.tensor_names()))
+    .ok_or_else(|| {
+        Error::model(
+            path,
+            format!(
+                "not a recognised SAM2 encoder or SAM 3 image encoder: expected outputs {:?} (samexporter/ibaiGorordo), {:?} \
+                 (ONNX Runtime export) or {:?} (SAM 3), found outputs {outputs:?} and inputs {inputs:?}",
+                EncoderFamily::SamExporter.tensor_names(),
+                EncoderFamily::OnnxRuntime.tensor_names(),
+                EncoderFamily::Sam3.tensor_names()
+            ),
+        )
+    })?;
     if session.inputs().len() != 1 {
         return Err(Error::model(
             path,
-            format!("a SAM2 encoder has one input (the image); found {inputs:?}"),
+            format!("an image encoder has one input (the image); found {inputs:?}"),
         ));
     }
     let input_name = inputs[0].clone();
@@ -383,38 +422,54 @@ pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
             format!("encoder input `{input_name}` is not a tensor"),
         )
     })?;
-    let input_type = match ty {
-        TensorElementType::Float32 => InputType::F32,
-        TensorElementType::Float16 => InputType::F16,
-        other => {
+    // Any other size would be preprocessed to a buffer of its size (a hostile file declaring
+    // 65536² asks for 48 GiB) while the prompts are scaled to the family's frame anyway.
+    let side = family.input_side() as i64;
+    let (input_type, hw) = if family == EncoderFamily::Sam3 {
+        if ty != TensorElementType::Uint8 || shape.len() != 3 || (shape[0] != 3 && shape[0] != -1) {
             return Err(Error::model(
                 path,
-                format!("encoder input `{input_name}` must be float32 or float16, found {other}"),
-            ))
+                format!(
+                    "SAM 3 encoder input `{input_name}` must be uint8 [3,{side},{side}] (RGB, \
+                     resized by the caller), found {ty} {shape:?}"
+                ),
+            ));
         }
+        (InputType::U8, (shape[1], shape[2]))
+    } else {
+        let input_type = match ty {
+            TensorElementType::Float32 => InputType::F32,
+            TensorElementType::Float16 => InputType::F16,
+            other => {
+                return Err(Error::model(
+                    path,
+                    format!(
+                        "encoder input `{input_name}` must be float32 or float16, found {other}"
+                    ),
+                ))
+            }
+        };
+        if shape.len() != 4 || (shape[0] > 1) || (shape[1] != 3 && shape[1] != -1) {
+            return Err(Error::model(
+                path,
+                format!("encoder input `{input_name}` must be [1,3,S,S], found {shape:?}"),
+            ));
+        }
+        (input_type, (shape[2], shape[3]))
     };
-    if shape.len() != 4 || (shape[0] > 1) || (shape[1] != 3 && shape[1] != -1) {
-        return Err(Error::model(
-            path,
-            format!("encoder input `{input_name}` must be [1,3,S,S], found {shape:?}"),
-        ));
-    }
-    // Any other size would be preprocessed to a buffer of its size (a hostile file declaring
-    // 65536² asks for 48 GiB) while the prompts are scaled to the 1024 frame anyway.
-    let side = INPUT_SIDE as i64;
-    let input_size = match (shape[2], shape[3]) {
-        (h, w) if (h == side || h == -1) && (w == side || w == -1) => INPUT_SIDE,
+    let input_size = match hw {
+        (h, w) if (h == side || h == -1) && (w == side || w == -1) => family.input_side(),
         (h, w) => {
             return Err(Error::model(
                 path,
                 format!(
-                    "encoder input `{input_name}` must be [1,3,{side},{side}] (SAM2 encodes \
-                     {side}×{side} images), found {h}×{w}"
+                    "encoder input `{input_name}` must be {side}×{side} (the family's \
+                     input size), found {h}×{w}"
                 ),
             ))
         }
     };
-    for (name, want) in family.tensor_names().iter().zip(EMBEDDING_SHAPES.iter()) {
+    for (name, want) in family.tensor_names().iter().zip(family.shapes().iter()) {
         let (_, shape) = tensor_info(session.outputs(), name).ok_or_else(|| {
             Error::model(path, format!("encoder output `{name}` is not a tensor"))
         })?;

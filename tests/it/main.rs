@@ -16,6 +16,7 @@ mod common;
 
 mod cache;
 mod concept;
+mod concept_model;
 mod device;
 mod embedding_file;
 mod everything;
