@@ -50,6 +50,13 @@
  *   sam2_track_result_count sam2_track_result_object sam2_track_result_mask
  *   sam2_track_result_low_res sam2_track_result_free; sam2_tracker_options,
  *   sam2_tracked_object; SAM2_TRACK_*
+ * sam2_concept_model, sam2_concept_result: SAM 3, a phrase or exemplar boxes -> every instance
+ *   sam2_concept_model_options_init sam2_concept_model_new sam2_concept_encode
+ *   sam2_concept_model_max_exemplars sam2_concept_model_free
+ *   sam2_concept_segment_options_init sam2_concept_segment sam2_concept_result_count
+ *   sam2_concept_result_summary sam2_concept_result_instance sam2_concept_result_mask
+ *   sam2_concept_result_free; sam2_concept_model_options, sam2_concept_segment_options,
+ *   sam2_concept, sam2_exemplar, sam2_concept_summary, sam2_instance_info; SAM2_NMS_*
  */
 
 #ifndef SAM2_H
@@ -113,6 +120,21 @@
  * `timeout_ms` of `sam2_encode_job_wait` that waits as long as the encode takes.
  */
 #define SAM2_WAIT_FOREVER UINT32_MAX
+
+/**
+ * Suppression: none (default, as SAM 3's own processor).
+ */
+#define SAM2_NMS_NONE 0
+
+/**
+ * Suppression: an instance whose box overlaps a better one's by more than `nms_iou` goes.
+ */
+#define SAM2_NMS_BOXES 1
+
+/**
+ * Suppression: an instance whose mask overlaps a better one's by more than `nms_iou` goes.
+ */
+#define SAM2_NMS_MASKS 2
 
 /**
  * Execution provider: the CPU.
@@ -443,6 +465,20 @@ typedef uint32_t sam2_status;
 typedef struct sam2_cache sam2_cache;
 
 /**
+ * A SAM 3 concept model: its image encoder, language encoder and decoder, on shared weights.
+ * Opaque; create with `sam2_concept_model_new`, release with `sam2_concept_model_free`.
+ * Thread-safe: encodes and segmentations may be called from several threads at once (each
+ * graph's runs take turns).
+ */
+typedef struct sam2_concept_model sam2_concept_model;
+
+/**
+ * The instances of one `sam2_concept_segment`. Opaque and immutable; release with
+ * `sam2_concept_result_free`. Thread-safe: several threads may read it at once.
+ */
+typedef struct sam2_concept_result sam2_concept_result;
+
+/**
  * An image embedding. Opaque and immutable. Thread-safe: several predictors on several threads
  * may read it at once. Release with `sam2_embedding_free`.
  */
@@ -599,6 +635,152 @@ typedef struct sam2_provider {
    */
   uint32_t arena_extend_strategy;
 } sam2_provider;
+
+/**
+ * Options of `sam2_concept_model_new`. Initialise with `sam2_concept_model_options_init`. The
+ * session fields mean what they mean in `sam2_encoder_options`, for all three graphs.
+ */
+typedef struct sam2_concept_model_options {
+  /**
+   * `sizeof(sam2_concept_model_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * `SAM2_OUTPUT_DEVICE` (default) or `SAM2_OUTPUT_HOST`: where embeddings are written.
+   */
+  uint32_t output_target;
+  /**
+   * Intra-op threads of each session; 0 lets ONNX Runtime choose.
+   */
+  uint32_t intra_threads;
+  /**
+   * Execution providers wanted, in order of preference; NULL with 0 means the CPU.
+   */
+  const struct sam2_provider *providers;
+  size_t provider_count;
+  /**
+   * `SAM2_ON_MISMATCH_FALLBACK` (default) or `SAM2_ON_MISMATCH_FAIL`.
+   */
+  uint32_t on_device_mismatch;
+  /**
+   * `SAM2_WEIGHTS_SHARED` (default) or `SAM2_WEIGHTS_COPY`.
+   */
+  uint32_t weight_sharing;
+  /**
+   * `SAM2_OPTIMIZATION_ALL` (default), `SAM2_OPTIMIZATION_BASIC` or `SAM2_OPTIMIZATION_NONE`.
+   */
+  uint32_t graph_optimization;
+  /**
+   * Load-time rewrites turned off (`SAM2_REWRITE_*` bits; 0: none turned off).
+   */
+  uint64_t disabled_rewrites;
+  /**
+   * NUL-terminated UTF-8 path of CLIP's vocabulary (`bpe_simple_vocab_16e6.txt.gz`); NULL:
+   * the file of that name beside the graphs. Read during `sam2_concept_model_new` only.
+   */
+  const char *vocabulary_path;
+} sam2_concept_model_options;
+
+/**
+ * Options of `sam2_concept_segment`. Initialise with `sam2_concept_segment_options_init`.
+ */
+typedef struct sam2_concept_segment_options {
+  /**
+   * `sizeof(sam2_concept_segment_options)`.
+   */
+  uint32_t struct_size;
+  /**
+   * Instances scoring above it are kept, in [0, 1] (default 0.5, SAM 3's).
+   */
+  float score_threshold;
+  /**
+   * `SAM2_NMS_NONE` (default), `SAM2_NMS_BOXES` or `SAM2_NMS_MASKS`, per concept.
+   */
+  uint32_t nms;
+  /**
+   * The overlap (intersection over union) above which suppression drops, in (0, 1] (default
+   * 0.7).
+   */
+  float nms_iou;
+  /**
+   * Most instances kept per concept, the best first (default 200: all the queries).
+   */
+  uint32_t max_instances;
+  /**
+   * 1 (default): masks are made; 0: boxes and scores only.
+   */
+  uint32_t masks;
+} sam2_concept_segment_options;
+
+/**
+ * An exemplar box: `{x1, y1, x2, y2}` in image pixels (inside the image, x1 < x2, y1 < y2),
+ * and 1 when it shows the concept, 0 when it shows something that is not it.
+ */
+typedef struct sam2_exemplar {
+  float box[4];
+  uint32_t positive;
+} sam2_exemplar;
+
+/**
+ * One concept to find: a phrase, exemplar boxes, or both.
+ */
+typedef struct sam2_concept {
+  /**
+   * NUL-terminated UTF-8 ("yellow school bus"), at most 16 KiB; NULL (or only white space)
+   * with boxes alone. A phrase over 30 tokens is cut as SAM 3's tokenizer cuts it and
+   * reported (`sam2_concept_summary.truncated`).
+   */
+  const char *phrase;
+  /**
+   * NULL, or `exemplar_count` boxes (at most `sam2_concept_model_max_exemplars`).
+   */
+  const struct sam2_exemplar *exemplars;
+  size_t exemplar_count;
+} sam2_concept;
+
+/**
+ * What one concept gave beside its instances.
+ */
+typedef struct sam2_concept_summary {
+  /**
+   * The probability that the concept is in the image at all (SAM 3's presence head).
+   */
+  float presence;
+  /**
+   * 1 when the phrase was longer than the text encoder takes (30 tokens) and was cut.
+   */
+  uint32_t truncated;
+  /**
+   * Its instances in the result.
+   */
+  size_t instances;
+} sam2_concept_summary;
+
+/**
+ * One instance, beside its mask.
+ */
+typedef struct sam2_instance_info {
+  /**
+   * The concept (its index in the call) that found it.
+   */
+  size_t concept;
+  /**
+   * SAM 3's score: the query's probability times the presence probability.
+   */
+  float score;
+  /**
+   * The detector's box `{x1, y1, x2, y2}` in image pixels (not clipped to the image).
+   */
+  float box[4];
+  /**
+   * Pixels in the mask (0 when masks were not asked for).
+   */
+  uint64_t area;
+  /**
+   * Which of the decoder's queries it is.
+   */
+  uint32_t query;
+} sam2_instance_info;
 
 /**
  * Options of `sam2_encoder_new`. Initialise with `sam2_encoder_options_init`, then change fields.
@@ -1133,6 +1315,129 @@ sam2_status sam2_encode_job_cancel(const struct sam2_encode_job *job);
  * free it twice, nor while it is in use.
  */
 void sam2_encode_job_free(struct sam2_encode_job *job);
+
+/**
+ * Fills `options` with the defaults and sets its `struct_size`; pass
+ * `sizeof(sam2_concept_model_options)` (see `sam2_encoder_options_init`).
+ */
+sam2_status sam2_concept_model_options_init(struct sam2_concept_model_options *options,
+                                            size_t struct_size);
+
+/**
+ * Loads a SAM 3 export: `path` is its folder (`sam3_image_encoder.onnx`,
+ * `sam3_language_encoder.onnx`, `sam3_decoder.onnx`, and CLIP's vocabulary unless the options
+ * name it), or one of its graphs (the others beside it, with the same prefix).
+ *
+ * `options`: NULL for the defaults. Errors: `SAM2_ERR_MODEL` (a graph missing, unreadable or not
+ * SAM 3's, naming it; a missing or foreign vocabulary), `SAM2_ERR_IO`,
+ * `SAM2_ERR_RUNTIME_NOT_FOUND`, `SAM2_ERR_INVALID_ARGUMENT`,
+ * `SAM2_ERR_ENVIRONMENT_CONFIGURATION` (as `sam2_encoder_new`).
+ *
+ * The caller owns `*out` and frees it with `sam2_concept_model_free`. Out-parameters are
+ * untouched on failure.
+ */
+sam2_status sam2_concept_model_new(const char *path,
+                                   const struct sam2_concept_model_options *options,
+                                   struct sam2_concept_model **out);
+
+/**
+ * Releases a concept model. Embeddings it made stay valid. NULL is a no-op. Do not free it
+ * twice, nor while it is in use.
+ */
+void sam2_concept_model_free(struct sam2_concept_model *model);
+
+/**
+ * Encodes an image with the model's image encoder (the pixel arguments are those of
+ * `sam2_encode`). The embedding (SAM 3's three feature levels, 111 MB in float32) stays where
+ * the options put it; `sam2_embedding_save` writes a host one and refuses a device one with
+ * `SAM2_ERR_EMBEDDING_NOT_SERIALIZABLE`. Errors: those of `sam2_encode`. Thread-safe.
+ *
+ * The caller owns `*out` and frees it with `sam2_embedding_free`. Out-parameters are untouched
+ * on failure.
+ */
+sam2_status sam2_concept_encode(const struct sam2_concept_model *model,
+                                const uint8_t *pixels,
+                                size_t pixels_len,
+                                uint32_t width,
+                                uint32_t height,
+                                size_t stride,
+                                uint32_t pixel_format,
+                                struct sam2_embedding **out);
+
+/**
+ * Writes the most exemplar boxes one concept may hold (the decoder's box slots: 8).
+ */
+sam2_status sam2_concept_model_max_exemplars(const struct sam2_concept_model *model, size_t *out);
+
+/**
+ * Fills `options` with the defaults and sets its `struct_size`; pass
+ * `sizeof(sam2_concept_segment_options)` (see `sam2_encoder_options_init`).
+ */
+sam2_status sam2_concept_segment_options_init(struct sam2_concept_segment_options *options,
+                                              size_t struct_size);
+
+/**
+ * Finds every instance of each concept in an image encoded by this model
+ * (`sam2_concept_encode`, or `sam2_embedding_load` of its file): one decoder run per concept,
+ * phrases through the language encoder once per model and remembered. Several concepts in one
+ * call are told apart by each instance's `concept` index.
+ *
+ * `concepts`: `concept_count` (1 to 256) concepts, read during the call only. `options`: NULL
+ * for the defaults. Errors: `SAM2_ERR_INVALID_ARGUMENT` (no concept, a concept with neither a
+ * phrase nor a box, a phrase that is not UTF-8 or over 16 KiB, a box that is not finite, empty,
+ * inverted or outside the image, more boxes than the decoder takes, an option out of range:
+ * each naming the concept and box), `SAM2_ERR_MODEL_MISMATCH` (an embedding of a SAM2 encoder,
+ * or of another SAM 3 export), `SAM2_ERR_OUT_OF_MEMORY`, `SAM2_ERR_ONNXRUNTIME`. Thread-safe.
+ *
+ * The caller owns `*out` and frees it with `sam2_concept_result_free`. Out-parameters are
+ * untouched on failure.
+ */
+sam2_status sam2_concept_segment(const struct sam2_concept_model *model,
+                                 const struct sam2_embedding *embedding,
+                                 const struct sam2_concept *concepts,
+                                 size_t concept_count,
+                                 const struct sam2_concept_segment_options *options,
+                                 struct sam2_concept_result **out);
+
+/**
+ * Releases a result. NULL is a no-op. Do not free it twice, nor while it is in use.
+ */
+void sam2_concept_result_free(struct sam2_concept_result *result);
+
+/**
+ * Writes the number of instances found (all concepts together), the number of concepts, and
+ * the image size (every mask's).
+ */
+sam2_status sam2_concept_result_count(const struct sam2_concept_result *result,
+                                      size_t *out_instances,
+                                      size_t *out_concepts,
+                                      uint32_t *out_width,
+                                      uint32_t *out_height);
+
+/**
+ * Writes what concept `index` (0 ≤ index < concept count, in the order given) gave.
+ */
+sam2_status sam2_concept_result_summary(const struct sam2_concept_result *result,
+                                        size_t index,
+                                        struct sam2_concept_summary *out_summary);
+
+/**
+ * Writes what is known of instance `index` (0 ≤ index < instance count). Instances come
+ * concept by concept in the order given, the best first within each.
+ */
+sam2_status sam2_concept_result_instance(const struct sam2_concept_result *result,
+                                         size_t index,
+                                         struct sam2_instance_info *out_info);
+
+/**
+ * Copies instance `index`'s mask into the caller's `buf`: `width × height` bytes, row-major, 1
+ * inside. A `buf_len` below that gives `SAM2_ERR_BUFFER_TOO_SMALL` and writes nothing; a result
+ * made without masks gives `SAM2_ERR_INVALID_ARGUMENT`.
+ */
+sam2_status sam2_concept_result_mask(const struct sam2_concept_result *result,
+                                     size_t index,
+                                     uint8_t *buf,
+                                     size_t buf_len);
 
 /**
  * Releases an embedding. A pointer that is not a live embedding (already freed, another handle

@@ -21,6 +21,7 @@ mod status;
 mod strings;
 
 pub mod cache;
+pub mod concept;
 pub mod device;
 pub mod embedding;
 pub mod encoder;
