@@ -4,6 +4,7 @@
 mod args;
 mod batch;
 mod common;
+mod concept;
 mod encode;
 mod everything;
 mod failure;

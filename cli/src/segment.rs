@@ -13,6 +13,9 @@ use crate::failure::{exit, Failure};
 use crate::{args, batch, picture};
 
 pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
+    if let Some(concepts) = &s.concepts {
+        return crate::concept::run(&s, concepts);
+    }
     if let Some(source) = batch::image_source(&s.image) {
         return run_batch(s, source);
     }

@@ -105,6 +105,16 @@ pub struct Segment {
     pub tolerance: f32,
     pub device: Device,
     pub onnxruntime: Option<PathBuf>,
+    /// SAM 3's prompts (`--text`, `--exemplar`) and their options, instead of SAM 2's.
+    pub concepts: Option<Concepts>,
+}
+
+/// `sam2 segment --text/--exemplar`: what SAM 3 is asked to find, and how instances are kept.
+pub struct Concepts {
+    /// One concept per `--text`, each with every exemplar box; the boxes alone without one.
+    pub concepts: Vec<sam2::concept::Concept>,
+    pub options: sam2::concept::SegmentOptions,
+    pub vocabulary: Option<PathBuf>,
 }
 
 pub struct Encode {
@@ -248,10 +258,90 @@ fn check_models(models: &Models, needs_decoder: bool) -> Result<(), Usage> {
     Ok(())
 }
 
+/// SAM 3's prompts, when `--text` or `--exemplar` is given: one concept per phrase, each with
+/// every exemplar box (the boxes alone are one concept), and the options of what is kept.
+fn concepts(s: &SegmentArgs) -> Result<Option<Concepts>, Usage> {
+    if s.texts.is_empty() && s.exemplars.is_empty() {
+        if s.threshold.is_some()
+            || s.nms.is_some()
+            || s.max_instances.is_some()
+            || s.vocab.is_some()
+        {
+            return usage(
+                "--threshold, --nms, --max-instances and --vocab are SAM 3's: give --text or --exemplar",
+            );
+        }
+        return Ok(None);
+    }
+    if !s.points.is_empty() || !s.boxes.is_empty() || s.multimask {
+        return usage(
+            "--text and --exemplar (SAM 3's concepts) do not go with --point, --box or --multimask (one object's prompt): give one kind",
+        );
+    }
+    if s.models.model.is_none() || s.models.encoder.is_some() || s.models.decoder.is_some() {
+        return usage("--text and --exemplar need --model DIR (the folder of a SAM 3 export), not --encoder/--decoder");
+    }
+    let concepts = if s.texts.is_empty() {
+        vec![sam2::concept::Concept {
+            text: None,
+            exemplars: s.exemplars.clone(),
+        }]
+    } else {
+        s.texts
+            .iter()
+            .map(|t| sam2::concept::Concept {
+                text: Some(t.clone()),
+                exemplars: s.exemplars.clone(),
+            })
+            .collect()
+    };
+    let defaults = sam2::concept::SegmentOptions::default();
+    let nms = s.nms.unwrap_or(defaults.nms);
+    Ok(Some(Concepts {
+        concepts,
+        options: sam2::concept::SegmentOptions {
+            score_threshold: s.threshold.unwrap_or(defaults.score_threshold),
+            nms,
+            max_instances: s
+                .max_instances
+                .map_or(defaults.max_instances, |n| n as usize),
+            masks: true,
+        },
+        vocabulary: s.vocab.clone(),
+    }))
+}
+
 fn segment(s: SegmentArgs) -> Result<Segment, Usage> {
+    let concepts = concepts(&s)?;
     let Some(out) = s.out else {
         return usage("sam2 segment needs -o OUT (the prefix of the files it writes)");
     };
+    if let Some(concepts) = concepts {
+        if s.embedding.is_some() && s.image.is_dir() {
+            return usage(
+                "--embedding is one image's embedding: give one image with it, not a batch",
+            );
+        }
+        return Ok(Segment {
+            image: s.image,
+            max_pixels: s.input.max_pixels,
+            models: Models {
+                model: s.models.model,
+                encoder: None,
+                decoder: None,
+            },
+            points: Vec::new(),
+            bbox: None,
+            multimask: false,
+            embedding: s.embedding,
+            out,
+            tolerance: s.tolerance,
+            device: s.device.device(),
+            onnxruntime: s.device.onnxruntime,
+            shard: s.input.shard,
+            concepts: Some(concepts),
+        });
+    }
     if s.boxes.len() > 1 {
         return usage("--box given twice: one box per object");
     }
@@ -280,6 +370,7 @@ fn segment(s: SegmentArgs) -> Result<Segment, Usage> {
         device: s.device.device(),
         onnxruntime: s.device.onnxruntime,
         shard: s.input.shard,
+        concepts: None,
     })
 }
 

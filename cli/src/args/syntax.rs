@@ -7,8 +7,8 @@ use sam2::device::{MismatchPolicy, Provider};
 use sam2::models::Rewrites;
 
 use super::values::{
-    box_value, directions, fraction, max_pixels, no_rewrite_help, output, path, point, policies,
-    position, providers, rewrite_names, tolerance, whole, without_rewrites,
+    box_value, directions, exemplar, fraction, max_pixels, nms, no_rewrite_help, output, path,
+    point, policies, position, providers, rewrite_names, tolerance, whole, without_rewrites,
 };
 use super::{Device, Directions};
 use crate::shard::Shard;
@@ -198,6 +198,36 @@ pub(super) struct SegmentArgs {
     #[arg(long, value_name = "PX", value_parser = tolerance, default_value = "0",
           allow_hyphen_values = true)]
     pub(super) tolerance: f32,
+    /// Every instance of what the phrase names ("a red car"), with a SAM 3 export as --model;
+    /// repeatable, one category each
+    #[arg(
+        long = "text",
+        value_name = "PHRASE",
+        allow_hyphen_values = true,
+        help_heading = "SAM 3"
+    )]
+    pub(super) texts: Vec<String>,
+    /// An exemplar box of what to find; X1,Y1,X2,Y2,neg shows what it is not (repeatable; with
+    /// --text they join every phrase)
+    #[arg(long = "exemplar", value_name = "X1,Y1,X2,Y2[,neg]", value_parser = exemplar,
+          allow_hyphen_values = true, help_heading = "SAM 3")]
+    pub(super) exemplars: Vec<sam2::concept::Exemplar>,
+    /// Keep instances scoring above T [default: 0.5]
+    #[arg(long, value_name = "T", value_parser = fraction("--threshold"),
+          allow_hyphen_values = true, help_heading = "SAM 3")]
+    pub(super) threshold: Option<f32>,
+    /// Drop an instance overlapping a better one of its phrase by more than IOU [default IOU: 0.7]
+    #[arg(long, value_name = "box|mask[:IOU]", value_parser = nms, allow_hyphen_values = true,
+          help_heading = "SAM 3")]
+    pub(super) nms: Option<sam2::concept::Nms>,
+    /// At most N instances of each phrase, the best [default: all]
+    #[arg(long, value_name = "N", value_parser = whole("--max-instances", 1, 200),
+          allow_hyphen_values = true, help_heading = "SAM 3")]
+    pub(super) max_instances: Option<u32>,
+    /// CLIP's vocabulary [default: bpe_simple_vocab_16e6.txt.gz beside the export's graphs]
+    #[arg(long, value_name = "FILE", value_parser = path, allow_hyphen_values = true,
+          help_heading = "SAM 3")]
+    pub(super) vocab: Option<PathBuf>,
     #[command(flatten)]
     pub(super) input: InputArgs,
     #[command(flatten)]

@@ -82,6 +82,54 @@ pub(super) fn box_value(text: &str) -> Result<[f32; 4], String> {
     Ok([v[0], v[1], v[2], v[3]])
 }
 
+/// `--exemplar X1,Y1,X2,Y2[,neg]`: a SAM 3 exemplar box, positive unless `neg`. Whether it makes
+/// a box inside the image is the library's rule (`validate_concepts`), refused as bad input.
+pub(super) fn exemplar(text: &str) -> Result<sam2::concept::Exemplar, String> {
+    let parts: Vec<&str> = text.split(',').map(str::trim).collect();
+    let positive = match parts.get(4) {
+        None | Some(&"pos") | Some(&"+") | Some(&"1") => true,
+        Some(&"neg") | Some(&"-") | Some(&"0") => false,
+        Some(other) => {
+            return Err(format!(
+                "--exemplar {text}: the fifth value is pos or neg, not {other}"
+            ))
+        }
+    };
+    if !(4..=5).contains(&parts.len()) {
+        return Err(format!(
+            "--exemplar {text}: expected X1,Y1,X2,Y2 or X1,Y1,X2,Y2,neg comma-separated values"
+        ));
+    }
+    let v = numbers(&parts[..4].join(","), "--exemplar", 4..=4)?;
+    Ok(sam2::concept::Exemplar {
+        rect: [v[0], v[1], v[2], v[3]],
+        positive,
+    })
+}
+
+/// `--nms box|mask[:IOU]`: suppression of overlapping instances (IOU 0.7 unless given).
+pub(super) fn nms(text: &str) -> Result<sam2::concept::Nms, String> {
+    let (kind, iou) = match text.split_once(':') {
+        Some((kind, iou)) => match iou.parse::<f32>() {
+            Ok(v) if v > 0.0 && v <= 1.0 => (kind, v),
+            _ => {
+                return Err(format!(
+                    "--nms {text}: the overlap after ':' is a number above 0, at most 1"
+                ))
+            }
+        },
+        None => (text, 0.7),
+    };
+    match kind {
+        "box" | "boxes" => Ok(sam2::concept::Nms::Boxes(iou)),
+        "mask" | "masks" => Ok(sam2::concept::Nms::Masks(iou)),
+        "none" => Ok(sam2::concept::Nms::None),
+        _ => Err(format!(
+            "--nms {text}: expected box, mask or none, optionally with :IOU (box:0.5)"
+        )),
+    }
+}
+
 /// A whole number in `min..=max` for `option`.
 pub(super) fn whole(
     option: &'static str,
