@@ -11,6 +11,9 @@ use crate::progress;
 
 pub(crate) fn run(i: args::Info) -> Result<(), Failure> {
     init_runtime(i.onnxruntime.as_deref())?;
+    if i.model.join(sam2::concept::IMAGE_ENCODER_FILE).is_file() {
+        return describe_sam3(&i.model, i.device);
+    }
     let files: Vec<PathBuf> = if i.model.is_file() {
         vec![i.model.clone()]
     } else {
@@ -63,8 +66,13 @@ fn describe(file: &Path, device: Device) -> Result<(), Failure> {
             Ok(encoder) => {
                 let spec = encoder.spec();
                 println!("  role: encoder ({} naming)", spec.family.name());
+                let batch = if spec.family == sam2::models::EncoderFamily::Sam3 {
+                    ""
+                } else {
+                    "1, "
+                };
                 println!(
-                    "  input: {} {:?} [1, 3, {n}, {n}]",
+                    "  input: {} {:?} [{batch}3, {n}, {n}]",
                     spec.input_name,
                     spec.input_type,
                     n = spec.input_size
@@ -158,4 +166,53 @@ fn print_rewrites(report: &sam2::models::RewriteReport) {
         line.push_str(&format!("; switched off: {}", off.join(", ")));
     }
     println!("  rewrites: {line}");
+}
+
+/// A SAM 3 export's folder: its three graphs and vocabulary, loaded as the concept model.
+fn describe_sam3(dir: &Path, device: Device) -> Result<(), Failure> {
+    println!("SAM 3 export (concepts: a phrase or exemplar boxes → every instance; docs/sam3.md)");
+    let paths =
+        sam2::concept::ConceptPaths::find(dir, None).map_err(|e| Failure::of(e, exit::MODEL))?;
+    for (what, file) in [
+        ("image encoder", &paths.image_encoder),
+        ("language encoder", &paths.language_encoder),
+        ("decoder", &paths.decoder),
+        ("vocabulary", &paths.vocabulary),
+    ] {
+        let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
+        println!(
+            "  {what}: {} ({:.1} MB)",
+            file.display(),
+            bytes as f64 / 1e6
+        );
+    }
+    let model = {
+        let _p = progress::step("loading SAM 3");
+        sam2::concept::ConceptModel::new(
+            dir,
+            &sam2::concept::ConceptModelOptions {
+                session: session_options(device),
+                ..Default::default()
+            },
+        )
+        .map_err(|e| Failure::of(e, exit::MODEL))?
+    };
+    let encoder = model.encoder();
+    println!(
+        "  embedding: {} (sam3 family, 111 MB in float32)",
+        encoder.spec().family.tensor_names().join(", ")
+    );
+    println!(
+        "  fingerprint: {} (carried by its embeddings)",
+        encoder.fingerprint()
+    );
+    println!("  precision: {}", encoder.variant());
+    println!(
+        "  exemplar boxes per concept: at most {}",
+        model.max_exemplars()
+    );
+    println!("  weights: {:.1} MB", model.weight_bytes() as f64 / 1e6);
+    print_device(encoder.device());
+    print_rewrites(encoder.attention_fusion());
+    Ok(())
 }
