@@ -2783,3 +2783,88 @@ fn a_list_of_clips_is_tracked_as_each_clip_alone() {
     assert_eq!(summary(&again), (0, 2, 0), "{}", stderr(&again));
     std::fs::remove_dir_all(root).unwrap();
 }
+
+/// `sam2 segment --text`, with SAM 3's reduced export (tools/setup/setup-sam3.sh): a category per
+/// phrase in the COCO document, with its presence; an annotation and a mask file per instance,
+/// in the phrase's category; the cap per phrase; and SAM 2's prompts refused beside SAM 3's.
+#[test]
+fn text_prompts_find_instances_with_a_sam3_export() {
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| {
+            panic!("{name} is not set: run tools/setup/setup-sam3.sh (the test command does)")
+        })
+    };
+    let (models, vocab) = (var("SAM2_SAM3_MODELS"), var("SAM2_SAM3_VOCAB"));
+    let dir = scratch("sam3");
+    let (pixels, w, h) = read_pnm(&root().join("testdata/demo.ppm"));
+    let png = dir.join("demo.png");
+    RgbImage::from_raw(w, h, pixels[..(w * h * 3) as usize].to_vec())
+        .unwrap()
+        .save(&png)
+        .unwrap();
+    let out = dir.join("demo");
+    let run = sam2(&[
+        "segment",
+        png.to_str().unwrap(),
+        "--model",
+        &models,
+        "--vocab",
+        &vocab,
+        "--text",
+        "purple star",
+        "--text",
+        "shape",
+        "--exemplar",
+        "52,82,327,257",
+        "--threshold",
+        "0",
+        "--max-instances",
+        "2",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&run), 0, "{}", stderr(&run));
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("demo.json")).unwrap()).unwrap();
+    let categories = json["categories"].as_array().unwrap();
+    assert_eq!(categories.len(), 2);
+    assert_eq!(categories[0]["name"], "purple star");
+    assert_eq!(categories[1]["name"], "shape");
+    for c in categories {
+        let p = c["presence"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&p), "{c}");
+        assert_eq!(c["instances"], 2);
+    }
+    let annotations = json["annotations"].as_array().unwrap();
+    let ids: Vec<i64> = annotations
+        .iter()
+        .map(|a| a["category_id"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ids, [1, 1, 2, 2]);
+    for (k, a) in annotations.iter().enumerate() {
+        let mask = read_mask(&dir.join(format!("demo.mask-{}.png", k + 1)));
+        let area = mask.iter().filter(|&&v| v != 0).count() as u64;
+        assert_eq!(a["area"].as_u64().unwrap(), area);
+        assert_eq!(a["mask_file"], format!("demo.mask-{}.png", k + 1));
+    }
+    assert!(dir.join("demo.overlay.png").is_file());
+    let mixed = sam2(&[
+        "segment",
+        png.to_str().unwrap(),
+        "--model",
+        &models,
+        "--text",
+        "cat",
+        "--point",
+        "3,4",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&mixed), 2);
+    assert!(
+        stderr(&mixed).contains("give one kind"),
+        "{}",
+        stderr(&mixed)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
