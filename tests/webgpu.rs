@@ -1023,3 +1023,106 @@ fn edgetam_runs_on_the_device_as_on_the_cpu() {
     let fp16 = VideoModelPaths::find(&fp16).unwrap();
     tracker_on_the_device_as_the_cpus(&paths, &fp16, 2, "EdgeTAM, its fp16 variant on the device");
 }
+
+/// SAM 3 (the reduced export, tools/setup/setup-sam3.sh) on the device: the embedding stays in
+/// WebGPU buffers and saving it is refused naming the allocator; a phrase and exemplar boxes are
+/// segmented reading it in place (no copy made), as the CPU segments them; two concept models
+/// share one copy of the weights.
+#[test]
+fn sam3_concepts_run_on_the_device_reading_the_embedding_in_place() {
+    use sam2::concept::{Concept, ConceptModel, ConceptModelOptions, Exemplar, SegmentOptions};
+    let _turn = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if rig().is_none() {
+        return;
+    }
+    let var = |name: &str| {
+        std::env::var_os(name).map(PathBuf::from).unwrap_or_else(|| {
+            panic!("{name} is not set: run tools/setup/setup-sam3.sh (the test command does)")
+        })
+    };
+    let options = |device: DeviceOptions| {
+        let mut o = ConceptModelOptions {
+            vocabulary: Some(var("SAM2_SAM3_VOCAB")),
+            ..Default::default()
+        };
+        o.session.device = device;
+        o
+    };
+    let models = var("SAM2_SAM3_MODELS");
+    let on_device = ConceptModel::new(&models, &options(webgpu(MismatchPolicy::Fail))).unwrap();
+    assert_eq!(on_device.encoder().device().primary, device_provider());
+    assert_eq!(on_device.decoder_device().primary, device_provider());
+    let img = read_pnm(&testdata("demo.ppm"));
+    let embedding = on_device.encode(&shapes_view(&img)).unwrap();
+    let name = embedding.allocator_name().to_string();
+    assert_ne!(name, "Cpu");
+    assert!(!embedding.is_serializable());
+    let dir = scratch("sam3");
+    let path = dir.join("device.sam2");
+    match embedding_file::save(&embedding, &path) {
+        Err(Error::EmbeddingNotSerializable { allocator }) => assert_eq!(allocator, name),
+        other => panic!("expected EmbeddingNotSerializable, got {:?}", other.map(|_| ())),
+    }
+    assert!(!path.exists());
+
+    let concepts = [
+        Concept::text("purple star"),
+        Concept {
+            text: Some("shape".into()),
+            exemplars: vec![Exemplar {
+                rect: [52.0, 82.0, 327.0, 257.0],
+                positive: true,
+            }],
+        },
+    ];
+    let all = SegmentOptions {
+        score_threshold: 0.0,
+        ..SegmentOptions::default()
+    };
+    let before = copy_stats();
+    let device_result = on_device.segment(&embedding, &concepts, &all).unwrap();
+    assert_eq!(copy_stats(), before, "the device embedding was copied to segment it");
+
+    let on_cpu = ConceptModel::new(&models, &options(DeviceOptions::default())).unwrap();
+    let cpu_embedding = on_cpu.encode(&shapes_view(&img)).unwrap();
+    let cpu_result = on_cpu.segment(&cpu_embedding, &concepts, &all).unwrap();
+    for (d, c) in device_result.concepts.iter().zip(&cpu_result.concepts) {
+        assert!(
+            (d.presence - c.presence).abs() < 1e-3,
+            "presence {} on the device, {} on the CPU",
+            d.presence,
+            c.presence
+        );
+    }
+    // Every query by query: its score, and the masks of the best few.
+    fn by_query(r: &sam2::concept::Segmentation, concept: usize) -> Vec<&sam2::concept::Instance> {
+        let mut v: Vec<&sam2::concept::Instance> =
+            r.instances.iter().filter(|i| i.concept == concept).collect();
+        v.sort_by_key(|i| i.query);
+        v
+    }
+    for concept in 0..concepts.len() {
+        let (d, c) = (by_query(&device_result, concept), by_query(&cpu_result, concept));
+        assert_eq!(d.len(), c.len());
+        let worst = d
+            .iter()
+            .zip(&c)
+            .map(|(a, b)| (a.score - b.score).abs())
+            .fold(0f32, f32::max);
+        assert!(worst < 2e-3, "concept {concept}: scores differ by up to {worst}");
+        let mut best: Vec<(&&sam2::concept::Instance, &&sam2::concept::Instance)> =
+            d.iter().zip(&c).collect();
+        best.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
+        for (a, b) in best.iter().take(5) {
+            let i = iou(&a.mask, &b.mask);
+            assert!(i >= 0.98, "concept {concept}, query {}: mask IoU {i:.4}", a.query);
+        }
+    }
+    let second = ConceptModel::new(&models, &options(webgpu(MismatchPolicy::Fail))).unwrap();
+    assert_eq!(
+        second.encoder().weights_address(),
+        on_device.encoder().weights_address(),
+        "two concept models on the device hold one copy of the image encoder's weights"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
