@@ -35,9 +35,12 @@ mod kernels;
 mod oracle;
 #[cfg(test)]
 mod tests;
+mod torchvision_u8;
 
 use axis::{image_axis, pil_bicubic_axis, Axis};
 pub(crate) use axis::{taps, Tap};
+#[allow(unused_imports)] // until SAM 3's image path calls it
+pub(crate) use torchvision_u8::resize_u8_chw;
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.
 pub(crate) const MEAN: [f64; 3] = [0.485, 0.456, 0.406];
@@ -60,12 +63,13 @@ pub(crate) fn worker_threads() -> usize {
         .min(8)
 }
 
-/// One of the two resizes, as the banded pass drives it: a source row widened to `Wide` values,
+/// One of the resizes, as the banded pass drives it: a source row widened to `Wide` values,
 /// resampled horizontally into a cached row of `Cached` values ([`kernels::LANES`] per output
-/// pixel), cached rows blended into an output row of the three planes.
+/// pixel), cached rows blended into an output row of the three planes of `Out` values.
 trait Resize: Sync {
     type Wide: Copy + Default + From<u8>;
     type Cached: Copy + Default + Send;
+    type Out: Send;
     /// The vertical axis: output row `y` reads the rows from `y_axis.first[y]`.
     fn y_first(&self, y: usize) -> usize;
     fn y_taps(&self) -> usize;
@@ -73,7 +77,7 @@ trait Resize: Sync {
     fn wide_len(&self, channels: usize) -> usize;
     fn horizontal(&self, wide: &[Self::Wide], channels: usize, out: &mut [Self::Cached]);
     /// Output row `y` from the cached rows of its taps, in order.
-    fn vertical(&self, rows: &[&[Self::Cached]], y: usize, planes: [&mut [f32]; 3]);
+    fn vertical(&self, rows: &[&[Self::Cached]], y: usize, planes: [&mut [Self::Out]; 3]);
 }
 
 /// Source row `row` converted value by value (its own channel order) into `out`, `len` values:
@@ -118,6 +122,7 @@ impl TorchvisionResize {
 impl Resize for TorchvisionResize {
     type Wide = f32;
     type Cached = f32;
+    type Out = f32;
 
     fn y_first(&self, y: usize) -> usize {
         self.y.first[y]
@@ -158,39 +163,56 @@ fn meta_normalisation() -> kernels::Normalised {
     }
 }
 
-/// The video path: PIL's integer passes, then Meta's float32 normalisation of the 8-bit result,
-/// per channel and value.
-struct PilResize {
+/// PIL's integer passes over fixed-point tables with 22-bit weights, then `output` of the 8-bit
+/// result, per channel and value: the video path (Meta's float32 normalisation) and SAM 3's image
+/// path (the bytes, [`torchvision_u8`]).
+struct PilResize<O> {
     x: kernels::Horizontal<[i16; 8]>,
-    y: Axis<f64>,
+    y: Axis<i32>,
     /// Each output row's vertical weights, split in pairs for the kernel.
     y_pairs: Vec<Vec<[[i16; 8]; 2]>>,
     offsets: [usize; 3],
-    normalised: kernels::Normalised,
+    output: O,
 }
 
-impl PilResize {
-    fn new(image: &ImageView<'_>, size: usize) -> PilResize {
-        let xa = pil_bicubic_axis(image.width, size);
-        let ya = pil_bicubic_axis(image.height, size);
-        let ints = |a: &Axis<f64>| a.weight.iter().map(|&w| w as i32).collect::<Vec<_>>();
-        let y_ints = ints(&ya);
+impl PilResize<kernels::Normalised> {
+    /// The video path.
+    fn new(image: &ImageView<'_>, size: usize) -> Self {
+        let ints = |a: Axis<f64>| Axis {
+            taps: a.taps,
+            first: a.first,
+            weight: a.weight.iter().map(|&w| w as i32).collect(),
+        };
+        PilResize::from_axes(
+            image,
+            &ints(pil_bicubic_axis(image.width, size)),
+            ints(pil_bicubic_axis(image.height, size)),
+            meta_normalisation(),
+        )
+    }
+}
+
+impl<O: kernels::PilOutput> PilResize<O> {
+    /// From the horizontal and the vertical table (weights in 22-bit fixed point).
+    fn from_axes(image: &ImageView<'_>, x: &Axis<i32>, y: Axis<i32>, output: O) -> Self {
         PilResize {
-            x: kernels::pil_horizontal_table(xa.taps, &xa.first, &ints(&xa)),
-            y_pairs: y_ints
-                .chunks_exact(ya.taps)
+            x: kernels::pil_horizontal_table(x.taps, &x.first, &x.weight),
+            y_pairs: y
+                .weight
+                .chunks_exact(y.taps)
                 .map(kernels::pil_vertical_pairs)
                 .collect(),
-            y: ya,
+            y,
             offsets: image.format.rgb_offsets(),
-            normalised: meta_normalisation(),
+            output,
         }
     }
 }
 
-impl Resize for PilResize {
+impl<O: kernels::PilOutput> Resize for PilResize<O> {
     type Wide = i16;
     type Cached = u8;
+    type Out = O::Value;
 
     fn y_first(&self, y: usize) -> usize {
         self.y.first[y]
@@ -208,19 +230,19 @@ impl Resize for PilResize {
         kernels::pil_horizontal(&self.x, wide, channels, out);
     }
 
-    fn vertical(&self, rows: &[&[u8]], y: usize, planes: [&mut [f32]; 3]) {
+    fn vertical(&self, rows: &[&[u8]], y: usize, planes: [&mut [O::Value]; 3]) {
         let pairs = &self.y_pairs[y];
         // An odd last tap pairs with a zero weight: any row will do as its partner.
         if rows.len() % 2 == 0 {
-            kernels::pil_vertical(rows, pairs, self.offsets, &self.normalised, planes);
+            kernels::pil_vertical(rows, pairs, self.offsets, &self.output, planes);
         } else if rows.len() < 32 {
             let mut paired = [rows[0]; 32];
             paired[..rows.len()].copy_from_slice(rows);
             let paired = &paired[..rows.len() + 1];
-            kernels::pil_vertical(paired, pairs, self.offsets, &self.normalised, planes);
+            kernels::pil_vertical(paired, pairs, self.offsets, &self.output, planes);
         } else {
             let paired: Vec<&[u8]> = rows.iter().chain(&rows[..1]).copied().collect();
-            kernels::pil_vertical(&paired, pairs, self.offsets, &self.normalised, planes);
+            kernels::pil_vertical(&paired, pairs, self.offsets, &self.output, planes);
         }
     }
 }
@@ -242,7 +264,7 @@ pub fn preprocess_video_frame_into(image: &ImageView<'_>, size: usize, out: &mut
 /// resampled again by the band that follows, a few percent of the horizontal work at 64 rows.
 const BAND_ROWS: usize = 64;
 
-fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &mut [f32]) {
+fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &mut [R::Out]) {
     assert_eq!(
         out.len(),
         3 * size * size,
@@ -255,7 +277,7 @@ fn resize_into<R: Resize>(image: &ImageView<'_>, resize: &R, size: usize, out: &
     // Each band's rows of the three planes, taken once by whichever thread reaches it first: the
     // calling thread works too rather than waiting for a helper to wake (the helpers are
     // persistent threads; none is started per call).
-    let bands: Vec<[&mut [f32]; 3]> = r_plane
+    let bands: Vec<[&mut [R::Out]; 3]> = r_plane
         .chunks_mut(chunk)
         .zip(g_plane.chunks_mut(chunk))
         .zip(b_plane.chunks_mut(chunk))
@@ -300,7 +322,7 @@ fn resize_band<R: Resize>(
     resize: &R,
     size: usize,
     first_row: usize,
-    planes: [&mut [f32]; 3],
+    planes: [&mut [R::Out]; 3],
     scratch: &mut Scratch<R>,
 ) {
     let rows = planes[0].len() / size;

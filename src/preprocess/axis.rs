@@ -51,7 +51,7 @@ pub(crate) struct Axis<W> {
 impl<W: Copy> Axis<W> {
     /// Each output is its own source pixel (the size does not change: both Meta's resizes are then
     /// copies).
-    fn identity(n: usize, one: W) -> Axis<W> {
+    pub(super) fn identity(n: usize, one: W) -> Axis<W> {
         Axis {
             taps: 1,
             first: (0..n).collect(),
@@ -61,7 +61,7 @@ impl<W: Copy> Axis<W> {
 
     /// An axis from each output's first source pixel and its weights; as many taps as the
     /// widest output needs.
-    fn from_windows(windows: Vec<(usize, Vec<W>)>, zero: W) -> Self {
+    pub(super) fn from_windows(windows: Vec<(usize, Vec<W>)>, zero: W) -> Self {
         let taps = windows
             .iter()
             .map(|(_, w)| w.len())

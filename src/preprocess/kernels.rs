@@ -1,8 +1,10 @@
 //! The four inner loops of the preprocessing passes: the horizontal and the vertical pass of each
-//! resize, over precomputed tap tables and contiguous rows. The two resizes share no arithmetic,
-//! so each is a family of its own: [`float`], the image path's float32 sums, and [`pil`], the
-//! video path's fixed-point sums (PIL's). This module holds what they share: the layout of a
-//! resampled row, the horizontal pass's table and whether the AVX2 kernels may run.
+//! resize, over precomputed tap tables and contiguous rows. The two kinds of arithmetic share
+//! nothing, so each is a family of its own: [`float`], the image path's float32 sums, and [`pil`],
+//! fixed-point sums (PIL's), which serve the video path and SAM 3's 8-bit resize (torchvision's,
+//! whose sums are PIL's at another precision: `torchvision_u8`). This module holds what they
+//! share: the layout of a resampled row, the horizontal pass's table and whether the AVX2 kernels
+//! may run.
 //!
 //! A horizontally resampled row holds [`LANES`] values per output pixel: the pixel's channels in
 //! the source's order (RGB's fourth lane and gray's lanes 1–3 hold whatever follows, never
@@ -21,7 +23,8 @@ mod pil;
 
 pub(super) use float::{float_horizontal, float_horizontal_table, float_vertical, FloatOutput};
 pub(super) use pil::{
-    pil_horizontal, pil_horizontal_table, pil_vertical, pil_vertical_pairs, Normalised, PIL_BITS,
+    pil_horizontal, pil_horizontal_table, pil_vertical, pil_vertical_pairs, Bytes, Normalised,
+    PilOutput, PIL_BITS,
 };
 
 /// Values per pixel in a horizontally resampled row.

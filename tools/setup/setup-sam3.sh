@@ -9,8 +9,13 @@
 #   $SAM2_DEV_CACHE/sam3/tokens-<hash>/   keyed by the script, the corpus, the pins: tokens.json
 #   $SAM2_DEV_CACHE/sam3/reduced-<hash>/  keyed by the exporter and the pins: the reduced export
 #                                         (three graphs, manifest.json) and its check.json
+#     reference-<hash>/reference.json     keyed by the script, the export and the image: what
+#                                         Meta's own Sam3Processor finds on testdata/demo.ppm with
+#                                         the export's weights (tools/references/sam3_reference.py),
+#                                         which the Rust pipeline is held to
 # Sourced by scripts/test.sh after setup-real.sh, whose venv it needs (it sources that script first
-# when the venv is missing). Exports SAM2_SAM3_VOCAB, SAM2_SAM3_TOKENS and SAM2_SAM3_MODELS.
+# when the venv is missing). Exports SAM2_SAM3_VOCAB, SAM2_SAM3_TOKENS, SAM2_SAM3_MODELS and
+# SAM2_SAM3_REFERENCE.
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${SAM2_DEV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sam2-dev}"
@@ -50,9 +55,9 @@ made_once "$SAM3_TOKENS" .sam2-sam3-tokens-done tokens.log \
     --vocab "$SAM3_VOCAB" --phrases "$ROOT/tools/references/sam3_phrases.json" \
     --out "$SAM3_TOKENS/tokens.json"
 
-# The reduced, shape-faithful export (sam2-export-sam3 --config reduced: seeded random weights,
-# every interface shape of the full model; under a minute), held to Meta's code on the same
-# weights (tools/references/sam3_export_check.py; seconds).
+# The reduced, shape-faithful export (sam2-export-sam3 --config reduced: seeded random weights, their
+# scores sharpened, every interface shape of the full model; under a minute), held to Meta's code
+# on the same weights (tools/references/sam3_export_check.py; seconds).
 TOOLS="$ROOT/tools/sam2-tools/sam2_tools"
 setup_begin "SAM 3's reduced export (sam2-export-sam3 --config reduced)"
 export_hash="$(cat "$TOOLS/export_sam3.py" "$ROOT/tools/setup/sam3-requirements.txt" \
@@ -72,9 +77,21 @@ if [ ! -f "$SAM3_MODELS/.sam2-sam3-check-$check_hash" ]; then
 else
     setup_end cached
 fi
+# What Meta's image processor finds on the demo image with the export's weights (seconds); the
+# image is named relative to the repository, as the JSON records it.
+setup_begin "Meta's SAM 3 image processor on testdata/demo.ppm (tools/references/sam3_reference.py)"
+reference_hash="$( (cat "$ROOT/tools/references/sam3_reference.py"; echo "$export_hash"; \
+    cat "$ROOT/testdata/demo.ppm") | sha256sum | cut -c1-16)"
+SAM3_REFERENCE="$SAM3_MODELS/reference-$reference_hash"
+made_once "$SAM3_REFERENCE" .sam2-sam3-reference-done reference.log \
+    "running Meta's Sam3Processor on testdata/demo.ppm into $SAM3_REFERENCE" \
+    env -C "$ROOT" "$SAM3_VENV/bin/python" tools/references/sam3_reference.py \
+    --models "$SAM3_MODELS" --image testdata/demo.ppm --out "$SAM3_REFERENCE/reference.json"
 if declare -F prune_unused >/dev/null; then
     prune_unused "$CACHE/sam3" venv "tokens-$tokens_hash" "reduced-$export_hash"
+    prune_unused_named "$SAM3_MODELS" reference- "reference-$reference_hash"
 fi
 export SAM2_SAM3_VOCAB="$SAM3_VOCAB"
 export SAM2_SAM3_TOKENS="$SAM3_TOKENS/tokens.json"
 export SAM2_SAM3_MODELS="$SAM3_MODELS"
+export SAM2_SAM3_REFERENCE="$SAM3_REFERENCE/reference.json"

@@ -270,6 +270,46 @@ fn pil_horizontal_portable(
     }
 }
 
+/// What PIL's vertical pass makes of the bytes it computes: lane `offsets[c]` of each pixel (the
+/// lane holding channel `c`) goes to plane `c` as a value of the planes' type. Two kinds: Meta's
+/// float32 normalisation of each byte ([`Normalised`], the video path) and the byte itself
+/// ([`Bytes`], SAM 3's uint8 input).
+pub(in crate::preprocess) trait PilOutput: Sync {
+    type Value: Copy + Send;
+    /// What byte `v` of channel `c` becomes.
+    fn value(&self, c: usize, v: u8) -> Self::Value;
+    /// Writes pixels 4g..4g + 4 from their 16 bytes (four lanes a pixel).
+    ///
+    /// # Safety
+    /// Each plane must hold 4g + 4 values.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn store4(
+        &self,
+        bytes: &[u8; 16],
+        offsets: [usize; 3],
+        planes: [*mut Self::Value; 3],
+        g: usize,
+    );
+    /// What [`PilOutput::store8`] needs, made once per output row.
+    #[cfg(target_arch = "x86_64")]
+    type Avx2;
+    /// # Safety
+    /// AVX2 and FMA must be present.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn avx2(&self, offsets: [usize; 3]) -> Self::Avx2;
+    /// Writes pixels 8g..8g + 8 from their 32 bytes (four lanes a pixel, in pixel order).
+    ///
+    /// # Safety
+    /// AVX2 and FMA must be present, and each plane must hold 8g + 8 values.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn store8(
+        avx2: &Self::Avx2,
+        bytes: std::arch::x86_64::__m256i,
+        planes: [*mut Self::Value; 3],
+        g: usize,
+    );
+}
+
 /// Meta's float32 normalisation of PIL's 8-bit values, per channel: the value of each byte,
 /// which the plain and SSE2 paths look up, and the mean and std from which the AVX2 path
 /// computes the same values (a gather of eight floats costs several times as much there).
@@ -282,30 +322,167 @@ pub(in crate::preprocess) struct Normalised {
     pub(in crate::preprocess) std: [f32; 3],
 }
 
+/// [`Normalised`]'s constants for AVX2, broadcast once per row: the channels' lanes and means,
+/// and the divisors with their reciprocals (see [`PilOutput::store8`] for [`Normalised`]).
+#[cfg(target_arch = "x86_64")]
+pub(in crate::preprocess) struct NormalisedAvx2 {
+    offsets: [usize; 3],
+    mean: [std::arch::x86_64::__m256; 3],
+    /// 255, then each channel's std: `[divisor, 1 / divisor]`.
+    byte: [std::arch::x86_64::__m256; 2],
+    std: [[std::arch::x86_64::__m256; 2]; 3],
+}
+
+impl PilOutput for Normalised {
+    type Value = f32;
+
+    fn value(&self, c: usize, v: u8) -> f32 {
+        self.table[c][v as usize]
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn store4(&self, b: &[u8; 16], offsets: [usize; 3], planes: [*mut f32; 3], g: usize) {
+        use std::arch::x86_64::*;
+        for c in 0..3 {
+            let (lut, o) = (&self.table[c], offsets[c]);
+            let v = _mm_set_ps(
+                lut[b[12 + o] as usize],
+                lut[b[8 + o] as usize],
+                lut[b[4 + o] as usize],
+                lut[b[o] as usize],
+            );
+            _mm_storeu_ps(planes[c].add(4 * g), v);
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    type Avx2 = NormalisedAvx2;
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2(&self, offsets: [usize; 3]) -> NormalisedAvx2 {
+        use std::arch::x86_64::*;
+        let divisor = |d: f32| [_mm256_set1_ps(d), _mm256_set1_ps(1.0 / d)];
+        NormalisedAvx2 {
+            offsets,
+            mean: self.mean.map(|m| _mm256_set1_ps(m)),
+            byte: divisor(255.0),
+            std: self.std.map(divisor),
+        }
+    }
+
+    /// Each 32-bit element is one pixel's four lanes, in pixel order: lane `o` of each is its
+    /// channel's byte v, normalised as Meta does, (v / 255 − mean) / std in float32. Each quotient
+    /// n / d is computed from the reciprocal and one fused correction step, q = n · (1/d), then
+    /// q + (n − q·d) · (1/d), which rounds as the division does for every byte and channel here
+    /// (the unit tests hold every value to Meta's table).
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn store8(
+        out: &NormalisedAvx2,
+        bytes: std::arch::x86_64::__m256i,
+        planes: [*mut f32; 3],
+        g: usize,
+    ) {
+        use std::arch::x86_64::*;
+        let quotient = |n: __m256, [d, inv]: [__m256; 2]| {
+            let q = _mm256_mul_ps(n, inv);
+            _mm256_fmadd_ps(_mm256_fnmadd_ps(q, d, n), inv, q)
+        };
+        for (c, plane) in planes.into_iter().enumerate() {
+            let shift = _mm256_set1_epi32(8 * out.offsets[c] as i32);
+            let index = _mm256_and_si256(_mm256_srlv_epi32(bytes, shift), _mm256_set1_epi32(0xff));
+            let x = quotient(_mm256_cvtepi32_ps(index), out.byte);
+            let v = quotient(_mm256_sub_ps(x, out.mean[c]), out.std[c]);
+            _mm256_storeu_ps(plane.add(8 * g), v);
+        }
+    }
+}
+
+/// The bytes themselves, each channel into its plane.
+pub(in crate::preprocess) struct Bytes;
+
+impl PilOutput for Bytes {
+    type Value = u8;
+
+    fn value(&self, _: usize, v: u8) -> u8 {
+        v
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn store4(&self, b: &[u8; 16], offsets: [usize; 3], planes: [*mut u8; 3], g: usize) {
+        for (plane, o) in planes.into_iter().zip(offsets) {
+            let v = [b[o], b[4 + o], b[8 + o], b[12 + o]];
+            (plane.add(4 * g) as *mut [u8; 4]).write_unaligned(v);
+        }
+    }
+
+    /// Per channel, the shuffle that gathers lane `offsets[c]` of the four pixels of each 128-bit
+    /// half into that half's first four bytes.
+    #[cfg(target_arch = "x86_64")]
+    type Avx2 = [std::arch::x86_64::__m256i; 3];
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn avx2(&self, offsets: [usize; 3]) -> Self::Avx2 {
+        use std::arch::x86_64::*;
+        offsets.map(|o| {
+            let mut order = [-1i8; 16];
+            for (p, b) in order[..4].iter_mut().enumerate() {
+                *b = (4 * p + o) as i8;
+            }
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(order.as_ptr() as *const __m128i))
+        })
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn store8(
+        gather: &Self::Avx2,
+        bytes: std::arch::x86_64::__m256i,
+        planes: [*mut u8; 3],
+        g: usize,
+    ) {
+        use std::arch::x86_64::*;
+        for (plane, order) in planes.into_iter().zip(gather) {
+            let v = _mm256_shuffle_epi8(bytes, *order);
+            let low = _mm256_cvtsi256_si32(v) as u32 as u64;
+            let high = _mm256_extract_epi32::<4>(v) as u32 as u64;
+            (plane.add(8 * g) as *mut u64).write_unaligned((low | high << 32).to_le());
+        }
+    }
+}
+
 /// PIL's vertical pass for one output row: each value `clip8(½ + Σ w·r)` over the resampled rows
 /// (paired as [`pil_vertical_pairs`] pairs the weights; an odd last row pairs with any row, its
-/// weight zero), then lane `offsets[c]` looked up in `normalised[c]` into plane `c`.
-pub(in crate::preprocess) fn pil_vertical(
+/// weight zero), then lane `offsets[c]` into plane `c` as `output` makes it.
+pub(in crate::preprocess) fn pil_vertical<O: PilOutput>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
     offsets: [usize; 3],
-    normalised: &Normalised,
-    planes: [&mut [f32]; 3],
+    output: &O,
+    planes: [&mut [O::Value]; 3],
 ) {
     let n = planes[0].len();
     assert!(!rows.is_empty() && rows.len() == 2 * pairs.len());
     assert!(rows.iter().all(|r| r.len() >= LANES * n));
     assert!(planes.iter().all(|p| p.len() == n) && offsets.iter().all(|&o| o < 3));
+    let [p0, p1, p2] = planes;
+    let mut planes = [p0, p1, p2];
     let done = pil_vertical_simd(
         rows,
         pairs,
         offsets,
-        normalised,
-        planes.each_ref().map(|p| p.as_ptr()),
+        output,
+        planes.each_mut().map(|p| p.as_mut_ptr()),
         n,
     );
-    let [p0, p1, p2] = planes;
-    let mut planes = [p0, p1, p2];
     for x in done..n {
         let mut lanes = [0u8; LANES];
         for (k, l) in lanes.iter_mut().enumerate() {
@@ -319,7 +496,7 @@ pub(in crate::preprocess) fn pil_vertical(
             *l = clip8(acc);
         }
         for (c, plane) in planes.iter_mut().enumerate() {
-            plane[x] = normalised.table[c][lanes[offsets[c]] as usize];
+            plane[x] = output.value(c, lanes[offsets[c]]);
         }
     }
 }
@@ -327,27 +504,26 @@ pub(in crate::preprocess) fn pil_vertical(
 /// The whole groups of four pixels of [`pil_vertical`]; returns how many pixels it wrote.
 #[cfg(target_arch = "x86_64")]
 #[allow(unused_unsafe)]
-fn pil_vertical_simd(
+fn pil_vertical_simd<O: PilOutput>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
     offsets: [usize; 3],
-    normalised: &Normalised,
-    planes: [*const f32; 3],
+    output: &O,
+    planes: [*mut O::Value; 3],
     n: usize,
 ) -> usize {
     use std::arch::x86_64::*;
     let groups = n / 4;
-    let planes = planes.map(|p| p as *mut f32);
     let start = if avx2() {
         // SAFETY: AVX2 and FMA are present (checked just now); the bounds are the caller's, as
         // below.
-        unsafe { pil_vertical_avx2(rows, pairs, offsets, normalised, planes, n) / 4 }
+        unsafe { pil_vertical_avx2(rows, pairs, offsets, output, planes, n) / 4 }
     } else {
         0
     };
     // SAFETY: SSE2 is part of x86_64. Each row holds 4n bytes (asserted by the caller); the loads
     // read bytes 16g..16g + 16 ≤ 4n for g < n / 4; the weight pairs are read by index within
-    // `pairs`; the planes hold n floats (asserted), the stores write 4g..4g + 4 < n. The planes
+    // `pairs`; the planes hold n values (asserted), the stores write 4g..4g + 4 ≤ n. The planes
     // are the caller's exclusive `&mut` slices.
     unsafe {
         let zero = _mm_setzero_si128();
@@ -381,17 +557,7 @@ fn pil_vertical_simd(
             let bytes = _mm_packus_epi16(_mm_packs_epi32(r[0], r[1]), _mm_packs_epi32(r[2], r[3]));
             let mut b = [0u8; 16];
             _mm_storeu_si128(b.as_mut_ptr() as *mut __m128i, bytes);
-            for c in 0..3 {
-                let (lut, o) = (&normalised.table[c], offsets[c]);
-                let v = _mm_set_ps(
-                    lut[b[12 + o] as usize],
-                    lut[b[8 + o] as usize],
-                    lut[b[4 + o] as usize],
-                    lut[b[o] as usize],
-                );
-                let d = planes[c].add(4 * g);
-                _mm_storeu_ps(d, v);
-            }
+            output.store4(&b, offsets, planes, g);
         }
     }
     groups * 4
@@ -405,45 +571,24 @@ fn pil_vertical_simd(
 /// planes).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn pil_vertical_avx2(
+unsafe fn pil_vertical_avx2<O: PilOutput>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
     offsets: [usize; 3],
-    normalised: &Normalised,
-    planes: [*mut f32; 3],
+    output: &O,
+    planes: [*mut O::Value; 3],
     n: usize,
 ) -> usize {
-    use std::arch::x86_64::*;
-    let divisor = |d: f32| [_mm256_set1_ps(d), _mm256_set1_ps(1.0 / d)];
-    let out = PilPlanes {
-        planes,
-        offsets,
-        mean: normalised.mean.map(|m| _mm256_set1_ps(m)),
-        byte: divisor(255.0),
-        std: normalised.std.map(divisor),
-    };
+    let out = output.avx2(offsets);
     match pairs.len() {
-        1 => pil_vertical_avx2_n::<1>(rows, pairs, &out, n),
-        2 => pil_vertical_avx2_n::<2>(rows, pairs, &out, n),
-        3 => pil_vertical_avx2_n::<3>(rows, pairs, &out, n),
-        4 => pil_vertical_avx2_n::<4>(rows, pairs, &out, n),
-        5 => pil_vertical_avx2_n::<5>(rows, pairs, &out, n),
-        6 => pil_vertical_avx2_n::<6>(rows, pairs, &out, n),
-        _ => pil_vertical_avx2_any(rows, pairs, &out, n),
+        1 => pil_vertical_avx2_n::<1, O>(rows, pairs, &out, planes, n),
+        2 => pil_vertical_avx2_n::<2, O>(rows, pairs, &out, planes, n),
+        3 => pil_vertical_avx2_n::<3, O>(rows, pairs, &out, planes, n),
+        4 => pil_vertical_avx2_n::<4, O>(rows, pairs, &out, planes, n),
+        5 => pil_vertical_avx2_n::<5, O>(rows, pairs, &out, planes, n),
+        6 => pil_vertical_avx2_n::<6, O>(rows, pairs, &out, planes, n),
+        _ => pil_vertical_avx2_any::<O>(rows, pairs, &out, planes, n),
     }
-}
-
-/// Where [`pil_vertical_avx2`] writes: lane `offsets[c]` of each pixel, normalised as channel
-/// `c`, into `planes[c]`; the normalisation's divisors and their reciprocals broadcast once per
-/// row (see [`pil_store`]).
-#[cfg(target_arch = "x86_64")]
-struct PilPlanes {
-    planes: [*mut f32; 3],
-    offsets: [usize; 3],
-    mean: [std::arch::x86_64::__m256; 3],
-    /// 255, then each channel's std: `[divisor, 1 / divisor]`.
-    byte: [std::arch::x86_64::__m256; 2],
-    std: [[std::arch::x86_64::__m256; 2]; 3],
 }
 
 /// [`pil_vertical_avx2`] for `PAIRS` tap pairs: the weights broadcast and the rows' addresses
@@ -453,10 +598,11 @@ struct PilPlanes {
 /// As [`pil_vertical_avx2`]; `rows` holds `2 · PAIRS` rows and `pairs` `PAIRS` pairs.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
+unsafe fn pil_vertical_avx2_n<const PAIRS: usize, O: PilOutput>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
-    out: &PilPlanes,
+    out: &O::Avx2,
+    planes: [*mut O::Value; 3],
     n: usize,
 ) -> usize {
     use std::arch::x86_64::*;
@@ -470,7 +616,7 @@ unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
         }
     }
     for g in 0..n / 8 {
-        // Bytes 32g..32g + 32 ≤ 4n of each row; floats 8g..8g + 8 ≤ n of each plane.
+        // Bytes 32g..32g + 32 ≤ 4n of each row; values 8g..8g + 8 ≤ n of each plane.
         let at = g * 32;
         let mut lo = [_mm256_set1_epi32(PIL_HALF); 4];
         let mut hi = [_mm256_setzero_si256(); 4];
@@ -479,7 +625,7 @@ unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
             let b = _mm256_loadu_si256(r[q][1].add(at) as *const __m256i);
             pil_vertical_pair(a, b, w[q], &mut lo, &mut hi);
         }
-        pil_store(lo, hi, out, g);
+        O::store8(out, pil_bytes(lo, hi), planes, g);
     }
     n / 8 * 8
 }
@@ -490,15 +636,16 @@ unsafe fn pil_vertical_avx2_n<const PAIRS: usize>(
 /// As [`pil_vertical_avx2`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn pil_vertical_avx2_any(
+unsafe fn pil_vertical_avx2_any<O: PilOutput>(
     rows: &[&[u8]],
     pairs: &[[[i16; 8]; 2]],
-    out: &PilPlanes,
+    out: &O::Avx2,
+    planes: [*mut O::Value; 3],
     n: usize,
 ) -> usize {
     use std::arch::x86_64::*;
     for g in 0..n / 8 {
-        // Bytes 32g..32g + 32 ≤ 4n of each row; floats 8g..8g + 8 ≤ n of each plane.
+        // Bytes 32g..32g + 32 ≤ 4n of each row; values 8g..8g + 8 ≤ n of each plane.
         let at = g * 32;
         let mut lo = [_mm256_set1_epi32(PIL_HALF); 4];
         let mut hi = [_mm256_setzero_si256(); 4];
@@ -509,7 +656,7 @@ unsafe fn pil_vertical_avx2_any(
             let b = _mm256_loadu_si256(rows[2 * q + 1].as_ptr().add(at) as *const __m256i);
             pil_vertical_pair(a, b, [wl, wh], &mut lo, &mut hi);
         }
-        pil_store(lo, hi, out, g);
+        O::store8(out, pil_bytes(lo, hi), planes, g);
     }
     n / 8 * 8
 }
@@ -544,54 +691,37 @@ unsafe fn pil_vertical_pair(
     }
 }
 
-/// PIL's vertical sums of pixels 8g..8g + 8 back to bytes, then normalised into the planes.
+/// PIL's vertical sums of eight pixels back to their 32 bytes (four lanes a pixel, in pixel
+/// order): shifted, then clipped to 8 bits by the saturating packs.
 ///
 /// # Safety
-/// AVX2 and FMA must be present, and each plane must hold 8g + 8 floats.
+/// AVX2 and FMA must be present.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn pil_store(
+unsafe fn pil_bytes(
     lo: [std::arch::x86_64::__m256i; 4],
     hi: [std::arch::x86_64::__m256i; 4],
-    out: &PilPlanes,
-    g: usize,
-) {
+) -> std::arch::x86_64::__m256i {
     use std::arch::x86_64::*;
     let mut r = [_mm256_setzero_si256(); 4];
     for i in 0..4 {
         let sum = _mm256_add_epi32(_mm256_slli_epi32::<{ SPLIT as i32 }>(hi[i]), lo[i]);
         r[i] = _mm256_srai_epi32::<{ PIL_BITS as i32 }>(sum);
     }
-    let bytes = _mm256_packus_epi16(
+    _mm256_packus_epi16(
         _mm256_packs_epi32(r[0], r[1]),
         _mm256_packs_epi32(r[2], r[3]),
-    );
-    // Each 32-bit element is one pixel's four lanes, in pixel order: lane `o` of each is its
-    // channel's byte v, normalised as Meta does, (v / 255 − mean) / std in float32. Each quotient
-    // n / d is computed from the reciprocal and one fused correction step, q = n · (1/d), then
-    // q + (n − q·d) · (1/d), which rounds as the division does for every byte and channel here
-    // (the unit tests hold every value to Meta's table).
-    let quotient = |n: __m256, [d, inv]: [__m256; 2]| {
-        let q = _mm256_mul_ps(n, inv);
-        _mm256_fmadd_ps(_mm256_fnmadd_ps(q, d, n), inv, q)
-    };
-    for c in 0..3 {
-        let shift = _mm256_set1_epi32(8 * out.offsets[c] as i32);
-        let index = _mm256_and_si256(_mm256_srlv_epi32(bytes, shift), _mm256_set1_epi32(0xff));
-        let x = quotient(_mm256_cvtepi32_ps(index), out.byte);
-        let v = quotient(_mm256_sub_ps(x, out.mean[c]), out.std[c]);
-        _mm256_storeu_ps(out.planes[c].add(8 * g), v);
-    }
+    )
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn pil_vertical_simd(
+fn pil_vertical_simd<O: PilOutput>(
     _: &[&[u8]],
     _: &[[[i16; 8]; 2]],
     _: [usize; 3],
-    _: &Normalised,
-    _: [*const f32; 3],
+    _: &O,
+    _: [*mut O::Value; 3],
     _: usize,
 ) -> usize {
     0

@@ -8,9 +8,11 @@ and the presence logit).
 Built with Meta's own code (PyPI sam3 0.1.4) on the CPU: its two constructors that ask for CUDA
 and its `pin_memory` are worked around here, never in the install, and its complex-valued
 rotary embedding is applied in real arithmetic (the same numbers) so the graphs need no complex
-type. Without --checkpoint the weights are random, seeded; `--config reduced` keeps every shape
-at the boundary (1008² input, 5184 image tokens, 32 text tokens, 200 queries, 288² masks,
-256 channels) and the graph's structure, with thin and shallow inner layers, for fast tests.
+type. Without --checkpoint the weights are random, seeded, and their scores sharpened so that
+Meta's 0.5 threshold keeps a few queries (`sharpen`, recorded in manifest.json); `--config
+reduced` keeps every shape at the boundary (1008² input, 5184 image tokens, 32 text tokens,
+200 queries, 288² masks, 256 channels) and the graph's structure, with thin and shallow inner
+layers, for fast tests.
 
     sam2-export-sam3 --out DIR [--config full|reduced] [--checkpoint sam3.pt] [--seed N]
                      [--vocab bpe_simple_vocab_16e6.txt.gz]
@@ -135,7 +137,10 @@ def real_rope(model):
     vitdet.Attention._apply_rope = apply_rope
 
 
-def build(config, checkpoint, seed, vocab):
+def build(config, checkpoint, seed, vocab, sharpening=None):
+    """Meta's image model, CPU-ready. Random weights (no checkpoint) are seeded and their scores
+    sharpened (`sharpen`): afresh, or as `sharpening` (a manifest's record) says; the record is
+    `model.export_sharpening` (None with a checkpoint, whose weights are never changed)."""
     torch = import_sam3_on_cpu()
     from sam3 import model_builder
 
@@ -156,7 +161,66 @@ def build(config, checkpoint, seed, vocab):
         if not torch.isfinite(p).all():
             sys.exit(f"parameter {name} is not finite")
     real_rope(model)
-    return torch, model.eval()
+    model.eval()
+    model.export_sharpening = None
+    if checkpoint is None:
+        model.export_sharpening = sharpen(torch, model, sharpening)
+    return torch, model
+
+
+# The sharpened scores of random weights: a query's logit is SLOPE per standard deviation of its
+# position along the direction in which the example's 200 queries differ most, 0 at CUT standard
+# deviations above their mean, plus what is left of Meta's dot product with the prompt; the
+# presence logit is PRESENCE on the example.
+SLOPE = 32.0
+CUT = 2.0
+PRESENCE = 2.5
+
+
+def sharpen(torch, model, record=None):
+    """Random weights score every query near 0.5 (logits and presence logit near 0), so that
+    Meta's 0.5 threshold keeps a coin toss. The last layers of the scoring head and of the
+    presence head are moved so that a few queries score clearly above it and the rest clearly
+    below; measured on the example the graphs are traced with (`example_inputs`) unless
+    `record` (what this function returned before) gives the numbers. Returns the record.
+
+    The scoring head (Meta's DotProductScoring) computes scale * hs_proj(h) . prompt_proj(p).
+    With u the unit direction of the largest spread of the 200 queries' hs_proj(h) on the
+    example, m and sd their positions' mean and standard deviation along it, hs_proj's bias
+    loses (m + CUT sd) u and prompt_proj's output its component along u, which becomes the
+    constant SLOPE / (scale sd): the logit is then SLOPE ((position - m) / sd - CUT) plus
+    Meta's dot product without its u part (Meta clamps it to +-12 after). The presence head's
+    last bias is shifted so that the example's presence logit is PRESENCE."""
+    scoring = model.dot_prod_scoring
+    presence = model.transformer.decoder.presence_token_head.layers[-1]
+    if record is None:
+        captured = {}
+        hook = scoring.hs_proj.register_forward_hook(
+            lambda module, inputs, output: captured.update(hs=output[-1, 0].detach().double()))
+        _, _, decoder_inputs = example_inputs(torch, model)
+        with torch.no_grad():
+            presence_logit = Decoder.module(torch, model)(*decoder_inputs)[3]
+        hook.remove()
+        hs = captured["hs"]
+        centred = hs - hs.mean(0)
+        u = torch.linalg.svd(centred, full_matrices=False).Vh[0]
+        if ((centred @ u) ** 3).mean() < 0:  # the longer tail above
+            u = -u
+        positions = hs @ u
+        mean, sd = float(positions.mean()), float(positions.std(correction=0))
+        record = {"slope": SLOPE, "cut": CUT, "mean": mean, "sd": sd,
+                  "hs_proj_bias_shift": mean + CUT * sd,
+                  "prompt_proj_constant": SLOPE / (scoring.scale * sd),
+                  "presence_bias_shift": PRESENCE - float(presence_logit.reshape(-1)[0]),
+                  "direction": [float(x) for x in u.float()]}
+    u = torch.tensor(record["direction"], dtype=torch.float32)
+    with torch.no_grad():
+        scoring.hs_proj.bias.sub_(record["hs_proj_bias_shift"] * u)
+        weight, bias = scoring.prompt_proj.weight, scoring.prompt_proj.bias
+        weight.sub_(torch.outer(u, u @ weight))
+        bias.sub_((u @ bias) * u).add_(record["prompt_proj_constant"] * u)
+        presence.bias.add_(record["presence_bias_shift"])
+    return record
 
 
 class ImageEncoder:
@@ -352,7 +416,8 @@ def main(argv=None):
         export(torch, part.module(torch, model), example, os.path.join(args.out, name),
                part.inputs, part.outputs, dynamo)
     manifest = {"config": args.config, "seed": args.seed, "checkpoint": args.checkpoint,
-                "vocab_sha256": hashlib.sha256(open(vocab, "rb").read()).hexdigest()}
+                "vocab_sha256": hashlib.sha256(open(vocab, "rb").read()).hexdigest(),
+                "sharpening": model.export_sharpening}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
