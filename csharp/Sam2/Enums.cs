@@ -66,4 +66,15 @@ namespace Sam2
         /// <summary>An error.</summary>
         Error = NativeMethods.SAM2_LOG_ERROR,
     }
+
+    /// <summary>How a concept's instances are thinned (SAM2_NMS_*), within each concept.</summary>
+    public enum Suppression : uint
+    {
+        /// <summary>None: every instance above the threshold is kept (default, as SAM 3's own processor).</summary>
+        None = NativeMethods.SAM2_NMS_NONE,
+        /// <summary>An instance whose box overlaps a better one's by more than <see cref="Sam2ConceptSegmentOptions.NmsIou"/> goes.</summary>
+        Boxes = NativeMethods.SAM2_NMS_BOXES,
+        /// <summary>An instance whose mask overlaps a better one's by more than <see cref="Sam2ConceptSegmentOptions.NmsIou"/> goes (needs masks).</summary>
+        Masks = NativeMethods.SAM2_NMS_MASKS,
+    }
 }

@@ -78,6 +78,9 @@ namespace Sam2
         internal const uint SAM2_JOB_FAILED = 3;
         internal const uint SAM2_JOB_CANCELLED = 4;
         internal const uint SAM2_WAIT_FOREVER = 0xFFFFFFFF;
+        internal const uint SAM2_NMS_NONE = 0;
+        internal const uint SAM2_NMS_BOXES = 1;
+        internal const uint SAM2_NMS_MASKS = 2;
         internal const uint SAM2_TRACK_FORWARD = 0;
         internal const uint SAM2_TRACK_BACKWARD = 1;
 
@@ -533,5 +536,113 @@ namespace Sam2
 
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_track_result_low_res(TrackResultHandle result, UIntPtr index, out IntPtr out_logits, out UIntPtr out_len);
+
+        // ---- SAM 3: concept model and result (capi/src/concept.rs) ------------------------------
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_concept_model_options
+        {
+            public uint struct_size;
+            public uint output_target;
+            public uint intra_threads;
+            /// <summary>const sam2_provider*: NULL or a pinned array, read during sam2_concept_model_new only.</summary>
+            public IntPtr providers;
+            public UIntPtr provider_count;
+            public uint on_device_mismatch;
+            public uint weight_sharing;
+            public uint graph_optimization;
+            public ulong disabled_rewrites;
+            /// <summary>const char*: NULL or a pinned NUL-terminated UTF-8 path.</summary>
+            public IntPtr vocabulary_path;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_concept_segment_options
+        {
+            public uint struct_size;
+            public float score_threshold;
+            public uint nms;
+            public float nms_iou;
+            public uint max_instances;
+            public uint masks;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal unsafe struct sam2_exemplar
+        {
+            public fixed float box[4];
+            public uint positive;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_concept
+        {
+            /// <summary>const char*: NULL or a pinned NUL-terminated UTF-8 phrase.</summary>
+            public IntPtr phrase;
+            /// <summary>const sam2_exemplar*: NULL or a pinned array.</summary>
+            public IntPtr exemplars;
+            public UIntPtr exemplar_count;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal struct sam2_concept_summary
+        {
+            public float presence;
+            public uint truncated;
+            public UIntPtr instances;
+        }
+
+        [StructLayout(LayoutKind.Sequential)]
+        internal unsafe struct sam2_instance_info
+        {
+            public UIntPtr concept;
+            public float score;
+            public fixed float box[4];
+            public ulong area;
+            public uint query;
+        }
+
+        /// <summary>Writes the library's sizeof(sam2_concept_model_options) bytes: call through NativeOptions.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_model_options_init(IntPtr options, UIntPtr struct_size);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_model_new(byte[] path, ref sam2_concept_model_options options, out ConceptModelHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_concept_model_free(IntPtr model);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_encode(ConceptModelHandle model, byte[] pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, out EmbeddingHandle @out);
+
+        /// <summary>The same export, for pixels in unmanaged memory.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl, EntryPoint = "sam2_concept_encode")]
+        internal static extern Sam2Status sam2_concept_encode_ptr(ConceptModelHandle model, IntPtr pixels, UIntPtr pixels_len, uint width, uint height, UIntPtr stride, uint pixel_format, out EmbeddingHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_model_max_exemplars(ConceptModelHandle model, out UIntPtr @out);
+
+        /// <summary>Writes the library's sizeof(sam2_concept_segment_options) bytes: call through NativeOptions.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_segment_options_init(IntPtr options, UIntPtr struct_size);
+
+        /// <summary>concepts: a pinned array of concept_count (possibly 0) concepts whose pointers are pinned too.</summary>
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_segment(ConceptModelHandle model, EmbeddingHandle embedding, IntPtr concepts, UIntPtr concept_count, ref sam2_concept_segment_options options, out ConceptResultHandle @out);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern void sam2_concept_result_free(IntPtr result);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_result_count(ConceptResultHandle result, out UIntPtr out_instances, out UIntPtr out_concepts, out uint out_width, out uint out_height);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_result_summary(ConceptResultHandle result, UIntPtr index, out sam2_concept_summary out_summary);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_result_instance(ConceptResultHandle result, UIntPtr index, out sam2_instance_info out_info);
+
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_result_mask(ConceptResultHandle result, UIntPtr index, [Out] byte[] buf, UIntPtr buf_len);
     }
 }

@@ -128,7 +128,7 @@ namespace Sam2
             CheckSizes(width, height, stride);
         }
 
-        private static void CheckSizes(int width, int height, int stride)
+        internal static void CheckSizes(int width, int height, int stride)
         {
             if (width < 0)
                 throw new ArgumentOutOfRangeException("width", width, "must not be negative");

@@ -6,11 +6,11 @@ namespace Sam2
 {
     /// <summary>
     /// A managed object that owns one native sam2 object (an encoder, a predictor, an embedding,
-    /// masks, a segment-everything generator, a cache, an encode job or a tracker). Disposing it
-    /// twice is fine; any use after <see cref="Dispose"/> throws
-    /// <see cref="ObjectDisposedException"/>, even while other threads are still inside a call on
-    /// it (the native object is freed when the last of those calls returns). Only this library
-    /// derives from it.
+    /// masks, a segment-everything generator, a cache, an encode job, a tracker, a SAM 3 concept
+    /// model or its result). Disposing it twice is fine; any use after <see cref="Dispose"/>
+    /// throws <see cref="ObjectDisposedException"/>, even while other threads are still inside a
+    /// call on it (the native object is freed when the last of those calls returns). Only this
+    /// library derives from it.
     /// </summary>
     public abstract class Sam2NativeObject : IDisposable
     {

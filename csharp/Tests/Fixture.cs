@@ -1,5 +1,6 @@
-// Shared test data: paths from the environment (tools/setup/setup.sh), images, ground truth, and
-// one encoder/predictor/embedding of the shapes image reused by the tests that only read them.
+// Shared test data: paths from the environment (tools/setup/setup.sh, tools/setup/setup-sam3.sh),
+// images, ground truth, one encoder/predictor/embedding of the shapes image and one SAM 3 model and
+// embedding of the demo image, reused by the tests that only read them.
 using System;
 using System.Collections.Generic;
 using System.Globalization;
@@ -24,6 +25,8 @@ namespace Sam2.Tests
         private static Sam2Encoder _encoder;
         private static Sam2Predictor _predictor;
         private static Sam2Embedding _shapes;
+        private static Sam2ConceptModel _conceptModel;
+        private static Sam2Embedding _conceptDemo;
         private static string _scratch;
 
         internal static string Models
@@ -105,6 +108,54 @@ namespace Sam2.Tests
             }
         }
 
+        /// <summary>SAM 3's reduced export (tools/setup/setup-sam3.sh): a folder of its three graphs.</summary>
+        internal static string Sam3Models
+        {
+            get { return Require("SAM2_SAM3_MODELS", "tools/setup/setup-sam3.sh"); }
+        }
+
+        /// <summary>CLIP's vocabulary file, which SAM 3's export needs beside it or named.</summary>
+        internal static string Sam3Vocabulary
+        {
+            get { return Require("SAM2_SAM3_VOCAB", "tools/setup/setup-sam3.sh"); }
+        }
+
+        /// <summary>The shared SAM 3 model (host output, the vocabulary named). Do not dispose.</summary>
+        internal static Sam2ConceptModel ConceptModel
+        {
+            get
+            {
+                lock (Lock)
+                    return _conceptModel ?? (_conceptModel = new Sam2ConceptModel(Sam3Models, new Sam2ConceptModelOptions
+                    {
+                        OutputTarget = OutputTarget.Host,
+                        VocabularyPath = Sam3Vocabulary,
+                    }));
+            }
+        }
+
+        /// <summary>The shared SAM 3 embedding of demo.ppm (800 × 600). Do not dispose.</summary>
+        internal static Sam2Embedding ConceptDemo
+        {
+            get
+            {
+                lock (Lock)
+                {
+                    if (_conceptDemo == null)
+                    {
+                        PnmImage image = DemoImage;
+                        _conceptDemo = ConceptModel.Encode(image.Pixels, image.Width, image.Height, PixelFormat.Rgb);
+                    }
+                    return _conceptDemo;
+                }
+            }
+        }
+
+        internal static PnmImage DemoImage
+        {
+            get { return Pnm.Read(Path.Combine(TestData, "demo.ppm"), 3); }
+        }
+
         internal static PnmImage ShapesImage
         {
             get { return Pnm.Read(Path.Combine(TestData, "shapes.ppm"), 3); }
@@ -167,6 +218,8 @@ namespace Sam2.Tests
         {
             lock (Lock)
             {
+                if (_conceptDemo != null) _conceptDemo.Dispose();
+                if (_conceptModel != null) _conceptModel.Dispose();
                 if (_shapes != null) _shapes.Dispose();
                 if (_predictor != null) _predictor.Dispose();
                 if (_encoder != null) _encoder.Dispose();
@@ -175,11 +228,11 @@ namespace Sam2.Tests
             }
         }
 
-        private static string Require(string variable)
+        private static string Require(string variable, string setup = "tools/setup/setup.sh")
         {
             string value = Environment.GetEnvironmentVariable(variable);
             if (string.IsNullOrEmpty(value))
-                throw new InvalidOperationException(variable + " is not set; source tools/setup/setup.sh first");
+                throw new InvalidOperationException(variable + " is not set; source " + setup + " first");
             return value;
         }
     }

@@ -142,10 +142,24 @@ namespace Sam2.Tests
             Assert.Equal(8, Size<NativeMethods.sam2_predict_options>(), "sizeof(sam2_predict_options)");
             Assert.Equal(56, Size<NativeMethods.sam2_tracker_options>(), "sizeof(sam2_tracker_options)");
             Assert.Equal(48, Offset<NativeMethods.sam2_tracker_options>("disabled_rewrites"), "offsetof(sam2_tracker_options, disabled_rewrites)");
+            Assert.Equal(64, Size<NativeMethods.sam2_concept_model_options>(), "sizeof(sam2_concept_model_options)");
+            Assert.Equal(48, Offset<NativeMethods.sam2_concept_model_options>("disabled_rewrites"), "offsetof(sam2_concept_model_options, disabled_rewrites)");
+            Assert.Equal(56, Offset<NativeMethods.sam2_concept_model_options>("vocabulary_path"), "offsetof(sam2_concept_model_options, vocabulary_path)");
+            Assert.Equal(24, Size<NativeMethods.sam2_concept_segment_options>(), "sizeof(sam2_concept_segment_options)");
+            Assert.Equal(20, Size<NativeMethods.sam2_exemplar>(), "sizeof(sam2_exemplar)");
+            Assert.Equal(16, Offset<NativeMethods.sam2_exemplar>("positive"), "offsetof(sam2_exemplar, positive)");
+            Assert.Equal(24, Size<NativeMethods.sam2_concept>(), "sizeof(sam2_concept)");
+            Assert.Equal(16, Size<NativeMethods.sam2_concept_summary>(), "sizeof(sam2_concept_summary)");
+            Assert.Equal(48, Size<NativeMethods.sam2_instance_info>(), "sizeof(sam2_instance_info)");
+            Assert.Equal(12, Offset<NativeMethods.sam2_instance_info>("box"), "offsetof(sam2_instance_info, box)");
+            Assert.Equal(32, Offset<NativeMethods.sam2_instance_info>("area"), "offsetof(sam2_instance_info, area)");
+            Assert.Equal(40, Offset<NativeMethods.sam2_instance_info>("query"), "offsetof(sam2_instance_info, query)");
             // The library's own struct_size agrees (read through the _init functions).
             Assert.Equal(56u, NativeOptions.Defaults<NativeMethods.sam2_encoder_options>(NativeMethods.sam2_encoder_options_init).struct_size, "encoder struct_size");
             Assert.Equal(64u, NativeOptions.Defaults<NativeMethods.sam2_predictor_options>(NativeMethods.sam2_predictor_options_init).struct_size, "predictor struct_size");
             Assert.Equal(8u, NativeOptions.Defaults<NativeMethods.sam2_predict_options>(NativeMethods.sam2_predict_options_init).struct_size, "predict struct_size");
+            Assert.Equal(64u, NativeOptions.Defaults<NativeMethods.sam2_concept_model_options>(NativeMethods.sam2_concept_model_options_init).struct_size, "concept model struct_size");
+            Assert.Equal(24u, NativeOptions.Defaults<NativeMethods.sam2_concept_segment_options>(NativeMethods.sam2_concept_segment_options_init).struct_size, "concept segment struct_size");
         }
 
         [Test]
@@ -160,6 +174,10 @@ namespace Sam2.Tests
             Assert.Equal(null, predictor.EncoderFingerprint, "predictor fingerprint");
             Assert.Equal(false, predictor.AllowEmbeddingCopy, "predictor embedding copy");
             Assert.Equal(DeviceMismatchPolicy.Fallback, predictor.OnDeviceMismatch, "predictor mismatch policy");
+            var concept = new Sam2ConceptModelOptions();
+            Assert.Equal(OutputTarget.Device, concept.OutputTarget, "concept model output target");
+            Assert.Equal(null, concept.VocabularyPath, "concept model vocabulary (beside the graphs)");
+            Assert.Equal(WeightSharing.Shared, concept.WeightSharing, "concept model weights");
         }
 
         [Test]
