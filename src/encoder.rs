@@ -175,7 +175,7 @@ impl Encoder {
     pub fn prepare_input(&self, image: &ImageView<'_>) -> Result<DynValue> {
         let size = self.spec.input_size;
         if self.spec.input_type == InputType::U8 {
-            let data = crate::concept::resize_tmp(image, size);
+            let data = preprocess::resize_u8_chw(image, size);
             return Ok(Tensor::from_array(([3usize, size, size], data))?.into_dyn());
         }
         let shape = [1usize, 3, size, size];

@@ -39,7 +39,6 @@ mod torchvision_u8;
 
 use axis::{image_axis, pil_bicubic_axis, Axis};
 pub(crate) use axis::{taps, Tap};
-#[allow(unused_imports)] // until SAM 3's image path calls it
 pub(crate) use torchvision_u8::resize_u8_chw;
 
 /// ImageNet mean and standard deviation, in [0, 1] units, RGB order.

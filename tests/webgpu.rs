@@ -1036,9 +1036,11 @@ fn sam3_concepts_run_on_the_device_reading_the_embedding_in_place() {
         return;
     }
     let var = |name: &str| {
-        std::env::var_os(name).map(PathBuf::from).unwrap_or_else(|| {
-            panic!("{name} is not set: run tools/setup/setup-sam3.sh (the test command does)")
-        })
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                panic!("{name} is not set: run tools/setup/setup-sam3.sh (the test command does)")
+            })
     };
     let options = |device: DeviceOptions| {
         let mut o = ConceptModelOptions {
@@ -1061,27 +1063,33 @@ fn sam3_concepts_run_on_the_device_reading_the_embedding_in_place() {
     let path = dir.join("device.sam2");
     match embedding_file::save(&embedding, &path) {
         Err(Error::EmbeddingNotSerializable { allocator }) => assert_eq!(allocator, name),
-        other => panic!("expected EmbeddingNotSerializable, got {:?}", other.map(|_| ())),
+        other => panic!(
+            "expected EmbeddingNotSerializable, got {:?}",
+            other.map(|_| ())
+        ),
     }
     assert!(!path.exists());
 
-    let concepts = [
-        Concept::text("purple star"),
-        Concept {
-            text: Some("shape".into()),
-            exemplars: vec![Exemplar {
-                rect: [52.0, 82.0, 327.0, 257.0],
-                positive: true,
-            }],
-        },
-    ];
+    // One concept, a phrase with an exemplar box (each concept is a decoder run, and the mask
+    // head's 288² convolutions take a while on llvmpipe).
+    let concepts = [Concept {
+        text: Some("shape".into()),
+        exemplars: vec![Exemplar {
+            rect: [52.0, 82.0, 327.0, 257.0],
+            positive: true,
+        }],
+    }];
     let all = SegmentOptions {
         score_threshold: 0.0,
         ..SegmentOptions::default()
     };
     let before = copy_stats();
     let device_result = on_device.segment(&embedding, &concepts, &all).unwrap();
-    assert_eq!(copy_stats(), before, "the device embedding was copied to segment it");
+    assert_eq!(
+        copy_stats(),
+        before,
+        "the device embedding was copied to segment it"
+    );
 
     let on_cpu = ConceptModel::new(&models, &options(DeviceOptions::default())).unwrap();
     let cpu_embedding = on_cpu.encode(&shapes_view(&img)).unwrap();
@@ -1096,26 +1104,39 @@ fn sam3_concepts_run_on_the_device_reading_the_embedding_in_place() {
     }
     // Every query by query: its score, and the masks of the best few.
     fn by_query(r: &sam2::concept::Segmentation, concept: usize) -> Vec<&sam2::concept::Instance> {
-        let mut v: Vec<&sam2::concept::Instance> =
-            r.instances.iter().filter(|i| i.concept == concept).collect();
+        let mut v: Vec<&sam2::concept::Instance> = r
+            .instances
+            .iter()
+            .filter(|i| i.concept == concept)
+            .collect();
         v.sort_by_key(|i| i.query);
         v
     }
     for concept in 0..concepts.len() {
-        let (d, c) = (by_query(&device_result, concept), by_query(&cpu_result, concept));
+        let (d, c) = (
+            by_query(&device_result, concept),
+            by_query(&cpu_result, concept),
+        );
         assert_eq!(d.len(), c.len());
         let worst = d
             .iter()
             .zip(&c)
             .map(|(a, b)| (a.score - b.score).abs())
             .fold(0f32, f32::max);
-        assert!(worst < 2e-3, "concept {concept}: scores differ by up to {worst}");
+        assert!(
+            worst < 2e-3,
+            "concept {concept}: scores differ by up to {worst}"
+        );
         let mut best: Vec<(&&sam2::concept::Instance, &&sam2::concept::Instance)> =
             d.iter().zip(&c).collect();
         best.sort_by(|a, b| b.1.score.total_cmp(&a.1.score));
         for (a, b) in best.iter().take(5) {
             let i = iou(&a.mask, &b.mask);
-            assert!(i >= 0.98, "concept {concept}, query {}: mask IoU {i:.4}", a.query);
+            assert!(
+                i >= 0.98,
+                "concept {concept}, query {}: mask IoU {i:.4}",
+                a.query
+            );
         }
     }
     let second = ConceptModel::new(&models, &options(webgpu(MismatchPolicy::Fail))).unwrap();

@@ -19,20 +19,3 @@ pub use segment::{
     Segmentation, MASK_SIDE, MAX_CONCEPTS, MAX_PHRASE_BYTES, VISUAL_PHRASE,
 };
 pub use tokenizer::{Tokenizer, Tokens};
-
-/// Placeholder until the torchvision-exact resize lands: nearest neighbour to `[3, size, size]`.
-pub(crate) fn resize_tmp(image: &crate::image::ImageView<'_>, size: usize) -> Vec<u8> {
-    let mut out = vec![0u8; 3 * size * size];
-    let plane = size * size;
-    for y in 0..size {
-        let sy = y * image.height / size;
-        for x in 0..size {
-            let sx = x * image.width / size;
-            let o = sy * image.stride + sx * image.format.channels();
-            for (c, off) in image.format.rgb_offsets().iter().enumerate() {
-                out[c * plane + y * size + x] = image.data[o + off];
-            }
-        }
-    }
-    out
-}

@@ -47,7 +47,6 @@ use crate::image::ImageView;
 /// `Sam3Processor` resizes it: torchvision's `v2.Resize((size, size))` of the uint8 tensor that
 /// `v2.functional.to_image` makes of the RGB image. BGR and BGRA are read as their RGB pixels,
 /// RGBA's and BGRA's alpha is dropped, and gray is replicated to three channels.
-#[allow(dead_code)] // until SAM 3's image path calls it
 pub(crate) fn resize_u8_chw(image: &ImageView<'_>, size: usize) -> Vec<u8> {
     assert!(size > 0, "the output size must be positive");
     let resize = PilResize::from_axes(

@@ -119,15 +119,19 @@ int main(void) {
         {"purple star", NULL, 0}, {NULL, &star, 1}, {"shape", both, 2}};
     sam2_concept_result *r = segment(model, e, concepts, 3, NULL);
     size_t found = check_result(r, 3, 0.5f, 1);
+    CHECK(found > 0); /* the set-up's export sharpens random weights' scores (docs/sam3.md) */
     printf("test_concept: %zu instances of 3 concepts\n", found);
 
-    /* The same call again: the same instances (phrases are remembered, not recomputed). */
-    sam2_concept_result *again = segment(model, e, concepts, 3, NULL);
-    size_t n2 = 0, c2 = 0;
+    /* The first concept again: the same instances (phrases are remembered, not recomputed). */
+    sam2_concept_result *again = segment(model, e, concepts, 1, NULL);
+    size_t n2 = 0, c2 = 0, first = 0;
     uint32_t w2, h2;
+    sam2_concept_summary first_summary;
+    CHECK_OK(sam2_concept_result_summary(r, 0, &first_summary));
+    first = first_summary.instances;
     CHECK_OK(sam2_concept_result_count(again, &n2, &c2, &w2, &h2));
-    CHECK(n2 == found);
-    for (size_t i = 0; i < found; i++) {
+    CHECK(n2 == first);
+    for (size_t i = 0; i < first; i++) {
         sam2_instance_info a, b;
         CHECK_OK(sam2_concept_result_instance(r, i, &a));
         CHECK_OK(sam2_concept_result_instance(again, i, &b));
@@ -164,11 +168,11 @@ int main(void) {
     CHECK_OK(sam2_embedding_save(e, path));
     sam2_embedding *loaded = NULL;
     CHECK_OK(sam2_embedding_load(path, NULL, SAM2_PLACE_HOST, &loaded));
-    sam2_concept_result *from_file = segment(model, loaded, concepts, 3, NULL);
+    sam2_concept_result *from_file = segment(model, loaded, concepts, 1, NULL);
     size_t n3 = 0, c3 = 0;
     CHECK_OK(sam2_concept_result_count(from_file, &n3, &c3, &w2, &h2));
-    CHECK(n3 == found);
-    for (size_t i = 0; i < found; i++) {
+    CHECK(n3 == first);
+    for (size_t i = 0; i < first; i++) {
         sam2_instance_info a, b;
         CHECK_OK(sam2_concept_result_instance(r, i, &a));
         CHECK_OK(sam2_concept_result_instance(from_file, i, &b));

@@ -87,3 +87,118 @@ fn a_phrase_and_boxes_give_instances_with_scores_boxes_and_masks() {
         last = (i.concept, i.score);
     }
 }
+
+/// Row-major run lengths (zeros first) of a 0/1 mask, as the reference writes them, decoded.
+fn decode_runs(runs: &[serde_json::Value], len: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(len);
+    for (i, n) in runs.iter().enumerate() {
+        out.extend(std::iter::repeat((i % 2) as u8).take(n.as_u64().unwrap() as usize));
+    }
+    assert_eq!(out.len(), len, "the runs cover the image");
+    out
+}
+
+/// Parity with Meta's own image processor (`Sam3Processor` of sam3 0.1.4 on the CPU, threshold
+/// 0.5, the same weights; tools/references/sam3_reference.py on testdata/demo.ppm): the same
+/// resized input bytes, the same token ids, the same presence score, and the same instances
+/// (count equal; each matched by its query: mask IoU ≥ 0.99, box within 1 px, score within
+/// 1e-4), for two phrases, a box alone, a phrase with a positive and a negative box, and a
+/// phrase of nothing drawn.
+#[test]
+fn instances_are_metas_on_the_demo_image() {
+    use sha2::Digest;
+    let (model, embedding) = shared();
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(var("SAM2_SAM3_REFERENCE")).unwrap())
+            .unwrap();
+    assert_eq!(reference["threshold"], 0.5);
+    let image = common::read_pnm(&common::testdata("demo.ppm"));
+    let view = ImageView::packed(&image.data, image.width, image.height, PixelFormat::Rgb).unwrap();
+    let input = model.encoder().prepare_input(&view).unwrap();
+    let (_, bytes) = input.try_extract_tensor::<u8>().unwrap();
+    assert_eq!(
+        format!("{:x}", sha2::Sha256::digest(bytes)),
+        reference["input_sha256"].as_str().unwrap(),
+        "the 1008² uint8 input differs from the one Meta's processor made"
+    );
+    let (w, h) = (image.width, image.height);
+    let cases = reference["cases"].as_array().unwrap();
+    assert!(cases.len() >= 5);
+    let concepts: Vec<Concept> = cases
+        .iter()
+        .map(|case| Concept {
+            text: case["phrase"].as_str().map(str::to_string),
+            exemplars: case["boxes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| Exemplar {
+                    rect: std::array::from_fn(|k| b[k].as_f64().unwrap() as f32),
+                    positive: b[4].as_bool().unwrap(),
+                })
+                .collect(),
+        })
+        .collect();
+    // Every case in one call, as a host segmenting several concepts would.
+    let out = model
+        .segment(embedding, &concepts, &SegmentOptions::default())
+        .unwrap();
+    let mut worst = (0f32, 0f32, 1f64);
+    for (c, case) in cases.iter().enumerate() {
+        let name = case["name"].as_str().unwrap();
+        let summary = &out.concepts[c];
+        let tokens = model.tokens(&summary.phrase);
+        let want: Vec<i64> = case["tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
+        assert_eq!(tokens.ids.to_vec(), want, "{name}: token ids");
+        let presence = case["presence"].as_f64().unwrap() as f32;
+        assert!(
+            (summary.presence - presence).abs() <= 1e-4,
+            "{name}: presence {} against Meta's {presence}",
+            summary.presence
+        );
+        let mine: Vec<&sam2::concept::Instance> =
+            out.instances.iter().filter(|i| i.concept == c).collect();
+        let theirs = case["instances"].as_array().unwrap();
+        assert_eq!(mine.len(), theirs.len(), "{name}: instances found");
+        assert!(
+            !theirs.is_empty(),
+            "{name}: the sharpened export finds instances"
+        );
+        for t in theirs {
+            let query = t["query"].as_u64().unwrap() as usize;
+            let m = mine
+                .iter()
+                .find(|i| i.query == query)
+                .unwrap_or_else(|| panic!("{name}: Meta's query {query} is not among ours"));
+            let score = t["score"].as_f64().unwrap() as f32;
+            let box_err = (0..4)
+                .map(|k| (m.bbox[k] - t["box"][k].as_f64().unwrap() as f32).abs())
+                .fold(0f32, f32::max);
+            let iou = common::iou(&m.mask, &decode_runs(t["runs"].as_array().unwrap(), w * h));
+            worst = (
+                worst.0.max((m.score - score).abs()),
+                worst.1.max(box_err),
+                worst.2.min(iou),
+            );
+            assert!(
+                (m.score - score).abs() <= 1e-4,
+                "{name}, query {query}: score {} against Meta's {score}",
+                m.score
+            );
+            assert!(
+                box_err <= 1.0,
+                "{name}, query {query}: box off by {box_err} px"
+            );
+            assert!(iou >= 0.99, "{name}, query {query}: mask IoU {iou:.5}");
+        }
+    }
+    eprintln!(
+        "SAM 3 against Meta's processor: scores within {:.2e}, boxes within {:.2e} px, mask IoU at least {:.5}",
+        worst.0, worst.1, worst.2
+    );
+}
