@@ -202,3 +202,77 @@ fn instances_are_metas_on_the_demo_image() {
         worst.0, worst.1, worst.2
     );
 }
+
+/// An export is one folder: the vocabulary beside the graphs is found without being named, and a
+/// folder with a graph missing, truncated or of another model, or without the vocabulary, is
+/// refused naming the file and what is wrong.
+#[test]
+fn an_export_folder_loads_alone_and_broken_ones_are_refused_naming_the_file() {
+    common::init_runtime();
+    let dir = models();
+    let alone = ConceptModel::new(
+        &dir,
+        &ConceptModelOptions {
+            output_target: OutputTarget::Host,
+            ..Default::default()
+        },
+    )
+    .expect("the export's folder loads with the vocabulary beside its graphs");
+    assert_eq!(
+        alone.paths().vocabulary,
+        dir.join(sam2::concept::VOCABULARY_FILE)
+    );
+    assert_eq!(alone.max_exemplars(), 8);
+
+    let scratch = std::env::temp_dir().join(format!("sam2-concept-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let copy = |skip: &str| {
+        std::fs::create_dir_all(&scratch).unwrap();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let from = entry.unwrap().path();
+            let name = from.file_name().unwrap().to_owned();
+            let to = scratch.join(&name);
+            let _ = std::fs::remove_file(&to);
+            if name != skip {
+                std::os::unix::fs::symlink(&from, &to).unwrap();
+            }
+        }
+    };
+    let refusal = |what: &str| {
+        ConceptModel::new(&scratch, &options())
+            .err()
+            .unwrap_or_else(|| panic!("{what}: loaded"))
+            .to_string()
+    };
+    copy(sam2::concept::DECODER_FILE);
+    let e = refusal("no decoder");
+    assert!(
+        e.contains("decoder is missing") && e.contains("sam3_decoder.onnx"),
+        "{e}"
+    );
+    copy(sam2::concept::VOCABULARY_FILE);
+    let e = ConceptModel::new(&scratch, &Default::default())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("vocabulary is missing"), "{e}");
+    copy("");
+    let decoder = scratch.join(sam2::concept::DECODER_FILE);
+    std::fs::remove_file(&decoder).unwrap();
+    let bytes = std::fs::read(dir.join(sam2::concept::DECODER_FILE)).unwrap();
+    std::fs::write(&decoder, &bytes[..bytes.len() / 3]).unwrap();
+    let e = refusal("a truncated decoder");
+    assert!(e.contains("sam3_decoder.onnx"), "{e}");
+    copy("");
+    let encoder = scratch.join(sam2::concept::IMAGE_ENCODER_FILE);
+    std::fs::remove_file(&encoder).unwrap();
+    std::os::unix::fs::symlink(common::model("tiny_a_encoder.onnx"), &encoder).unwrap();
+    let e = refusal("a SAM2 encoder in SAM 3's place");
+    assert!(e.contains("a SAM2 image encoder"), "{e}");
+    copy("");
+    let language = scratch.join(sam2::concept::LANGUAGE_ENCODER_FILE);
+    std::fs::remove_file(&language).unwrap();
+    std::os::unix::fs::symlink(dir.join(sam2::concept::DECODER_FILE), &language).unwrap();
+    let e = refusal("the decoder in the language encoder's place");
+    assert!(e.contains("not SAM 3's language encoder"), "{e}");
+    std::fs::remove_dir_all(&scratch).unwrap();
+}

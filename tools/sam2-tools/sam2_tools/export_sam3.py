@@ -23,6 +23,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import shutil
 import sys
 import time
 import types
@@ -420,6 +421,9 @@ def main(argv=None):
                 "sharpening": model.export_sharpening}
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
+    # The vocabulary travels with the graphs, as exports carry it: the library finds it beside
+    # them (an export is then one folder to give).
+    shutil.copyfile(vocab, os.path.join(args.out, "bpe_simple_vocab_16e6.txt.gz"))
 
 
 if __name__ == "__main__":
