@@ -43,7 +43,8 @@ def main():
 
     manifest = json.load(open(os.path.join(args.models, "manifest.json")))
     torch, model = export.build(manifest["config"], manifest["checkpoint"], manifest["seed"],
-                                export.default_vocab(), manifest.get("sharpening"))
+                                export.default_vocab(), manifest.get("sharpening"),
+                                interactive=manifest.get("interactive", False))
     from sam3.model.sam3_image_processor import Sam3Processor
 
     tolerance = dict(TOLERANCE)
@@ -78,6 +79,7 @@ def main():
             empty = np.ones((1, export.MAX_BOXES), bool)
             for i, (box, positive) in enumerate(boxes):
                 coords[i, 0], labels[i, 0], empty[0, i] = box, int(positive), False
+            # The six concept outputs come first (an --interactive export has three more).
             feeds = dict(zip(export.ImageEncoder.outputs, features))
             feeds.update(language_mask=mask, language_features=memory, box_coords=coords,
                          box_labels=labels, box_masks=empty)

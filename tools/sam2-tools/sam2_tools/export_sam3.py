@@ -14,8 +14,16 @@ reduced` keeps every shape at the boundary (1008² input, 5184 image tokens, 32 
 200 queries, 288² masks, 256 channels) and the graph's structure, with thin and shallow inner
 layers, for fast tests.
 
+With --interactive the model is built with Meta's SAM 2-style click head as well
+(`enable_inst_interactivity`), so that one encode serves both the concepts and the clicks: the
+image encoder gains the click head's embedding in samexporter's SAM 2 names (`image_embed`
+[1,256,72,72], `high_res_feats_0` [1,32,288,288], `high_res_feats_1` [1,64,144,144]) beside its
+six outputs, and a fourth graph, `sam3_interactive_decoder.onnx`, takes them with points, boxes
+and a mask as samexporter's SAM 2 decoder does (`InteractiveDecoder`). The concept graphs'
+outputs are the same as without it.
+
     sam2-export-sam3 --out DIR [--config full|reduced] [--checkpoint sam3.pt] [--seed N]
-                     [--vocab bpe_simple_vocab_16e6.txt.gz]
+                     [--vocab bpe_simple_vocab_16e6.txt.gz] [--interactive]
 """
 
 import argparse
@@ -138,10 +146,14 @@ def real_rope(model):
     vitdet.Attention._apply_rope = apply_rope
 
 
-def build(config, checkpoint, seed, vocab, sharpening=None):
+def build(config, checkpoint, seed, vocab, sharpening=None, interactive=False):
     """Meta's image model, CPU-ready. Random weights (no checkpoint) are seeded and their scores
     sharpened (`sharpen`): afresh, or as `sharpening` (a manifest's record) says; the record is
-    `model.export_sharpening` (None with a checkpoint, whose weights are never changed)."""
+    `model.export_sharpening` (None with a checkpoint, whose weights are never changed).
+
+    `interactive` adds Meta's SAM 2-style click head. Meta's builder makes it after every part of
+    the concept model and draws nothing from the random generator before then, so the concept
+    model's random weights are the same with it or without it."""
     torch = import_sam3_on_cpu()
     from sam3 import model_builder
 
@@ -150,7 +162,7 @@ def build(config, checkpoint, seed, vocab, sharpening=None):
     torch.manual_seed(seed)
     model = model_builder.build_sam3_image_model(
         bpe_path=vocab, device="cpu", eval_mode=True, checkpoint_path=checkpoint,
-        load_from_HF=False, enable_segmentation=True, enable_inst_interactivity=False)
+        load_from_HF=False, enable_segmentation=True, enable_inst_interactivity=interactive)
     if checkpoint is None:
         # Two text-encoder parameters are made with torch.empty and never initialised.
         text = model.backbone.language_backbone.encoder
@@ -158,8 +170,21 @@ def build(config, checkpoint, seed, vocab, sharpening=None):
         with torch.no_grad():
             for p in (text.positional_embedding, text.text_projection):
                 p.copy_(torch.randn(p.shape, generator=generator) * 0.01)
-    for name, p in model.named_parameters():
-        if not torch.isfinite(p).all():
+        if interactive:
+            # Meta's second neck starts as a copy of the first (a checkpoint then loads its own
+            # weights); random weights of its own make a click head wired to the wrong neck
+            # visible in the check. Drawn from a generator of their own, after the rest.
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed + 2)
+                for module in model.backbone.vision_backbone.sam2_convs.modules():
+                    if isinstance(module, (torch.nn.Conv2d, torch.nn.ConvTranspose2d)):
+                        module.reset_parameters()
+    tensors = list(model.named_parameters())
+    if interactive:  # the click head's random tables are buffers (the prompt encoder's)
+        tensors += [(f"inst_interactive_predictor.{name}", b)
+                    for name, b in model.inst_interactive_predictor.named_buffers()]
+    for name, p in tensors:
+        if p.is_floating_point() and not torch.isfinite(p).all():
             sys.exit(f"parameter {name} is not finite")
     real_rope(model)
     model.eval()
@@ -225,27 +250,48 @@ def sharpen(torch, model, record=None):
 
 
 class ImageEncoder:
-    """uint8 RGB [3,1008,1008] → the backbone's three levels and their positions."""
+    """uint8 RGB [3,1008,1008] → the backbone's three levels and their positions; with the click
+    head (a model built interactive), its embedding too, from the same pass of the ViT: the
+    second neck's levels as Meta's `Sam3Processor.set_image` and `Sam3Image.predict_inst` make
+    them (`conv_s0` on the 288² level, `conv_s1` on the 144² level, `no_mem_embed` added to the
+    72² level)."""
 
     @staticmethod
     def module(torch, model):
+        predictor = model.inst_interactive_predictor
+
         class Wrapped(torch.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.backbone = model.backbone
+                self.clicks = predictor.model if predictor is not None else None
 
             def forward(self, image):
                 x = image.float().unsqueeze(0) / 255.0
                 x = (x - 0.5) / 0.5
                 out = self.backbone._forward_image_no_act_ckpt(x)
                 pos, fpn = out["vision_pos_enc"], out["backbone_fpn"]
-                return pos[0], pos[1], pos[2], fpn[0], fpn[1], fpn[2]
+                concepts = (pos[0], pos[1], pos[2], fpn[0], fpn[1], fpn[2])
+                if self.clicks is None:
+                    return concepts
+                second = out["sam2_backbone_out"]["backbone_fpn"]
+                decoder = self.clicks.sam_mask_decoder
+                embed = second[2] + self.clicks.no_mem_embed.reshape(1, -1, 1, 1)
+                return (*concepts, decoder.conv_s0(second[0]), decoder.conv_s1(second[1]), embed)
 
         return Wrapped()
+
+    @staticmethod
+    def outputs_of(model):
+        if model.inst_interactive_predictor is None:
+            return ImageEncoder.outputs
+        return ImageEncoder.outputs + ImageEncoder.click_outputs
 
     inputs = ["image"]
     outputs = ["vision_pos_enc_0", "vision_pos_enc_1", "vision_pos_enc_2",
                "backbone_fpn_0", "backbone_fpn_1", "backbone_fpn_2"]
+    # samexporter's SAM 2 names and order.
+    click_outputs = ["high_res_feats_0", "high_res_feats_1", "image_embed"]
 
 
 class LanguageEncoder:
@@ -329,6 +375,61 @@ class Decoder:
     outputs = ["pred_boxes", "pred_logits", "pred_masks", "presence_logit_dec"]
 
 
+class InteractiveDecoder:
+    """SAM 3's SAM 2-style click head (Meta's prompt encoder and mask decoder of the tracker) in
+    the contract of samexporter 0.5.0's SAM 2 decoder, at SAM 3's sizes: the image encoder's
+    `image_embed` [1,256,72,72], `high_res_feats_0` [1,32,288,288] and `high_res_feats_1`
+    [1,64,144,144]; `point_coords` [L,N,2] (x, y in the 1008x1008 input frame), `point_labels`
+    [L,N] (1 positive, 0 negative, 2 and 3 a box's top-left and bottom-right corners, -1
+    padding), `mask_input` [L,1,288,288] (low-resolution logits) weighted by `has_mask_input` [1]
+    → `masks` [L,3,288,288] (the three multimask candidates' low-resolution logits, clamped to
+    ±32) and `iou_predictions` [L,3]. Meta's prompt encoder appends one padding point, as it does
+    for points without a separate box."""
+
+    @staticmethod
+    def module(torch, model):
+        clicks = model.inst_interactive_predictor.model
+
+        class Wrapped(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.prompt_encoder = clicks.sam_prompt_encoder
+                self.mask_decoder = clicks.sam_mask_decoder
+
+            def forward(self, image_embed, high_res_feats_0, high_res_feats_1, point_coords,
+                        point_labels, mask_input, has_mask_input):
+                encoder = self.prompt_encoder
+                sparse = encoder._embed_points(point_coords, point_labels, pad=True)
+                no_mask = encoder.no_mask_embed.weight.reshape(1, -1, 1, 1)
+                dense = (has_mask_input * encoder.mask_downscaling(mask_input)
+                         + (1 - has_mask_input) * no_mask)
+                masks, iou, _, _ = self.mask_decoder.predict_masks(
+                    image_embeddings=image_embed, image_pe=encoder.get_dense_pe(),
+                    sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
+                    repeat_image=False, high_res_features=[high_res_feats_0, high_res_feats_1])
+                # Meta's multimask output: the three candidates after the single-mask token.
+                return torch.clamp(masks[:, 1:], -32.0, 32.0), iou[:, 1:]
+
+        return Wrapped()
+
+    @staticmethod
+    def example(torch, features):
+        """What the graph is traced with: a box and a positive and a negative click."""
+        coords = torch.tensor([[[300.0, 250.0], [700.0, 650.0], [500.0, 450.0], [320.0, 900.0]]])
+        labels = torch.tensor([[2.0, 3.0, 1.0, 0.0]])
+        mask = torch.randn(1, 1, 288, 288, generator=torch.Generator().manual_seed(2))
+        return (*features, coords, labels, mask, torch.tensor([1.0]))
+
+    inputs = ["image_embed", "high_res_feats_0", "high_res_feats_1", "point_coords",
+              "point_labels", "mask_input", "has_mask_input"]
+    outputs = ["masks", "iou_predictions"]
+    # samexporter's dynamic axes.
+    dynamic_axes = {"point_coords": {0: "num_labels", 1: "num_points"},
+                    "point_labels": {0: "num_labels", 1: "num_points"},
+                    "mask_input": {0: "num_labels"},
+                    "has_mask_input": {0: "num_labels"}}
+
+
 def roi_align_translation():
     """torchvision's roi_align as ONNX's RoiAlign (the exporter's own translation takes other
     arguments than torchvision 0.25 gives it): boxes are rows of (image index, x1, y1, x2, y2);
@@ -351,7 +452,7 @@ def roi_align_translation():
     return roi_align
 
 
-def export(torch, module, example, path, inputs, outputs, dynamo=False):
+def export(torch, module, example, path, inputs, outputs, dynamo=False, dynamic_axes=None):
     """One graph. The encoders go through the TorchScript exporter; the decoder, whose exemplar
     encoder uses torchvision's roi_align and shapes that depend on the prompt, through
     torch.export, with Meta's code told it is being compiled (it then takes its cached box
@@ -372,7 +473,8 @@ def export(torch, module, example, path, inputs, outputs, dynamo=False):
             program.save(path)
         else:
             torch.onnx.export(module, example, path, input_names=inputs, output_names=outputs,
-                              opset_version=18, dynamo=False, do_constant_folding=True)
+                              opset_version=18, dynamo=False, do_constant_folding=True,
+                              dynamic_axes=dynamic_axes)
     say(f"{os.path.basename(path)} ({os.path.getsize(path) / 1e6:.1f} MB, {time.time() - started:.0f} s)")
 
 
@@ -383,7 +485,7 @@ def example_inputs(torch, model):
     tokens = torch.zeros(1, CONTEXT_LENGTH, dtype=torch.int64)
     tokens[0, :6] = torch.tensor([49406, 320, 4481, 1228, 2840, 49407])
     with torch.no_grad():
-        features = ImageEncoder.module(torch, model).eval()(image)
+        features = ImageEncoder.module(torch, model).eval()(image)[:len(ImageEncoder.outputs)]
         mask, memory, _ = LanguageEncoder.module(torch, model).eval()(tokens)
     boxes = torch.zeros(MAX_BOXES, 1, 4)
     boxes[0, 0] = torch.tensor([0.5, 0.5, 0.2, 0.3])
@@ -400,25 +502,41 @@ def main(argv=None):
     parser.add_argument("--checkpoint")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--vocab", default=None)
+    parser.add_argument("--interactive", action="store_true",
+                        help="also the SAM 2-style click head: three more image encoder outputs "
+                             "and sam3_interactive_decoder.onnx")
     args = parser.parse_args(argv)
     vocab = args.vocab or default_vocab()
     if vocab is None:
         sys.exit("CLIP's vocabulary (bpe_simple_vocab_16e6.txt.gz) was not found: give --vocab")
     os.makedirs(args.out, exist_ok=True)
     started = time.time()
-    torch, model = build(args.config, args.checkpoint, args.seed, vocab)
+    torch, model = build(args.config, args.checkpoint, args.seed, vocab,
+                         interactive=args.interactive)
     say(f"built the {args.config} image model ({sum(p.numel() for p in model.parameters()) / 1e6:.1f} M "
         f"parameters, {time.time() - started:.0f} s)")
     image, tokens, decoder_inputs = example_inputs(torch, model)
+    export(torch, ImageEncoder.module(torch, model), (image,),
+           os.path.join(args.out, "sam3_image_encoder.onnx"), ImageEncoder.inputs,
+           ImageEncoder.outputs_of(model))
     for part, example, name, dynamo in [
-            (ImageEncoder, (image,), "sam3_image_encoder.onnx", False),
             (LanguageEncoder, (tokens,), "sam3_language_encoder.onnx", False),
             (Decoder, decoder_inputs, "sam3_decoder.onnx", True)]:
         export(torch, part.module(torch, model), example, os.path.join(args.out, name),
                part.inputs, part.outputs, dynamo)
+    if args.interactive:
+        with torch.no_grad():
+            features = ImageEncoder.module(torch, model).eval()(image)[len(ImageEncoder.outputs):]
+        high_res_0, high_res_1, embed = features
+        export(torch, InteractiveDecoder.module(torch, model),
+               InteractiveDecoder.example(torch, (embed, high_res_0, high_res_1)),
+               os.path.join(args.out, "sam3_interactive_decoder.onnx"), InteractiveDecoder.inputs,
+               InteractiveDecoder.outputs, dynamic_axes=InteractiveDecoder.dynamic_axes)
     manifest = {"config": args.config, "seed": args.seed, "checkpoint": args.checkpoint,
                 "vocab_sha256": hashlib.sha256(open(vocab, "rb").read()).hexdigest(),
                 "sharpening": model.export_sharpening}
+    if args.interactive:  # only then, so that a plain export's manifest is as it was
+        manifest["interactive"] = True
     with open(os.path.join(args.out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
     # The vocabulary travels with the graphs, as exports carry it: the library finds it beside
