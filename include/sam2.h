@@ -52,7 +52,7 @@
  *   sam2_tracked_object; SAM2_TRACK_*
  * sam2_concept_model, sam2_concept_result: SAM 3, a phrase or exemplar boxes -> every instance
  *   sam2_concept_model_options_init sam2_concept_model_new sam2_concept_encode
- *   sam2_concept_model_max_exemplars sam2_concept_model_free
+ *   sam2_concept_model_encoder sam2_concept_model_max_exemplars sam2_concept_model_free
  *   sam2_concept_segment_options_init sam2_concept_segment sam2_concept_result_count
  *   sam2_concept_result_summary sam2_concept_result_instance sam2_concept_result_mask
  *   sam2_concept_result_free; sam2_concept_model_options, sam2_concept_segment_options,
@@ -1363,6 +1363,19 @@ sam2_status sam2_concept_encode(const struct sam2_concept_model *model,
                                 size_t stride,
                                 uint32_t pixel_format,
                                 struct sam2_embedding **out);
+
+/**
+ * Gives a handle on the model's image encoder, shared with the model (no copy): for
+ * `sam2_predictor_new` with SAM 3's click decoder (`sam3_interactive_decoder.onnx`, exported
+ * with `sam2-export-sam3 --interactive`), so that clicks and boxes are segmented on the same
+ * embeddings as the concepts, and for `sam2_encode`. Errors: `SAM2_ERR_NULL_ARGUMENT`,
+ * `SAM2_ERR_INVALID_ARGUMENT` (not a live concept model).
+ *
+ * The caller owns `*out` and frees it with `sam2_encoder_free`. Out-parameters are untouched on
+ * failure. Freeing either leaves the other valid.
+ */
+sam2_status sam2_concept_model_encoder(const struct sam2_concept_model *model,
+                                       struct sam2_encoder **out);
 
 /**
  * Writes the most exemplar boxes one concept may hold (the decoder's box slots: 8).

@@ -179,7 +179,9 @@ use crate::onnx::data_type::ort_element_size as element_size;
 /// An image embedding. Immutable once made; share it between threads behind an `Arc`.
 #[derive(Debug)]
 pub struct Embedding {
-    pub(crate) tensors: [EmbeddingTensor; 3],
+    /// The family's three tensors, then, for SAM 3 with its click head, the click features
+    /// ([`crate::export::embedding_layout`]).
+    pub(crate) tensors: Vec<EmbeddingTensor>,
     pub(crate) image_width: u32,
     pub(crate) image_height: u32,
     pub(crate) fingerprint: Fingerprint,
@@ -189,9 +191,33 @@ pub struct Embedding {
 }
 
 impl Embedding {
-    /// The three tensors in canonical order: high-res level 0, high-res level 1, image embedding.
-    pub fn tensors(&self) -> &[EmbeddingTensor; 3] {
+    /// The tensors in canonical order: for SAM2, high-res level 0, high-res level 1, image
+    /// embedding; for SAM 3, its three feature levels, then its click features when its encoder
+    /// writes them.
+    pub fn tensors(&self) -> &[EmbeddingTensor] {
         &self.tensors
+    }
+
+    /// The names of [`Embedding::tensors`], in order.
+    pub fn tensor_names(&self) -> Vec<&'static str> {
+        crate::export::embedding_layout(self.family, self.has_click_features())
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// The tensor of that name, if the embedding has it.
+    pub fn tensor(&self, name: &str) -> Option<&EmbeddingTensor> {
+        self.tensor_names()
+            .iter()
+            .position(|n| *n == name)
+            .map(|i| &self.tensors[i])
+    }
+
+    /// Whether a SAM 3 embedding also holds the features of SAM 3's click head (its encoder was
+    /// exported with them), so that one encode serves concepts and clicks.
+    pub fn has_click_features(&self) -> bool {
+        self.family == EncoderFamily::Sam3 && self.tensors.len() == 6
     }
 
     /// Size of the original image, in pixels.
@@ -300,11 +326,10 @@ impl Embedding {
         &self,
         copy: impl Fn(&EmbeddingTensor) -> Result<DynTensor>,
     ) -> Result<Embedding> {
-        let mut tensors = Vec::with_capacity(3);
+        let mut tensors = Vec::with_capacity(self.tensors.len());
         for t in self.tensors.iter() {
             tensors.push(EmbeddingTensor::from_value(copy(t)?.into_dyn())?);
         }
-        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
         Ok(Embedding {
             tensors,
             image_width: self.image_width,

@@ -100,9 +100,12 @@ pub struct Header {
     pub family: EncoderFamily,
     /// The precision of the encoder that made it (float32 for versions 1 and 2).
     pub precision: Precision,
-    pub dtypes: [TensorElementType; 3],
+    /// Each tensor's element type, in the order of [`crate::export::embedding_layout`].
+    pub dtypes: Vec<TensorElementType>,
     /// Byte length of each tensor.
-    pub lengths: [usize; 3],
+    pub lengths: Vec<usize>,
+    /// Shape of each tensor.
+    pub shapes: Vec<[i64; 4]>,
     pub payload_crc32: u32,
 }
 
@@ -143,11 +146,7 @@ fn encode_header(embedding: &Embedding, crc: u32) -> Result<Vec<u8>> {
     let mut root = Map::new();
     root.insert("__metadata__".into(), Value::Object(meta));
     let mut offset = 0usize;
-    for (tensor, name) in embedding
-        .tensors()
-        .iter()
-        .zip(embedding.family().tensor_names())
-    {
+    for (tensor, name) in embedding.tensors().iter().zip(embedding.tensor_names()) {
         let len = tensor.byte_len();
         root.insert(
             name.into(),
@@ -266,17 +265,21 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
     };
     let payload_crc32 = hex32("payload_crc32")?;
 
-    let names = family.tensor_names();
-    if root.len() != 4 {
+    // The family's three tensors (and a SAM 3 embedding's click features, when its encoder
+    // wrote them), beside the metadata.
+    let clicks = family == EncoderFamily::Sam3 && root.len() == 7;
+    let layout = crate::export::embedding_layout(family, clicks);
+    let names: Vec<&str> = layout.iter().map(|(n, _)| *n).collect();
+    if root.len() != layout.len() + 1 {
         let found: Vec<&String> = root.keys().collect();
         return Err(format_error(format!(
             "expected exactly the tensors {names:?}, found entries {found:?}"
         )));
     }
-    let mut dtypes = [TensorElementType::Float32; 3];
-    let mut lengths = [0usize; 3];
+    let mut dtypes = vec![TensorElementType::Float32; layout.len()];
+    let mut lengths = vec![0usize; layout.len()];
     let mut expected_offset = 0u64;
-    for (i, name) in names.iter().enumerate() {
+    for (i, (name, want)) in layout.iter().enumerate() {
         let entry = root
             .get(*name)
             .and_then(Value::as_object)
@@ -294,7 +297,6 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
             .get("shape")
             .and_then(Value::as_array)
             .map(|dims| dims.iter().map(|d| d.as_i64().unwrap_or(-1)).collect());
-        let want = family.shapes()[i];
         if shape.as_deref() != Some(&want[..]) {
             return Err(format_error(format!(
                 "tensor `{name}` has shape {shape:?}; the {} family's contract requires {want:?}",
@@ -337,6 +339,7 @@ pub fn parse_header(header: &[u8], file_len: u64) -> Result<Header> {
         precision,
         dtypes,
         lengths,
+        shapes: layout.iter().map(|(_, shape)| *shape).collect(),
         payload_crc32,
     })
 }
@@ -496,8 +499,8 @@ fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
     crate::runtime::environment()?;
     let allocator = Allocator::default();
     let mut hasher = crc32fast::Hasher::new();
-    let mut tensors = Vec::with_capacity(3);
-    for (i, shape) in header.family.shapes().iter().enumerate() {
+    let mut tensors = Vec::with_capacity(header.shapes.len());
+    for (i, shape) in header.shapes.iter().enumerate() {
         let mut value = DynTensor::new(&allocator, header.dtypes[i], *shape)?;
         let ptr = value.data_ptr_mut() as *mut u8;
         // SAFETY: a fresh dense CPU tensor of exactly `lengths[i]` bytes (shape and dtype were
@@ -514,7 +517,6 @@ fn load_inner(path: &Path, expected: Option<Fingerprint>) -> Result<Embedding> {
             header.payload_crc32
         )));
     }
-    let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
     Ok(Embedding {
         tensors,
         image_width: header.image_width,

@@ -223,7 +223,7 @@ impl Encoder {
         height: u32,
         run_options: Option<&RunOptions>,
     ) -> Result<Embedding> {
-        let names = self.spec.family.tensor_names();
+        let layout = self.spec.layout();
         let mut session = self
             .running
             .session
@@ -233,7 +233,7 @@ impl Encoder {
         // binding, and an embedding must never be overwritten by the next image.
         let mut binding = session.create_binding()?;
         binding.bind_input(self.spec.input_name.as_str(), input)?;
-        for (name, shape) in names.iter().zip(self.spec.family.shapes()) {
+        for (name, shape) in layout.iter() {
             if self.output_memory.is_cpu_accessible() {
                 // Host embeddings live in memory of their own, not in ONNX Runtime's arena: an
                 // embedding outlives the run by minutes, and arena chunks pinned that long
@@ -243,9 +243,9 @@ impl Encoder {
                 let allocator = ort::memory::Allocator::default();
                 let value = match export::tensor_info(session.outputs(), name) {
                     Some((TensorElementType::Float16, _)) => {
-                        Tensor::<half::f16>::new(&allocator, shape)?.into_dyn()
+                        Tensor::<half::f16>::new(&allocator, *shape)?.into_dyn()
                     }
-                    _ => Tensor::<f32>::new(&allocator, shape)?.into_dyn(),
+                    _ => Tensor::<f32>::new(&allocator, *shape)?.into_dyn(),
                 };
                 binding.bind_output(*name, value)?;
             } else {
@@ -268,7 +268,10 @@ impl Encoder {
                     .kept_with(Arc::clone(&self.running) as Arc<dyn std::fmt::Debug + Send + Sync>)
             })
         };
-        let tensors = [take(names[0])?, take(names[1])?, take(names[2])?];
+        let tensors = layout
+            .iter()
+            .map(|(name, _)| take(name))
+            .collect::<Result<Vec<_>>>()?;
         drop(outputs);
         drop(binding);
         drop(session);

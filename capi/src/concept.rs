@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use super::device::{device_options, sam2_provider, weights_and_optimization};
 use super::device::{SAM2_ON_MISMATCH_FALLBACK, SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED};
 use super::embedding::sam2_embedding;
-use super::encoder::{image_arg, OutputTargetCodes, SAM2_OUTPUT_DEVICE};
+use super::encoder::{image_arg, sam2_encoder, OutputTargetCodes, SAM2_OUTPUT_DEVICE};
 use super::{
     arg_out, arg_slice, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status,
     Handle,
@@ -161,6 +161,27 @@ pub extern "C" fn sam2_concept_encode(
         let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
         let embedding = model.encode(&image)?;
         out.set(super::publish::<sam2_embedding>(embedding));
+        Ok(())
+    })
+}
+
+/// Gives a handle on the model's image encoder, shared with the model (no copy): for
+/// `sam2_predictor_new` with SAM 3's click decoder (`sam3_interactive_decoder.onnx`, exported
+/// with `sam2-export-sam3 --interactive`), so that clicks and boxes are segmented on the same
+/// embeddings as the concepts, and for `sam2_encode`. Errors: `SAM2_ERR_NULL_ARGUMENT`,
+/// `SAM2_ERR_INVALID_ARGUMENT` (not a live concept model).
+///
+/// The caller owns `*out` and frees it with `sam2_encoder_free`. Out-parameters are untouched on
+/// failure. Freeing either leaves the other valid.
+#[no_mangle]
+pub extern "C" fn sam2_concept_model_encoder(
+    model: *const sam2_concept_model,
+    out: *mut *mut sam2_encoder,
+) -> sam2_status {
+    guard(|| {
+        let model = handle_ref(model, "model")?;
+        let out = arg_out(out, "out")?;
+        out.set(super::publish::<sam2_encoder>(model.shared_encoder()));
         Ok(())
     })
 }

@@ -622,6 +622,9 @@ namespace Sam2
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_concept_model_max_exemplars(ConceptModelHandle model, out UIntPtr @out);
 
+        [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
+        internal static extern Sam2Status sam2_concept_model_encoder(ConceptModelHandle model, out EncoderHandle @out);
+
         /// <summary>Writes the library's sizeof(sam2_concept_segment_options) bytes: call through NativeOptions.</summary>
         [DllImport(Library, CallingConvention = CallingConvention.Cdecl)]
         internal static extern Sam2Status sam2_concept_segment_options_init(IntPtr options, UIntPtr struct_size);

@@ -187,6 +187,19 @@ namespace Sam2
             get { return (ConceptModelHandle)OpenHandle; }
         }
 
+        /// <summary>
+        /// The model's image encoder, shared with it (no copy; <c>sam2_concept_model_encoder</c>):
+        /// give it to a <see cref="Sam2Predictor"/> of SAM 3's click decoder
+        /// (<c>sam3_interactive_decoder.onnx</c>) to segment clicks and boxes on the same embeddings
+        /// as the concepts. Dispose it when done; the model stays valid.
+        /// </summary>
+        public Sam2Encoder OpenEncoder()
+        {
+            EncoderHandle handle;
+            Sam2Status status = NativeMethods.sam2_concept_model_encoder(Handle, out handle);
+            return new Sam2Encoder(Sam2Error.CheckNew(status, handle));
+        }
+
         /// <summary>The most exemplar boxes one concept may hold (the decoder's box slots).</summary>
         public int MaxExemplars
         {

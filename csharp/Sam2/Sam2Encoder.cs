@@ -18,6 +18,11 @@ namespace Sam2
         {
         }
 
+        /// <summary>Wraps a handle the library gave (a concept model's shared encoder).</summary>
+        internal Sam2Encoder(EncoderHandle handle) : base(handle)
+        {
+        }
+
         private static EncoderHandle Load(string modelPath, Sam2EncoderOptions options)
         {
             if (modelPath == null)

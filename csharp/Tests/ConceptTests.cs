@@ -45,6 +45,21 @@ namespace Sam2.Tests
         }
 
         [Test]
+        private static void OneEncodeServesTheClicksThroughAPredictorOfTheSharedEncoder()
+        {
+            // The set-up's export has SAM 3's click head: its decoder, opened for the concept
+            // model's encoder, segments a click on the concept embedding.
+            string decoder = System.IO.Path.Combine(Fixture.Sam3Models, "sam3_interactive_decoder.onnx");
+            using (Sam2Encoder encoder = Fixture.ConceptModel.OpenEncoder())
+            using (var predictor = new Sam2Predictor(encoder, decoder))
+            using (Sam2Masks masks = predictor.Predict(Fixture.ConceptDemo, Sam2Prompt.FromPoint(580, 190)))
+            {
+                Assert.Equal(1, masks.Count, "one mask for one click");
+                Assert.Equal(800, masks.Width, "the image's width");
+            }
+        }
+
+        [Test]
         private static void AtThresholdZeroEveryQueryIsAnInstance()
         {
             var defaults = new Sam2ConceptSegmentOptions();

@@ -219,7 +219,8 @@ pub(crate) struct Text {
 
 /// SAM 3 for images: a phrase or exemplar boxes → every instance of the concept.
 pub struct ConceptModel {
-    pub(crate) encoder: Encoder,
+    /// Shared with the hosts that open a predictor of SAM 3's clicks on it.
+    pub(crate) encoder: Arc<Encoder>,
     pub(crate) language: Graph,
     pub(crate) decoder: Graph,
     tokenizer: Tokenizer,
@@ -265,13 +266,13 @@ impl ConceptModel {
         options.session.validate()?;
         let paths = ConceptPaths::find(path, options.vocabulary.as_deref())?;
         let tokenizer = Tokenizer::from_file(&paths.vocabulary)?;
-        let encoder = Encoder::new(
+        let encoder = Arc::new(Encoder::new(
             &paths.image_encoder,
             &EncoderOptions {
                 output_target: options.output_target,
                 session: options.session.clone(),
             },
-        )?;
+        )?);
         if encoder.spec().family != EncoderFamily::Sam3 {
             return Err(Error::model(
                 &paths.image_encoder,
@@ -378,6 +379,13 @@ impl ConceptModel {
     /// The image encoder (its device, fingerprint, variant, weights).
     pub fn encoder(&self) -> &Encoder {
         &self.encoder
+    }
+
+    /// The image encoder, shared (no copy): what a predictor of SAM 3's clicks is made for
+    /// ([`crate::Predictor::for_encoder`] with `sam3_interactive_decoder.onnx`), so that one
+    /// encode serves concepts and clicks.
+    pub fn shared_encoder(&self) -> Arc<Encoder> {
+        Arc::clone(&self.encoder)
     }
 
     pub fn paths(&self) -> &ConceptPaths {

@@ -333,7 +333,7 @@ impl ConceptModel {
         let labels = Tensor::from_array(([slots, 1], labels))?.into_dyn();
         let empty = Tensor::from_array(([1, slots], empty))?.into_dyn();
         let features = crate::export::EncoderFamily::Sam3.tensor_names();
-        let [t0, t1, t2] = embedding.tensors();
+        let [t0, t1, t2] = [0, 1, 2].map(|i| &embedding.tensors()[i]);
         let [p0, p1, p2] = &self.positions.levels;
         use names::*;
         let inputs = [

@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 
 mod onnx_sam2;
 mod onnxruntime;
+mod sam3_clicks;
 mod samexporter;
 
 /// The export a decoder comes from: what it takes and what it returns.
@@ -29,14 +30,19 @@ pub enum DecoderExport {
     OnnxSam2,
     /// ONNX Runtime's SAM2 tools: boolean masks at the image size and low-res logits.
     OnnxRuntime,
+    /// SAM 3's SAM 2-style head for clicks (`sam2-export-sam3 --interactive`): samexporter's
+    /// names at SAM 3's sizes (1008² frame, 72² embedding, 288² low-res logits), reading the
+    /// click features of a SAM 3 embedding.
+    Sam3Clicks,
 }
 
 impl DecoderExport {
     /// Every decoder export, in the order they are tried.
-    const ALL: [DecoderExport; 3] = [
+    const ALL: [DecoderExport; 4] = [
         DecoderExport::OnnxRuntime,
         DecoderExport::OnnxSam2,
         DecoderExport::SamExporter,
+        DecoderExport::Sam3Clicks,
     ];
 
     pub fn name(self) -> &'static str {
@@ -49,6 +55,7 @@ impl DecoderExport {
             DecoderExport::SamExporter => &samexporter::DESCRIPTION,
             DecoderExport::OnnxSam2 => &onnx_sam2::DESCRIPTION,
             DecoderExport::OnnxRuntime => &onnxruntime::DESCRIPTION,
+            DecoderExport::Sam3Clicks => &sam3_clicks::DESCRIPTION,
         }
     }
 
@@ -102,6 +109,9 @@ pub(crate) struct Description {
     pub(crate) full_size_bytes_per_pixel: u64,
     /// Its outputs into masks and logits.
     pub(crate) decode: Decode,
+    /// Side of the square frame prompts are scaled to, and of the low-res logits.
+    pub(crate) input_side: usize,
+    pub(crate) low_res_side: usize,
 }
 
 impl Description {
@@ -109,6 +119,18 @@ impl Description {
         has_all(inputs, self.inputs)
             && has_all(outputs, self.outputs)
             && self.marker.map_or(true, |m| inputs.iter().any(|n| n == m))
+    }
+
+    /// Whether the declared side of the mask input fits this export's low-res side (samexporter's
+    /// SAM2 decoders and SAM 3's click head share their names and differ there: 256 or 288).
+    fn fits_mask_input(&self, session: &Session) -> bool {
+        match tensor_info(session.inputs(), self.mask_input) {
+            None => true,
+            Some((_, shape)) => {
+                let side = self.low_res_side as i64;
+                shape.len() == 4 && (shape[3] == side || shape[3] == -1)
+            }
+        }
     }
 }
 
@@ -217,6 +239,30 @@ pub(crate) const EMBEDDING_SHAPES: [[i64; 4]; 3] =
 pub(crate) const SAM3_EMBEDDING_SHAPES: [[i64; 4]; 3] =
     [[1, 256, 288, 288], [1, 256, 144, 144], [1, 256, 72, 72]];
 
+/// The click features a SAM 3 image encoder exported with its interactive head adds to an
+/// embedding, after the three levels: the SAM 2-style head's inputs, in samexporter's names.
+pub(crate) const SAM3_CLICK_TENSORS: [&str; 3] =
+    ["image_embed", "high_res_feats_0", "high_res_feats_1"];
+pub(crate) const SAM3_CLICK_SHAPES: [[i64; 4]; 3] =
+    [[1, 256, 72, 72], [1, 32, 288, 288], [1, 64, 144, 144]];
+
+/// The names and shapes of an embedding's tensors, in order: the family's three, then for SAM 3
+/// with `clicks` the click features.
+pub(crate) fn embedding_layout(
+    family: EncoderFamily,
+    clicks: bool,
+) -> Vec<(&'static str, [i64; 4])> {
+    let mut v: Vec<(&'static str, [i64; 4])> = family
+        .tensor_names()
+        .into_iter()
+        .zip(family.shapes())
+        .collect();
+    if clicks && family == EncoderFamily::Sam3 {
+        v.extend(SAM3_CLICK_TENSORS.into_iter().zip(SAM3_CLICK_SHAPES));
+    }
+    v
+}
+
 /// Side of SAM 3's square input image (72 patches of 14 pixels).
 pub(crate) const SAM3_INPUT_SIDE: usize = 1008;
 
@@ -261,6 +307,15 @@ pub struct EncoderSpec {
     pub input_type: InputType,
     /// Side of the square input ([`INPUT_SIDE`]).
     pub input_size: usize,
+    /// A SAM 3 encoder that also writes the click features ([`SAM3_CLICK_TENSORS`]).
+    pub click_features: bool,
+}
+
+impl EncoderSpec {
+    /// The names and shapes of the embedding tensors this encoder writes.
+    pub(crate) fn layout(&self) -> Vec<(&'static str, [i64; 4])> {
+        embedding_layout(self.family, self.click_features)
+    }
 }
 
 /// What the library needs to drive a decoder.
@@ -269,14 +324,25 @@ pub struct DecoderSpec {
     pub export: DecoderExport,
     /// The naming of the embeddings it takes.
     pub family: EncoderFamily,
-    /// Side of the low-resolution mask grid ([`LOW_RES_SIDE`]).
+    /// Side of the low-resolution mask grid ([`LOW_RES_SIDE`]; 288 for SAM 3's clicks).
     pub low_res_size: usize,
+    /// Side of the square frame prompts are scaled to ([`INPUT_SIDE`]; 1008 for SAM 3).
+    pub input_size: usize,
 }
 
 impl DecoderSpec {
     /// The names the decoder is fed and read by.
     pub(crate) fn names(&self) -> &'static Description {
         self.export.describe()
+    }
+
+    /// The embedding tensors the decoder takes, in the order of its feature inputs: its family's
+    /// three, or for SAM 3's click head the click features.
+    pub fn embedding_inputs(&self) -> [&'static str; 3] {
+        match self.export {
+            DecoderExport::Sam3Clicks => SAM3_CLICK_TENSORS,
+            _ => self.family.tensor_names(),
+        }
     }
 }
 
@@ -287,7 +353,13 @@ pub fn detect_decoder(session: &Session, path: &Path) -> Result<DecoderSpec> {
     let Some(d) = DecoderExport::ALL
         .iter()
         .map(|e| e.describe())
-        .find(|d| d.matches(&inputs, &outputs))
+        .find(|d| d.matches(&inputs, &outputs) && d.fits_mask_input(session))
+        .or_else(|| {
+            DecoderExport::ALL
+                .iter()
+                .map(|e| e.describe())
+                .find(|d| d.matches(&inputs, &outputs))
+        })
     else {
         let expected: Vec<String> = DecoderExport::ALL
             .iter()
@@ -338,10 +410,11 @@ pub fn detect_decoder(session: &Session, path: &Path) -> Result<DecoderSpec> {
     if let Some(name) = d.orig_size {
         expect(name, TensorElementType::Int32)?;
     }
-    // The mask input is fed as [L,1,256,256]: a declared size is checked, never used to size a
-    // buffer (a hostile file declaring 1048576² made a predict abort allocating 4 TiB).
+    // The mask input is fed as [L,1,256,256] (288² for SAM 3): a declared size is checked, never
+    // used to size a buffer (a hostile file declaring 1048576² made a predict abort allocating
+    // 4 TiB).
     if let Some((_, shape)) = tensor_info(session.inputs(), d.mask_input) {
-        let side = LOW_RES_SIDE as i64;
+        let side = d.low_res_side as i64;
         let fits = shape.len() == 4
             && [1, side, side]
                 .iter()
@@ -361,7 +434,8 @@ pub fn detect_decoder(session: &Session, path: &Path) -> Result<DecoderSpec> {
     Ok(DecoderSpec {
         export: d.export,
         family: d.family,
-        low_res_size: LOW_RES_SIDE,
+        low_res_size: d.low_res_side,
+        input_size: d.input_side,
     })
 }
 
@@ -390,10 +464,11 @@ fn has_all(have: &[String], want: &[&str]) -> bool {
 pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
     let outputs = names(session.outputs());
     let inputs = names(session.inputs());
+    // SAM 3 first: with its click head it also writes samexporter's three names.
     let family = [
+        EncoderFamily::Sam3,
         EncoderFamily::SamExporter,
         EncoderFamily::OnnxRuntime,
-        EncoderFamily::Sam3,
     ]
     .into_iter()
     .find(|f| has_all(&outputs, &f.tensor_names()))
@@ -469,7 +544,8 @@ pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
             ))
         }
     };
-    for (name, want) in family.tensor_names().iter().zip(family.shapes().iter()) {
+    let click_features = family == EncoderFamily::Sam3 && has_all(&outputs, &SAM3_CLICK_TENSORS);
+    for (name, want) in embedding_layout(family, click_features) {
         let (_, shape) = tensor_info(session.outputs(), name).ok_or_else(|| {
             Error::model(path, format!("encoder output `{name}` is not a tensor"))
         })?;
@@ -490,5 +566,6 @@ pub fn detect_encoder(session: &Session, path: &Path) -> Result<EncoderSpec> {
         input_name,
         input_type,
         input_size,
+        click_features,
     })
 }

@@ -34,6 +34,8 @@ pub(super) const DESCRIPTION: Description = Description {
     low_res: Some("low_res_masks"),
     full_size_bytes_per_pixel: 1,
     decode,
+    input_side: super::INPUT_SIDE,
+    low_res_side: super::LOW_RES_SIDE,
 };
 
 /// `masks` is boolean `[objects, candidates, height, width]`; `low_res_masks` the float logits.

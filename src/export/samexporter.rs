@@ -32,6 +32,8 @@ pub(super) const DESCRIPTION: Description = Description {
     low_res: None,
     full_size_bytes_per_pixel: 0,
     decode,
+    input_side: super::INPUT_SIDE,
+    low_res_side: super::LOW_RES_SIDE,
 };
 
 /// `masks` holds float logits `[objects, candidates, low_res, low_res]`: they are the low-res

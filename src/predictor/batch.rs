@@ -3,7 +3,7 @@
 
 use ort::value::Tensor;
 
-use super::{prompt_points, validate_prompts, PredictOptions, Prediction, Predictor, Prompt};
+use super::{prompt_points_in, validate_prompts, PredictOptions, Prediction, Predictor, Prompt};
 use crate::embedding::Embedding;
 use crate::error::{Error, Result};
 use crate::export::{Batch, Decoded};
@@ -169,7 +169,8 @@ impl Predictor {
         let lr = self.spec.low_res_size;
         let batch: Vec<&Prompt> = indices.iter().map(|&l| &prompts[l]).collect();
         let objects = batch.len();
-        let (n, coords, labels) = prompt_points(&batch, (img_w as u32, img_h as u32));
+        let (n, coords, labels) =
+            prompt_points_in(&batch, (img_w as u32, img_h as u32), self.spec.input_size);
         let mut mask_input = vec![0.0f32; objects * lr * lr];
         for (l, p) in batch.iter().enumerate() {
             if let Some(m) = &p.mask_input {
@@ -192,12 +193,14 @@ impl Predictor {
         let has_mask = Tensor::from_array(([1usize], vec![has_mask]))?;
         let orig_size = Tensor::from_array(([2usize], vec![img_h as i32, img_w as i32]))?;
 
-        let names = self.spec.family.tensor_names();
         let mut session = self.session();
         let mut binding = session.create_binding()?;
-        for (name, tensor) in names.iter().zip(embedding.tensors()) {
+        for name in self.spec.embedding_inputs() {
             // Session outputs are bound in place (no copy): the embedding is read where it lies.
-            binding.bind_input(*name, &tensor.value)?;
+            let tensor = embedding.tensor(name).ok_or_else(|| {
+                Error::ModelMismatch(format!("the embedding has no `{name}` tensor"))
+            })?;
+            binding.bind_input(name, &tensor.value)?;
         }
         binding.bind_input(io.point_coords, &coords)?;
         binding.bind_input(io.point_labels, &labels_value)?;

@@ -22,6 +22,7 @@ use crate::weights::{self, ModelWeights};
 mod batch;
 mod pool;
 mod prompts;
+pub(crate) use prompts::prompt_points_in;
 
 pub use prompts::{
     check_batch_size, check_prompt_sizes, prompt_points, validate_prompts, Point, Prompt,
@@ -204,7 +205,7 @@ impl Predictor {
             session::Idle::Spin,
         )?;
         let spec = export::detect_decoder(&session, path)?;
-        let names = spec.family.tensor_names();
+        let names = spec.embedding_inputs();
         let input_shape =
             |name: &str| export::tensor_info(session.inputs(), name).map(|(_, shape)| shape);
         let feature_shapes = names.map(|name| input_shape(name).unwrap_or_default());
@@ -311,6 +312,18 @@ impl Predictor {
     /// so a mismatched pair fails when it is put together rather than at the first predict.
     pub fn check_encoder(&self, encoder: &crate::Encoder) -> Result<()> {
         let made = encoder.spec().family;
+        if self.spec.export == DecoderExport::Sam3Clicks
+            && made == self.spec.family
+            && !encoder.spec().click_features
+        {
+            return Err(Error::ModelMismatch(format!(
+                "encoder {} is SAM 3's without the click features ({}) decoder {} reads; export \
+                 the image encoder with its click head (sam2-export-sam3 --interactive)",
+                encoder.path().display(),
+                self.spec.embedding_inputs().join(", "),
+                self.path.display()
+            )));
+        }
         if made != self.spec.family {
             return Err(Error::ModelMismatch(format!(
                 "encoder {} is a {} export, but decoder {} ({} export) takes embeddings of {} \
@@ -345,12 +358,14 @@ impl Predictor {
                 self.spec.family.name()
             )));
         }
-        for ((tensor, want), name) in embedding
-            .tensors()
-            .iter()
-            .zip(self.feature_shapes.iter())
-            .zip(self.spec.family.tensor_names())
-        {
+        for (want, name) in self.feature_shapes.iter().zip(self.spec.embedding_inputs()) {
+            let Some(tensor) = embedding.tensor(name) else {
+                return Err(Error::ModelMismatch(format!(
+                    "the embedding has no `{name}` tensor: a SAM 3 embedding serves clicks only \
+                     when its image encoder was exported with the click head (sam2-export-sam3 \
+                     --interactive)"
+                )));
+            };
             let fits = want.len() == tensor.shape().len()
                 && want
                     .iter()
@@ -370,11 +385,10 @@ impl Predictor {
     /// (ONNX Runtime copies it to a GPU session's device), device memory only on this session's
     /// own device. Anything else is refused before ONNX Runtime sees it, unless copies are allowed.
     fn needs_host_copy(&self, embedding: &Embedding) -> Result<bool> {
-        for (tensor, name) in embedding
-            .tensors()
-            .iter()
-            .zip(self.spec.family.tensor_names())
-        {
+        for name in self.spec.embedding_inputs() {
+            let Some(tensor) = embedding.tensor(name) else {
+                continue;
+            };
             let loc = tensor.location();
             if loc.cpu_accessible {
                 continue;

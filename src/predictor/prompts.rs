@@ -154,7 +154,16 @@ pub fn validate_prompts(
 /// No padding point is appended: SAM2 exports add it inside the graph. Shorter rows of a batch
 /// are padded with label −1. Pure, so it is fuzzed with `validate_prompts`.
 pub fn prompt_points(prompts: &[&Prompt], image_size: (u32, u32)) -> (usize, Vec<f32>, Vec<f32>) {
-    let size = 1024.0f32;
+    prompt_points_in(prompts, image_size, crate::export::INPUT_SIDE)
+}
+
+/// [`prompt_points`] with coordinates in a `side × side` frame (SAM 3's is 1008).
+pub(crate) fn prompt_points_in(
+    prompts: &[&Prompt],
+    image_size: (u32, u32),
+    side: usize,
+) -> (usize, Vec<f32>, Vec<f32>) {
+    let size = side as f32;
     let (fw, fh) = (image_size.0 as f32, image_size.1 as f32);
     let per_object: Vec<Vec<(f32, f32, f32)>> = prompts
         .iter()

@@ -103,7 +103,6 @@ impl Embedding {
                 _host: Arc::clone(host),
             })?);
         }
-        let tensors: [EmbeddingTensor; 3] = tensors.try_into().expect("three tensors");
         Ok(Embedding {
             tensors,
             image_width: host.image_width,

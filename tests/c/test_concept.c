@@ -139,6 +139,33 @@ int main(void) {
     }
     sam2_concept_result_free(again);
 
+    /* One encode serves the clicks too: SAM 3's click decoder, opened for the model's encoder,
+     * segments a click on the same embedding; a SAM2 decoder refuses it. */
+    sam2_encoder *shared = NULL;
+    CHECK_OK(sam2_concept_model_encoder(model, &shared));
+    char clicks_path[TEST_PATH_MAX];
+    snprintf(clicks_path, sizeof clicks_path, "%s/sam3_interactive_decoder.onnx",
+             need("SAM2_SAM3_MODELS"));
+    sam2_predictor *clicks = NULL;
+    CHECK_OK(sam2_predictor_new(shared, clicks_path, NULL, &clicks));
+    sam2_point click = {580.0f, 190.0f, SAM2_POINT_POSITIVE};
+    sam2_prompt prompt = test_points_prompt(&click, 1);
+    sam2_masks *clicked = test_predict1(clicks, e, &prompt);
+    size_t objects = 0, candidates = 0;
+    uint32_t mw = 0, mh = 0;
+    CHECK_OK(sam2_masks_count(clicked, &objects, &candidates));
+    CHECK_OK(sam2_masks_size(clicked, &mw, &mh));
+    CHECK(objects == 1 && candidates == 1 && mw == 800 && mh == 600);
+    sam2_masks_free(clicked);
+    sam2_predictor_free(clicks);
+    sam2_encoder_free(shared);
+    sam2_predictor *sam2_clicks = test_open_predictor(NULL, "tiny_a");
+    sam2_masks *refused = NULL;
+    CHECK_FAILS(sam2_predict(sam2_clicks, e, &prompt, 1, NULL, &refused), SAM2_ERR_MODEL_MISMATCH,
+                "sam3");
+    CHECK(refused == NULL);
+    sam2_predictor_free(sam2_clicks);
+
     /* Threshold 0 keeps every query; a cap; box suppression; no masks. */
     sam2_concept_segment_options o;
     CHECK_OK(sam2_concept_segment_options_init(&o, sizeof o));

@@ -276,3 +276,152 @@ fn an_export_folder_loads_alone_and_broken_ones_are_refused_naming_the_file() {
     assert!(e.contains("not SAM 3's language encoder"), "{e}");
     std::fs::remove_dir_all(&scratch).unwrap();
 }
+
+/// One encode serves concepts and clicks: the set-up's export has SAM 3's click head, so the
+/// concept model's embedding also holds the click features, and SAM 3's click decoder, opened as
+/// any predictor, segments clicks and boxes on that same embedding, as Meta's `predict_inst` does
+/// on the same weights (the reference's `clicks`: each candidate's mask IoU ≥ 0.99 and predicted
+/// IoU within 1e-4). The embedding saved and loaded keeps them; SAM2's decoders refuse it and
+/// SAM 3's click decoder refuses a SAM2 embedding.
+#[test]
+fn one_encode_serves_concepts_and_clicks_as_metas_predict_inst() {
+    use sam2::{Point, PredictOptions, Predictor, PredictorOptions, Prompt};
+    let (model, embedding) = shared();
+    assert!(
+        embedding.has_click_features(),
+        "{:?}",
+        embedding.tensor_names()
+    );
+    let decoder = models().join("sam3_interactive_decoder.onnx");
+    let predictor =
+        Predictor::for_encoder(&decoder, model.encoder(), &PredictorOptions::default()).unwrap();
+    assert_eq!(predictor.spec().low_res_size, 288);
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(var("SAM2_SAM3_REFERENCE")).unwrap())
+            .unwrap();
+    let clicks = reference["clicks"]
+        .as_array()
+        .expect("the reference of an export with its click head records clicks");
+    assert!(clicks.len() >= 4);
+    let (w, h) = (800usize, 600usize);
+    let mut worst = (0f32, 1f64);
+    let prompt_of = |case: &serde_json::Value| Prompt {
+        points: case["points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| Point {
+                x: p[0].as_f64().unwrap() as f32,
+                y: p[1].as_f64().unwrap() as f32,
+                positive: p[2].as_f64().unwrap() > 0.5,
+            })
+            .collect(),
+        bbox: case["box"]
+            .as_array()
+            .map(|b| std::array::from_fn(|k| b[k].as_f64().unwrap() as f32)),
+        mask_input: None,
+    };
+    for case in clicks {
+        let name = case["name"].as_str().unwrap();
+        let got = predictor
+            .predict(
+                embedding,
+                &[prompt_of(case)],
+                PredictOptions { multimask: true },
+            )
+            .unwrap();
+        let scores = case["scores"].as_array().unwrap();
+        let masks = case["masks"].as_array().unwrap();
+        assert_eq!(got.candidates, scores.len(), "{name}");
+        for k in 0..got.candidates {
+            let c = got.candidate_index[k] as usize;
+            let score = scores[c].as_f64().unwrap() as f32;
+            let iou = common::iou(
+                got.mask(k),
+                &decode_runs(masks[c]["runs"].as_array().unwrap(), w * h),
+            );
+            worst = (worst.0.max((got.scores[k] - score).abs()), worst.1.min(iou));
+            assert!(
+                (got.scores[k] - score).abs() <= 1e-4,
+                "{name}, candidate {c}: predicted IoU {} against Meta's {score}",
+                got.scores[k]
+            );
+            assert!(iou >= 0.99, "{name}, candidate {c}: mask IoU {iou:.5}");
+        }
+    }
+    eprintln!(
+        "SAM 3's clicks against Meta's predict_inst: predicted IoU within {:.2e}, mask IoU at least {:.5}",
+        worst.0, worst.1
+    );
+
+    // Saved and loaded, the embedding keeps its click features and serves both again.
+    let file = std::env::temp_dir().join(format!("sam2-sam3-{}.sam2", std::process::id()));
+    sam2::embedding_file::save(embedding, &file).unwrap();
+    let loaded = sam2::embedding_file::load(&file, Some(model.encoder().fingerprint())).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    assert!(loaded.has_click_features());
+    let again = predictor
+        .predict(
+            &loaded,
+            &[prompt_of(&clicks[0])],
+            PredictOptions { multimask: true },
+        )
+        .unwrap();
+    let first = predictor
+        .predict(
+            embedding,
+            &[prompt_of(&clicks[0])],
+            PredictOptions { multimask: true },
+        )
+        .unwrap();
+    assert_eq!(again.masks, first.masks);
+    assert_eq!(again.scores, first.scores);
+    let segmented = model
+        .segment(
+            &loaded,
+            &[Concept::text("purple star")],
+            &SegmentOptions::default(),
+        )
+        .unwrap();
+    assert!(!segmented.instances.is_empty());
+
+    // Families do not mix: a SAM2 decoder refuses SAM 3's embedding, SAM 3's click decoder a
+    // SAM2 one.
+    let sam2_decoder = Predictor::new(
+        common::model("tiny_a_decoder.onnx"),
+        &PredictorOptions::default(),
+    )
+    .unwrap();
+    let e = sam2_decoder
+        .predict(
+            embedding,
+            &[prompt_of(&clicks[0])],
+            PredictOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("sam3"), "{e}");
+    let (encoder, _) = common::open_pair("tiny_a");
+    let sam2_embedding = common::encode_shapes(&encoder);
+    // Another encoder's: refused as another model's (its fingerprint is not this encoder's).
+    let e = predictor
+        .predict(
+            &sam2_embedding,
+            &[common::click(10.0, 10.0)],
+            PredictOptions::default(),
+        )
+        .unwrap_err();
+    assert!(matches!(e, sam2::Error::ModelMismatch(_)), "{e}");
+    // Without the fingerprint to go by, by its family.
+    let unbound = Predictor::new(&decoder, &PredictorOptions::default()).unwrap();
+    let e = unbound
+        .predict(
+            &sam2_embedding,
+            &[common::click(10.0, 10.0)],
+            PredictOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("family"), "{e}");
+    assert!(Predictor::for_encoder(&decoder, &encoder, &PredictorOptions::default()).is_err());
+}

@@ -8,7 +8,8 @@
 #                                         venv after it; keyed by both requirement files
 #   $SAM2_DEV_CACHE/sam3/tokens-<hash>/   keyed by the script, the corpus, the pins: tokens.json
 #   $SAM2_DEV_CACHE/sam3/reduced-<hash>/  keyed by the exporter and the pins: the reduced export
-#                                         (three graphs, manifest.json) and its check.json
+#                                         with its click head (four graphs, the vocabulary,
+#                                         manifest.json), its check.json and the click head's check
 #     reference-<hash>/reference.json     keyed by the script, the export and the image: what
 #                                         Meta's own Sam3Processor finds on testdata/demo.ppm with
 #                                         the export's weights (tools/references/sam3_reference.py),
@@ -59,20 +60,31 @@ made_once "$SAM3_TOKENS" .sam2-sam3-tokens-done tokens.log \
 # scores sharpened, every interface shape of the full model; under a minute), held to Meta's code
 # on the same weights (tools/references/sam3_export_check.py; seconds).
 TOOLS="$ROOT/tools/sam2-tools/sam2_tools"
-setup_begin "SAM 3's reduced export (sam2-export-sam3 --config reduced)"
+setup_begin "SAM 3's reduced export with its click head (sam2-export-sam3 --config reduced --interactive)"
 export_hash="$(cat "$TOOLS/export_sam3.py" "$ROOT/tools/setup/sam3-requirements.txt" \
     "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
 SAM3_MODELS="$CACHE/sam3/reduced-$export_hash"
 made_once "$SAM3_MODELS" .sam2-sam3-export-done export.log \
-    "exporting SAM 3's reduced configuration into $SAM3_MODELS" \
+    "exporting SAM 3's reduced configuration with its click head into $SAM3_MODELS" \
     env PYTHONPATH="$ROOT/tools/sam2-tools" "$SAM3_VENV/bin/python" -m sam2_tools.export_sam3 \
-    --config reduced --out "$SAM3_MODELS"
+    --config reduced --interactive --out "$SAM3_MODELS"
 setup_begin "SAM 3's export against Meta's code (tools/references/sam3_export_check.py)"
 check_hash="$( (cat "$ROOT/tools/references/sam3_export_check.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
 if [ ! -f "$SAM3_MODELS/.sam2-sam3-check-$check_hash" ]; then
     logged "$SAM3_MODELS/check.log" "$SAM3_VENV/bin/python" "$ROOT/tools/references/sam3_export_check.py" \
         --models "$SAM3_MODELS"
     touch "$SAM3_MODELS/.sam2-sam3-check-$check_hash"
+    setup_end ran
+else
+    setup_end cached
+fi
+# The click head's graphs against Meta's predict_inst on the same weights (seconds).
+setup_begin "SAM 3's click head against Meta's code (tools/references/sam3_interactive_check.py)"
+click_check_hash="$( (cat "$ROOT/tools/references/sam3_interactive_check.py"; echo "$export_hash") | sha256sum | cut -c1-16)"
+if [ ! -f "$SAM3_MODELS/.sam2-sam3-click-check-$click_check_hash" ]; then
+    logged "$SAM3_MODELS/click-check.log" "$SAM3_VENV/bin/python" \
+        "$ROOT/tools/references/sam3_interactive_check.py" --models "$SAM3_MODELS"
+    touch "$SAM3_MODELS/.sam2-sam3-click-check-$click_check_hash"
     setup_end ran
 else
     setup_end cached
