@@ -8,7 +8,7 @@
 //!   Runtime alone on the same file (a plain `ort` session with default options, the same pixels
 //!   as the uint8 `[3, 1008, 1008]` tensor the graph takes), and against Meta's PyTorch
 //!   `Sam3Processor.set_image` on the CPU (tools/bench/sam3_torch.py, same image, in its own
-//!   process after the rest);
+//!   process, run after the memory children and before this process loads a model);
 //! - **a phrase on ready features**: `segment` of one phrase whose text features are cached (run
 //!   once first) against ONNX Runtime alone running the decoder graph on the same inputs (the
 //!   plain image encoder's six outputs, the plain language encoder's two);
@@ -291,6 +291,40 @@ fn main() -> Res<()> {
     let peak_lib = run_child(&exe, &["encode", "lib", &v, &m]);
     let peak_ort = run_child(&exe, &["encode", "ort", &v, &m]);
 
+    // Meta's PyTorch, in its own process, before this one loads anything: memory ONNX Runtime
+    // freed is not all returned to the system, and after the encodes this process still held
+    // 15 GB, beside which the PyTorch model's build would run the machine out of memory.
+    let torch = python.as_ref().and_then(|py| {
+        eprintln!("[bench_sam3] Meta's PyTorch set_image ({py})");
+        let script = sam2_bench::root().join("tools/bench/sam3_torch.py");
+        let out = Command::new(py)
+            .arg(&script)
+            .args(["--models", &m, "--side", &SIDE.to_string()])
+            .args(["--repeat", &repeat.to_string()])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let parsed: Option<serde_json::Value> = text
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok());
+        if parsed.is_none() {
+            eprintln!(
+                "[bench_sam3] sam3_torch.py failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        parsed
+    });
+    let torch_stat = torch.as_ref().and_then(|t| {
+        let ms: Vec<f64> = t["seconds"]
+            .as_array()?
+            .iter()
+            .filter_map(|s| s.as_f64().map(|s| s * 1e3))
+            .collect();
+        (!ms.is_empty()).then(|| stat(ms))
+    });
+
     // Encode: the library from the image, ONNX Runtime alone on the ready tensor, the int8 variant.
     eprintln!("[bench_sam3] encode, {repeat} rounds");
     let rgb = bench_image();
@@ -484,37 +518,6 @@ fn main() -> Res<()> {
     drop(variant);
     drop(model);
 
-    // Meta's PyTorch, in its own process, once this one holds no model (its build takes memory).
-    let torch = python.as_ref().and_then(|py| {
-        eprintln!("[bench_sam3] Meta's PyTorch set_image ({py})");
-        let script = sam2_bench::root().join("tools/bench/sam3_torch.py");
-        let out = Command::new(py)
-            .arg(&script)
-            .args(["--models", &m, "--side", &SIDE.to_string()])
-            .args(["--repeat", &repeat.to_string()])
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let parsed: Option<serde_json::Value> = text
-            .lines()
-            .last()
-            .and_then(|l| serde_json::from_str(l).ok());
-        if parsed.is_none() {
-            eprintln!(
-                "[bench_sam3] sam3_torch.py failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        parsed
-    });
-    let torch_stat = torch.as_ref().and_then(|t| {
-        let ms: Vec<f64> = t["seconds"]
-            .as_array()?
-            .iter()
-            .filter_map(|s| s.as_f64().map(|s| s * 1e3))
-            .collect();
-        (!ms.is_empty()).then(|| stat(ms))
-    });
     let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
 
     // The table.
