@@ -16,9 +16,8 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 say() { printf '[setup-sam3-full] %s\n' "$*" >&2; }
 
 setup_begin "SAM 3's full export (sam2-export-sam3 --config full)"
-full_hash="$(cat "$ROOT/tools/sam2-tools/sam2_tools/export_sam3.py" "$ROOT/tools/setup/sam3-requirements.txt" \
-    "$ROOT/tools/setup/real-requirements.txt" | sha256sum | cut -c1-16)"
-SAM3_FULL_MODELS="$CACHE/sam3/full-$full_hash"
+# keyed as setup-sam3.sh keys the reduced export ($export_hash), which keeps it from its pruning
+SAM3_FULL_MODELS="$CACHE/sam3/full-$export_hash"
 unset SAM2_SAM3_FULL_MODELS
 available_kb="$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)"
 if [ ! -f "$SAM3_FULL_MODELS/.sam2-sam3-export-done" ] && [ "${available_kb:-0}" -lt $((16 * 1024 * 1024)) ]; then
