@@ -93,3 +93,36 @@ if [ -z "${SAM2_EDGETAM_MODELS:-}" ] && [ -f "$ROOT/tools/setup/setup-edgetam.sh
 fi
 say "video tracking (uptime: $(uptime))"
 "$ROOT/target/release/bench_video" --out "$ROOT/out"
+
+# SAM 3 (issue 59): encode, a phrase on ready features, memory and the int8 image encoder against
+# ONNX Runtime alone, and the encode against Meta's PyTorch, on the full-size export
+# (tools/setup/setup-sam3-full.sh: made once, about 90 s and 14 GB at peak, skipped when the
+# memory is not there; then cached). The int8 variant is sam2-variant's image encoder beside the
+# export's other two graphs, cached in the export's folder. Writes out/bench_sam3.json.
+if [ -f "$ROOT/tools/setup/setup-sam3-full.sh" ]; then
+    # shellcheck source=../tools/setup/setup-sam3-full.sh
+    . "$ROOT/tools/setup/setup-sam3-full.sh"
+fi
+if [ -n "${SAM2_SAM3_FULL_MODELS:-}" ]; then
+    sam3_int8="$SAM2_SAM3_FULL_MODELS/int8-$(sha256sum "$ROOT/tools/sam2-tools/sam2_tools/make_variant.py" | cut -c1-16)"
+    if [ ! -f "$sam3_int8/.sam2-variant-done" ]; then
+        say "making the int8 variant of SAM 3's image encoder into $sam3_int8"
+        rm -rf "$sam3_int8"
+        mkdir -p "$sam3_int8"
+        # sam2-variant reads one encoder per folder and copies SAM2's decoders only: it is given
+        # the image encoder's file, and the language encoder and decoder are linked beside it.
+        if "$ROOT/.venv/bin/sam2-variant" int8 "$SAM2_SAM3_FULL_MODELS/sam3_image_encoder.onnx" \
+            --out "$sam3_int8" >"$sam3_int8/variant.log" 2>&1; then
+            ln -sf "$SAM2_SAM3_FULL_MODELS/sam3_language_encoder.onnx" "$SAM2_SAM3_FULL_MODELS/sam3_decoder.onnx" "$sam3_int8/"
+            touch "$sam3_int8/.sam2-variant-done"
+        else
+            say "sam2-variant failed on SAM 3's image encoder (the end of $sam3_int8/variant.log):"
+            tail -n 20 "$sam3_int8/variant.log" >&2
+        fi
+    fi
+    [ -f "$sam3_int8/.sam2-variant-done" ] && export SAM2_SAM3_INT8="$sam3_int8"
+    say "SAM 3 (uptime: $(uptime))"
+    "$ROOT/target/release/bench_sam3" --out "$ROOT/out"
+else
+    say "SAM 3 skipped: no full export (tools/setup/setup-sam3-full.sh)"
+fi

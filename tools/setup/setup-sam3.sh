@@ -100,7 +100,8 @@ made_once "$SAM3_REFERENCE" .sam2-sam3-reference-done reference.log \
     env -C "$ROOT" "$SAM3_VENV/bin/python" tools/references/sam3_reference.py \
     --models "$SAM3_MODELS" --image testdata/demo.ppm --out "$SAM3_REFERENCE/reference.json"
 if declare -F prune_unused >/dev/null; then
-    prune_unused "$CACHE/sam3" venv "tokens-$tokens_hash" "reduced-$export_hash"
+    # full-<hash>: tools/setup/setup-sam3-full.sh's export for the benchmark, same key
+    prune_unused "$CACHE/sam3" venv "tokens-$tokens_hash" "reduced-$export_hash" "full-$export_hash"
     prune_unused_named "$SAM3_MODELS" reference- "reference-$reference_hash"
 fi
 export SAM2_SAM3_VOCAB="$SAM3_VOCAB"
