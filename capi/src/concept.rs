@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use super::device::{device_options, sam2_provider, weights_and_optimization};
 use super::device::{SAM2_ON_MISMATCH_FALLBACK, SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED};
 use super::embedding::sam2_embedding;
-use super::encoder::{image_arg, sam2_encoder, OutputTargetCodes, SAM2_OUTPUT_DEVICE};
+use super::encoder::{encode_into, sam2_encoder, OutputTargetCodes, SAM2_OUTPUT_DEVICE};
 use super::{
     arg_out, arg_slice, arg_str, flag, guard, handle_ref, impl_options, read_options, sam2_status,
     Handle,
@@ -154,14 +154,16 @@ pub extern "C" fn sam2_concept_encode(
 ) -> sam2_status {
     guard(|| {
         let model = handle_ref(model, "model")?;
-        if pixels.is_null() {
-            return Err(Error::NullArgument("pixels"));
-        }
-        let out = arg_out(out, "out")?;
-        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
-        let embedding = model.encode(&image)?;
-        out.set(super::publish::<sam2_embedding>(embedding));
-        Ok(())
+        encode_into(
+            model.encoder(),
+            pixels,
+            pixels_len,
+            width,
+            height,
+            stride,
+            pixel_format,
+            out,
+        )
     })
 }
 

@@ -220,15 +220,40 @@ pub extern "C" fn sam2_encode(
 ) -> sam2_status {
     guard(|| {
         let encoder = handle_ref(encoder, "encoder")?;
-        if pixels.is_null() {
-            return Err(Error::NullArgument("pixels"));
-        }
-        let out = arg_out(out, "out")?;
-        let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
-        let embedding = encoder.encode(&image)?;
-        out.set(super::publish::<sam2_embedding>(embedding));
-        Ok(())
+        encode_into(
+            encoder,
+            pixels,
+            pixels_len,
+            width,
+            height,
+            stride,
+            pixel_format,
+            out,
+        )
     })
+}
+
+/// The pixel and out arguments of `sam2_encode` and `sam2_concept_encode`, checked in their
+/// order, then the encode and the new embedding's handle.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn encode_into(
+    encoder: &Encoder,
+    pixels: *const u8,
+    pixels_len: usize,
+    width: u32,
+    height: u32,
+    stride: usize,
+    pixel_format: u32,
+    out: *mut *mut sam2_embedding,
+) -> Result<(), Error> {
+    if pixels.is_null() {
+        return Err(Error::NullArgument("pixels"));
+    }
+    let out = arg_out(out, "out")?;
+    let image = image_arg(pixels, pixels_len, width, height, stride, pixel_format)?;
+    let embedding = encoder.encode(&image)?;
+    out.set(super::publish::<sam2_embedding>(embedding));
+    Ok(())
 }
 
 /// Copies the encoder's model fingerprint ("sam2fp1-…", identifying the model file) into `buf`.

@@ -189,3 +189,39 @@ pub(crate) fn add_json(
         .add(path, |f| f.write_all((text + "\n").as_bytes()))
         .map_err(|err| Failure::of(err, exit::OUTPUT))
 }
+
+/// An embedding file for `image` (`--embedding FILE`): made by the encoder of `fingerprint`, from
+/// an image of the picture's size.
+pub(crate) fn load_embedding(
+    file: &Path,
+    fingerprint: sam2::Fingerprint,
+    image: &Path,
+    picture: &picture::Picture,
+) -> Result<sam2::Embedding, Failure> {
+    let embedding = sam2::embedding_file::load(file, Some(fingerprint))
+        .map_err(|e| Failure::of(e, exit::INPUT))?;
+    let (w, h) = picture.rgb.dimensions();
+    if embedding.image_size() != (w, h) {
+        let (ew, eh) = embedding.image_size();
+        return Err(Failure::new(
+            exit::INPUT,
+            format!(
+                "{} was made from a {ew}×{eh} image, but {} is {w}×{h}",
+                file.display(),
+                image.display()
+            ),
+        ));
+    }
+    Ok(embedding)
+}
+
+/// The `image` object of the JSON documents: the file, its size and its EXIF orientation.
+pub(crate) fn image_json(image: &Path, picture: &picture::Picture) -> serde_json::Value {
+    let (w, h) = picture.rgb.dimensions();
+    serde_json::json!({
+        "file_name": image.display().to_string(),
+        "width": w,
+        "height": h,
+        "exif_orientation": picture.orientation,
+    })
+}

@@ -4,11 +4,10 @@
 use std::path::Path;
 
 use sam2::concept::{ConceptModel, ConceptModelOptions, Segmentation};
-use sam2::{ImageView, PixelFormat};
 
 use crate::common::{
-    add_json, create_parent, init_runtime, load_picture, output_prefix, polygons_json,
-    session_options, with_suffix,
+    add_json, create_parent, encode, image_json, init_runtime, load_embedding, load_picture,
+    output_prefix, polygons_json, session_options, with_suffix,
 };
 use crate::failure::{exit, Failure};
 use crate::{args, batch, picture, progress};
@@ -28,7 +27,7 @@ pub(crate) fn run(s: &args::Segment, c: &args::Concepts) -> Result<(), Failure> 
             },
             |model, input| {
                 let picture = load_picture(&input.path, s.max_pixels)?;
-                let embedding = encode(model, &picture)?;
+                let embedding = encode(model.encoder(), &picture)?;
                 segment_and_write(
                     s,
                     c,
@@ -50,25 +49,8 @@ pub(crate) fn run(s: &args::Segment, c: &args::Concepts) -> Result<(), Failure> 
     init_runtime(s.onnxruntime.as_deref())?;
     let model = load_model(model_path, s, c)?;
     let embedding = match &s.embedding {
-        Some(file) => {
-            let made_by = model.encoder().fingerprint();
-            let embedding = sam2::embedding_file::load(file, Some(made_by))
-                .map_err(|e| Failure::of(e, exit::INPUT))?;
-            let (w, h) = picture.rgb.dimensions();
-            if embedding.image_size() != (w, h) {
-                let (ew, eh) = embedding.image_size();
-                return Err(Failure::new(
-                    exit::INPUT,
-                    format!(
-                        "{} was made from a {ew}×{eh} image, but {} is {w}×{h}",
-                        file.display(),
-                        s.image.display()
-                    ),
-                ));
-            }
-            embedding
-        }
-        None => encode(&model, &picture)?,
+        Some(file) => load_embedding(file, model.encoder().fingerprint(), &s.image, &picture)?,
+        None => encode(model.encoder(), &picture)?,
     };
     let out = output_prefix(&s.out, &s.image);
     let line = segment_and_write(s, c, &model, &embedding, &picture, &s.image, &out)?;
@@ -84,19 +66,6 @@ fn load_model(path: &Path, s: &args::Segment, c: &args::Concepts) -> Result<Conc
         vocabulary: c.vocabulary.clone(),
     };
     ConceptModel::new(path, &options).map_err(|e| Failure::of(e, exit::MODEL))
-}
-
-fn encode(model: &ConceptModel, picture: &picture::Picture) -> Result<sam2::Embedding, Failure> {
-    let (w, h) = picture.rgb.dimensions();
-    let view = ImageView::packed(
-        picture.rgb.as_raw(),
-        w as usize,
-        h as usize,
-        PixelFormat::Rgb,
-    )
-    .map_err(|e| Failure::of(e, exit::INPUT))?;
-    let _p = progress::step("encoding image");
-    model.encode(&view).map_err(|e| Failure::of(e, exit::INPUT))
 }
 
 /// Segments the concepts on `image` and writes its files at the prefix `out`: OUT.overlay.png,
@@ -179,12 +148,7 @@ fn segment_and_write(
         sam2::concept::Nms::Masks(iou) => serde_json::json!({ "by": "mask", "iou": iou }),
     };
     let document = serde_json::json!({
-        "image": {
-            "file_name": image.display().to_string(),
-            "width": w,
-            "height": h,
-            "exif_orientation": picture.orientation,
-        },
+        "image": image_json(image, picture),
         "model": {
             "family": "sam3",
             "image_encoder": paths.image_encoder.display().to_string(),

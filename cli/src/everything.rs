@@ -6,8 +6,8 @@ use sam2::everything::{segment_everything_with_progress, EverythingOptions};
 use sam2::{Encoder, ImageView, PixelFormat, Predictor};
 
 use crate::common::{
-    add_json, create_parent, init_runtime, load_encoder, load_picture, load_predictor, model_files,
-    output_prefix, polygons_json, with_suffix,
+    add_json, create_parent, image_json, init_runtime, load_encoder, load_picture, load_predictor,
+    model_files, output_prefix, polygons_json, with_suffix,
 };
 use crate::failure::{exit, Failure};
 use crate::{args, batch, picture, progress};
@@ -166,12 +166,7 @@ fn generate_and_write(
         .map_err(|err| Failure::of(err, exit::OUTPUT))?;
     let json_path = with_suffix(out, ".json");
     let document = serde_json::json!({
-        "image": {
-            "file_name": image.display().to_string(),
-            "width": w,
-            "height": h,
-            "exif_orientation": picture.orientation,
-        },
+        "image": image_json(image, picture),
         "model": {
             "encoder": models.encoder_path.display().to_string(),
             "decoder": models.decoder_path.display().to_string(),

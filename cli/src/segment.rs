@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use sam2::{Fingerprint, PredictOptions, Predictor, Prompt};
 
 use crate::common::{
-    add_json, create_parent, encode, encode_picture, init_runtime, load_encoder, load_picture,
-    load_predictor, model_files, output_prefix, polygons_json, with_suffix,
+    add_json, create_parent, encode, encode_picture, image_json, init_runtime, load_embedding,
+    load_encoder, load_picture, load_predictor, model_files, output_prefix, polygons_json,
+    with_suffix,
 };
 use crate::failure::{exit, Failure};
 use crate::{args, batch, picture};
@@ -25,7 +26,6 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
     let (encoder_path, decoder_path) = model_files(&s.models)?;
     let decoder_path = decoder_path.ok_or_else(|| Failure::new(exit::USAGE, "no decoder given"))?;
     let picture = load_picture(&s.image, s.max_pixels)?;
-    let (w, h) = picture.rgb.dimensions();
     init_runtime(s.onnxruntime.as_deref())?;
     let (fingerprint, encoder, embedding) = match &s.embedding {
         Some(file) => {
@@ -42,19 +42,7 @@ pub(crate) fn run(s: args::Segment) -> Result<(), Failure> {
                     )
                 })?;
             let fingerprint = Fingerprint::of_bytes(&bytes);
-            let embedding = sam2::embedding_file::load(file, Some(fingerprint))
-                .map_err(|e| Failure::of(e, exit::INPUT))?;
-            if embedding.image_size() != (w, h) {
-                let (ew, eh) = embedding.image_size();
-                return Err(Failure::new(
-                    exit::INPUT,
-                    format!(
-                        "{} was made from a {ew}×{eh} image, but {} is {w}×{h}",
-                        file.display(),
-                        s.image.display()
-                    ),
-                ));
-            }
+            let embedding = load_embedding(file, fingerprint, &s.image, &picture)?;
             (fingerprint, None, embedding)
         }
         None => {
@@ -192,12 +180,7 @@ fn predict_and_write(
     // there as done.
     let json_path = with_suffix(out, ".json");
     let document = serde_json::json!({
-        "image": {
-            "file_name": image.display().to_string(),
-            "width": w,
-            "height": h,
-            "exif_orientation": picture.orientation,
-        },
+        "image": image_json(image, picture),
         "model": {
             "encoder": models.encoder_path.display().to_string(),
             "decoder": models.decoder_path.display().to_string(),
