@@ -61,15 +61,24 @@ fn a_phrase_and_boxes_give_instances_with_scores_boxes_and_masks() {
             }],
         },
     ];
+    // A phrase of 10 kB (over 30 tokens) is cut as Meta's tokenizer cuts it, and said to be.
+    let long = "a small purple star beside a large ".repeat(300);
+    let mut concepts = concepts.to_vec();
+    concepts.push(Concept::text(long.as_str()));
     let out = model
         .segment(embedding, &concepts, &SegmentOptions::default())
         .expect("segments");
-    assert_eq!(out.concepts.len(), 2);
+    assert_eq!(out.concepts.len(), 3);
     assert_eq!(out.concepts[1].phrase, "visual");
     for c in &out.concepts {
         assert!((0.0..=1.0).contains(&c.presence), "{c:?}");
-        assert!(!c.truncated);
     }
+    assert!(!out.concepts[0].truncated && !out.concepts[1].truncated);
+    assert!(
+        out.concepts[2].truncated,
+        "a 10 kB phrase is cut and reported"
+    );
+    assert_eq!(model.tokens(&long).len, 32);
     eprintln!(
         "presence {:?}, instances {:?}",
         out.concepts.iter().map(|c| c.presence).collect::<Vec<_>>(),
