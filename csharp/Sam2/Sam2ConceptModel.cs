@@ -197,7 +197,7 @@ namespace Sam2
         {
             EncoderHandle handle;
             Sam2Status status = NativeMethods.sam2_concept_model_encoder(Handle, out handle);
-            return new Sam2Encoder(Sam2Error.CheckNew(status, handle));
+            return Sam2Encoder.Wrap(Sam2Error.CheckNew(status, handle));
         }
 
         /// <summary>The most exemplar boxes one concept may hold (the decoder's box slots).</summary>

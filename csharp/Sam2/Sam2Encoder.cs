@@ -18,8 +18,14 @@ namespace Sam2
         {
         }
 
-        /// <summary>Wraps a handle the library gave (a concept model's shared encoder).</summary>
-        internal Sam2Encoder(EncoderHandle handle) : base(handle)
+        /// <summary>Wraps a handle the library gave (a concept model's shared encoder). A factory,
+        /// not a constructor overload: <c>new Sam2Encoder(null)</c> must stay the path's.</summary>
+        internal static Sam2Encoder Wrap(EncoderHandle handle)
+        {
+            return new Sam2Encoder(handle, true);
+        }
+
+        private Sam2Encoder(EncoderHandle handle, bool wrapped) : base(handle)
         {
         }
 
