@@ -1092,6 +1092,12 @@ fn sam3_concepts_run_on_the_device_reading_the_embedding_in_place() {
     );
 
     let on_cpu = ConceptModel::new(&models, &options(DeviceOptions::default())).unwrap();
+    // A CPU model is given the device embedding: refused, saying where each is.
+    let e = on_cpu
+        .segment(&embedding, &concepts, &all)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("lives in") && e.contains(&name), "{e}");
     let cpu_embedding = on_cpu.encode(&shapes_view(&img)).unwrap();
     let cpu_result = on_cpu.segment(&cpu_embedding, &concepts, &all).unwrap();
     for (d, c) in device_result.concepts.iter().zip(&cpu_result.concepts) {

@@ -283,6 +283,28 @@ impl ConceptModel {
     ) -> Result<Segmentation> {
         options.validate()?;
         self.check_embedding(embedding)?;
+        // Device memory is read in place by a decoder on that device only; anything else is
+        // refused here, before ONNX Runtime sees it (host memory is read by any session).
+        let decoder = &self.decoder.device;
+        for (tensor, name) in embedding.tensors().iter().zip(embedding.tensor_names()) {
+            let loc = tensor.location();
+            if !loc.cpu_accessible
+                && (loc.allocator != decoder.allocator_name() || loc.device_id != decoder.device_id)
+            {
+                return Err(Error::invalid(
+                    "embedding",
+                    format!(
+                        "its tensor `{name}` lives in `{}` memory (device {}), but this concept \
+                         model's decoder runs on {} (`{}` memory); copy it to the host \
+                         (sam2_embedding_to_host) or open the model on that device",
+                        loc.allocator,
+                        loc.device_id,
+                        decoder.primary.ort_name(),
+                        decoder.allocator_name()
+                    ),
+                ));
+            }
+        }
         let (width, height) = embedding.image_size();
         validate_concepts(concepts, (width, height), self.box_slots)?;
         let mut out = Segmentation {
