@@ -3,7 +3,7 @@
 
 use std::ffi::c_char;
 
-use super::device::{device_options, sam2_provider, weights_and_optimization};
+use super::device::{sam2_provider, session_options};
 use super::device::{SAM2_ON_MISMATCH_FALLBACK, SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED};
 use super::embedding::sam2_embedding;
 use super::encoder::{encode_into, sam2_encoder, OutputTargetCodes, SAM2_OUTPUT_DEVICE};
@@ -88,11 +88,15 @@ fn model_options(o: &sam2_concept_model_options) -> Result<ConceptModelOptions, 
         output_target: OutputTargetCodes::parse(o.output_target, "options.output_target")?,
         ..Default::default()
     };
-    out.session.intra_threads = super::intra_threads(o.intra_threads);
-    out.session.device = device_options(o.providers, o.provider_count, o.on_device_mismatch)?;
-    (out.session.weights, out.session.optimization) =
-        weights_and_optimization(o.weight_sharing, o.graph_optimization)?;
-    out.session.rewrites = super::device::rewrites(o.disabled_rewrites)?;
+    out.session = session_options(
+        o.intra_threads,
+        o.providers,
+        o.provider_count,
+        o.on_device_mismatch,
+        o.weight_sharing,
+        o.graph_optimization,
+        o.disabled_rewrites,
+    )?;
     if !o.vocabulary_path.is_null() {
         out.vocabulary = Some(arg_str(o.vocabulary_path, "options.vocabulary_path")?.into());
     }

@@ -108,6 +108,29 @@ pub(crate) fn rewrites(disabled_rewrites: u64) -> Result<sam2::models::Rewrites,
     Ok(sam2::models::Rewrites::from_bits(disabled_rewrites, name)?.complement())
 }
 
+/// The session fields every options struct of a model shares (`intra_threads`, the providers and
+/// what to do without them, `weight_sharing`, `graph_optimization`, `disabled_rewrites`), checked
+/// in that order, as the library's session options.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn session_options(
+    intra_threads: u32,
+    providers: *const sam2_provider,
+    provider_count: usize,
+    on_device_mismatch: u32,
+    weight_sharing: u32,
+    graph_optimization: u32,
+    disabled_rewrites: u64,
+) -> Result<sam2::device::SessionOptions, Error> {
+    let mut out = sam2::device::SessionOptions {
+        intra_threads: super::intra_threads(intra_threads),
+        device: device_options(providers, provider_count, on_device_mismatch)?,
+        ..Default::default()
+    };
+    (out.weights, out.optimization) = weights_and_optimization(weight_sharing, graph_optimization)?;
+    out.rewrites = rewrites(disabled_rewrites)?;
+    Ok(out)
+}
+
 /// Converts the weight-sharing and optimisation fields shared by encoder and predictor options.
 pub(crate) fn weights_and_optimization(
     weight_sharing: u32,

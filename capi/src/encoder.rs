@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use super::c_enum::c_enum;
 use super::device::{
-    device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
-    SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
+    sam2_provider, session_options, SAM2_ON_MISMATCH_FALLBACK, SAM2_OPTIMIZATION_ALL,
+    SAM2_WEIGHTS_SHARED,
 };
 use super::embedding::sam2_embedding;
 use super::{
@@ -149,15 +149,15 @@ fn encoder_options(options: &sam2_encoder_options) -> Result<EncoderOptions, Err
         output_target,
         ..Default::default()
     };
-    out.session.intra_threads = super::intra_threads(options.intra_threads);
-    out.session.device = device_options(
+    out.session = session_options(
+        options.intra_threads,
         options.providers,
         options.provider_count,
         options.on_device_mismatch,
+        options.weight_sharing,
+        options.graph_optimization,
+        options.disabled_rewrites,
     )?;
-    (out.session.weights, out.session.optimization) =
-        weights_and_optimization(options.weight_sharing, options.graph_optimization)?;
-    out.session.rewrites = super::device::rewrites(options.disabled_rewrites)?;
     Ok(out)
 }
 

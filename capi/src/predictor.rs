@@ -4,8 +4,8 @@ use std::ffi::c_char;
 
 use super::c_enum::c_enum;
 use super::device::{
-    device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
-    SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
+    sam2_provider, session_options, SAM2_ON_MISMATCH_FALLBACK, SAM2_OPTIMIZATION_ALL,
+    SAM2_WEIGHTS_SHARED,
 };
 use super::embedding::sam2_embedding;
 use super::encoder::sam2_encoder;
@@ -195,13 +195,18 @@ pub extern "C" fn sam2_predictor_new(
         let path = arg_str(decoder_path, "decoder_path")?;
         let out = arg_out(out, "out")?;
         let raw = read_options(options, "options")?;
-        let mut opts = PredictorOptions::default();
-        opts.session.intra_threads = super::intra_threads(raw.intra_threads);
-        opts.session.device =
-            device_options(raw.providers, raw.provider_count, raw.on_device_mismatch)?;
-        (opts.session.weights, opts.session.optimization) =
-            weights_and_optimization(raw.weight_sharing, raw.graph_optimization)?;
-        opts.session.rewrites = super::device::rewrites(raw.disabled_rewrites)?;
+        let mut opts = PredictorOptions {
+            session: session_options(
+                raw.intra_threads,
+                raw.providers,
+                raw.provider_count,
+                raw.on_device_mismatch,
+                raw.weight_sharing,
+                raw.graph_optimization,
+                raw.disabled_rewrites,
+            )?,
+            ..Default::default()
+        };
         opts.pool_size = (raw.pool_size > 0).then_some(raw.pool_size as usize);
         opts.allow_embedding_copy =
             super::flag(raw.allow_embedding_copy, "options.allow_embedding_copy")?;

@@ -4,8 +4,8 @@ use std::ffi::c_char;
 
 use super::c_enum::c_enum;
 use super::device::{
-    device_options, sam2_provider, weights_and_optimization, SAM2_ON_MISMATCH_FALLBACK,
-    SAM2_OPTIMIZATION_ALL, SAM2_WEIGHTS_SHARED,
+    sam2_provider, session_options, SAM2_ON_MISMATCH_FALLBACK, SAM2_OPTIMIZATION_ALL,
+    SAM2_WEIGHTS_SHARED,
 };
 use super::encoder::image_arg;
 use super::precision::PrecisionCodes;
@@ -119,11 +119,15 @@ fn tracker_options(o: &sam2_tracker_options) -> Result<TrackerOptions, Error> {
         memory_frames: o.memory_frames as usize,
         ..Default::default()
     };
-    out.session.intra_threads = super::intra_threads(o.intra_threads);
-    out.session.device = device_options(o.providers, o.provider_count, o.on_device_mismatch)?;
-    (out.session.weights, out.session.optimization) =
-        weights_and_optimization(o.weight_sharing, o.graph_optimization)?;
-    out.session.rewrites = super::device::rewrites(o.disabled_rewrites)?;
+    out.session = session_options(
+        o.intra_threads,
+        o.providers,
+        o.provider_count,
+        o.on_device_mismatch,
+        o.weight_sharing,
+        o.graph_optimization,
+        o.disabled_rewrites,
+    )?;
     Ok(out)
 }
 
